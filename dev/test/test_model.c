@@ -1,0 +1,202 @@
+// Checks the CPU model (train_gpt.c, included below) against references:
+//   test_model case PREFIX   the PyTorch reference (dev/torch/gpt2_reference.py case --out PREFIX)
+//                            on the same checkpoint and batch: logits, loss, every gradient, and
+//                            the losses and weights of the reference's optimizer steps
+//   test_model fd SEED       central finite differences of the loss on a tiny random model
+// Exits 1 when any comparison is out of tolerance; prints every comparison.
+#define TESTING
+#include <stdarg.h>
+
+#include "../../train_gpt.c"
+
+static int g_failures = 0;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (!ok) g_failures++;
+}
+
+static void *read_exact(FILE *f, size_t bytes, const char *path) {
+    void *p = malloc_check(bytes);
+    fread_check(p, 1, bytes, f, path);
+    return p;
+}
+
+// max |a - b| / max |b| over one tensor instance.
+static double rel_max_diff(const float *a, const float *b, size_t n) {
+    double md = 0.0, mb = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        md = fmax(md, fabs((double)a[i] - b[i]));
+        mb = fmax(mb, fabs((double)b[i]));
+    }
+    return mb > 0 ? md / mb : md;
+}
+
+static void slot_label(const GPT2Config *cfg, int s, char *buf, size_t n) {
+    ParamSlot slot = gpt2_slot(cfg, s);
+    if (slot.layer >= 0) snprintf(buf, n, "%s[%d]", param_tensor_name(slot.kind), slot.layer);
+    else snprintf(buf, n, "%s", param_tensor_name(slot.kind));
+}
+
+static int run_case(const char *prefix) {
+    char ckpt[4096], casep[4096];
+    snprintf(ckpt, sizeof(ckpt), "%s.bin", prefix);
+    snprintf(casep, sizeof(casep), "%s.case", prefix);
+    GPT2Config cfg;
+    checkpoint_read_config(ckpt, &cfg);
+    FILE *f = fopen_check(casep, "rb");
+    int32_t h[256];
+    float hpf[16];
+    fread_check(h, sizeof(int32_t), 256, f, casep);
+    fread_check(hpf, sizeof(float), 16, f, casep);
+    if (h[0] != 20241123 || h[1] != 1) die("'%s' is not a reference case file", casep);
+    const int B = h[2], T = h[3], V = h[4], Vp = h[5], nsteps = h[6], update_clip = h[7];
+    const size_t P = (size_t)h[8];
+    if (V != cfg.vocab_size || Vp != cfg.padded_vocab_size || P != gpt2_num_params(&cfg))
+        die("'%s' does not match the checkpoint '%s'", casep, ckpt);
+    int *inputs = (int *)read_exact(f, (size_t)B * T * sizeof(int), casep);
+    int *targets = (int *)read_exact(f, (size_t)B * T * sizeof(int), casep);
+    float *ref_logits = (float *)read_exact(f, (size_t)B * T * Vp * sizeof(float), casep);
+    float ref_loss;
+    fread_check(&ref_loss, sizeof(float), 1, f, casep);
+    float *file_grads = (float *)read_exact(f, P * sizeof(float), casep);
+    float *ref_losses = (float *)read_exact(f, (size_t)nsteps * sizeof(float), casep);
+    float *file_after = (float *)read_exact(f, P * sizeof(float), casep);
+    fclose(f);
+    float *ref_grads = (float *)malloc_check(P * sizeof(float));
+    float *ref_after = (float *)malloc_check(P * sizeof(float));
+    params_file_order_to_memory(&cfg, file_grads, ref_grads);
+    params_file_order_to_memory(&cfg, file_after, ref_after);
+    printf("case %s: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d B=%d T=%d, %d steps, update clipping %s\n", prefix,
+           cfg.num_layers, cfg.channels, cfg.num_heads, cfg.max_seq_len, V, Vp, B, T, nsteps, update_clip ? "on" : "off");
+
+    GPT2 m;
+    gpt2_alloc(&m, &cfg, B, T);
+    checkpoint_read_params(ckpt, &cfg, m.params);
+    gpt2_forward(&m, inputs, targets, B, T);
+
+    // fp32 against fp32 with different summation orders: 1e-4 absolute on logits of size ~1,
+    // 1e-5 relative on the loss (the tolerances).
+    double max_logit_diff = 0.0;
+    for (int i = 0; i < B * T; i++)
+        for (int j = 0; j < V; j++)
+            max_logit_diff = fmax(max_logit_diff, fabs((double)m.logits[(size_t)i * Vp + j] - ref_logits[(size_t)i * Vp + j]));
+    check(max_logit_diff < 1e-4, "logits: max abs diff %.3g (< 1e-4)", max_logit_diff);
+    double loss_rel = fabs((double)m.mean_loss - ref_loss) / fabs((double)ref_loss);
+    check(loss_rel < 1e-5, "loss: %.7f vs %.7f, rel diff %.3g (< 1e-5)", m.mean_loss, ref_loss, loss_rel);
+
+    gpt2_backward(&m, B, T, 1.0f);
+    double worst = 0.0;
+    char label[64], worst_label[64] = "";
+    for (int s = 0; s < gpt2_num_slots(&cfg); s++) {
+        ParamSlot slot = gpt2_slot(&cfg, s);
+        double d = rel_max_diff(m.grads + slot.offset, ref_grads + slot.offset, slot.numel);
+        slot_label(&cfg, s, label, sizeof(label));
+        if (d >= 1e-4) check(0, "grad %s: max diff / max |grad| = %.3g (< 1e-4)", label, d);
+        if (d > worst) { worst = d; snprintf(worst_label, sizeof(worst_label), "%s", label); }
+    }
+    check(worst < 1e-4, "gradients of all %d tensors: worst max diff / max |grad| %.3g at %s (< 1e-4)",
+          gpt2_num_slots(&cfg), worst, worst_label);
+
+    // The reference's optimizer steps on the same batch.
+    AdamWConfig hp = {hpf[1], hpf[2], hpf[3], hpf[4], hpf[5], update_clip ? hpf[6] : 0.0f};
+    memset(m.m, 0, P * sizeof(float));
+    memset(m.v, 0, P * sizeof(float));
+    double worst_loss = 0.0;
+    for (int step = 1; step <= nsteps; step++) {
+        memset(m.grads, 0, P * sizeof(float));
+        gpt2_forward(&m, inputs, targets, B, T);
+        double rel = fabs((double)m.mean_loss - ref_losses[step - 1]) / fabs((double)ref_losses[step - 1]);
+        printf("     step %2d: loss %.7f, reference %.7f, rel diff %.3g\n", step, m.mean_loss, ref_losses[step - 1], rel);
+        worst_loss = fmax(worst_loss, rel);
+        gpt2_backward(&m, B, T, 1.0f);
+        double norm = gpt2_grad_norm(&m);
+        adamw_step(&cfg, &hp, m.params, m.grads, m.m, m.v, 0, P, step, hpf[0], grad_clip_scale(&hp, norm), NULL, NULL);
+    }
+    check(worst_loss < 1e-4, "losses of %d optimizer steps: worst rel diff %.3g (< 1e-4)", nsteps, worst_loss);
+    // Weights after the steps: Adam normalizes each update to about lr, so an element whose
+    // gradient is near zero can move by a different fraction of lr; compare each tensor's
+    // relative L2 difference instead of elementwise.
+    double worst_w = 0.0;
+    for (int s = 0; s < gpt2_num_slots(&cfg); s++) {
+        ParamSlot slot = gpt2_slot(&cfg, s);
+        double dd = 0.0, rr = 0.0;
+        for (size_t i = 0; i < slot.numel; i++) {
+            double d = (double)m.params[slot.offset + i] - ref_after[slot.offset + i];
+            dd += d * d;
+            rr += (double)ref_after[slot.offset + i] * ref_after[slot.offset + i];
+        }
+        worst_w = fmax(worst_w, sqrt(dd / rr));
+    }
+    check(worst_w < 1e-5, "weights after %d steps: worst per-tensor relative L2 diff %.3g (< 1e-5)", nsteps, worst_w);
+    gpt2_free(&m);
+    free(inputs); free(targets); free(ref_logits); free(file_grads); free(ref_losses); free(file_after);
+    free(ref_grads); free(ref_after);
+    return g_failures;
+}
+
+// Central differences (f(p+h) - f(p-h)) / 2h of the mean loss on a tiny model whose LayerNorm
+// weights and biases are random too, at a few coordinates of every tensor instance. The loss is
+// summed in double; with fp32 activations the difference quotient carries about
+// 1e-7 * loss / h of rounding noise, so a coordinate passes when
+// |fd - grad| <= 2e-2 |grad| + 2e-4 (h = 1e-2 keeps the truncation error, O(h^2), below that).
+static int run_fd(uint64_t seed) {
+    GPT2Config cfg = {.max_seq_len = 8, .vocab_size = 37, .padded_vocab_size = 128, .num_layers = 2, .num_heads = 2, .channels = 8};
+    const int B = 2, T = 7;
+    GPT2 m;
+    gpt2_alloc(&m, &cfg, B, T);
+    gpt2_init_params(&cfg, m.params, seed);
+    for (size_t i = 0; i < m.num_params; i++) m.params[i] += 0.1f * (float)rng_normal(seed, 99, i);
+    int inputs[B * T], targets[B * T];
+    for (int i = 0; i < B * T; i++) {
+        inputs[i] = (int)(rng_uniform(seed, 7, i) * cfg.vocab_size);
+        targets[i] = (int)(rng_uniform(seed, 8, i) * cfg.vocab_size);
+    }
+    gpt2_forward(&m, inputs, targets, B, T);
+    gpt2_backward(&m, B, T, 1.0f);
+    const float h = 1e-2f;
+    int checked = 0, bad = 0;
+    double worst = 0.0;
+    for (int s = 0; s < gpt2_num_slots(&cfg); s++) {
+        ParamSlot slot = gpt2_slot(&cfg, s);
+        for (int k = 0; k < 3; k++) {
+            size_t i = slot.offset + (size_t)(rng_uniform(seed, 1000 + s, k) * slot.numel);
+            if (slot.kind == PT_WTE && (i - slot.offset) / cfg.channels >= (size_t)cfg.vocab_size) continue;  // padded row
+            float saved = m.params[i];
+            m.params[i] = saved + h;
+            gpt2_forward(&m, inputs, targets, B, T);
+            double up = m.mean_loss;
+            m.params[i] = saved - h;
+            gpt2_forward(&m, inputs, targets, B, T);
+            double down = m.mean_loss;
+            m.params[i] = saved;
+            double fd = (up - down) / (2.0 * h), g = m.grads[i];
+            double err = fabs(fd - g), tol = 2e-2 * fabs(g) + 2e-4;
+            worst = fmax(worst, err / tol);
+            checked++;
+            if (err > tol) {
+                char label[64];
+                slot_label(&cfg, s, label, sizeof(label));
+                check(0, "finite difference %s element %zu: fd %.6g vs grad %.6g", label, i - slot.offset, fd, g);
+                bad++;
+            }
+        }
+    }
+    check(bad == 0 && checked > 50, "finite differences: %d coordinates checked, worst error/tolerance %.3f", checked, worst);
+    gpt2_free(&m);
+    return g_failures;
+}
+
+int main(int argc, char **argv) {
+    set_program_name(argv[0]);
+    if (argc == 3 && strcmp(argv[1], "case") == 0) return run_case(argv[2]) ? 1 : 0;
+    if (argc == 3 && strcmp(argv[1], "fd") == 0) return run_fd(strtoull(argv[2], NULL, 10)) ? 1 : 0;
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED\n", argv[0]);
+    return 2;
+}

@@ -1,0 +1,211 @@
+#include "args.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule.h"
+#include "utils.h"
+
+typedef enum { OPT_INT, OPT_INT64, OPT_U64, OPT_FLOAT, OPT_STRING, OPT_SCHEDULE, OPT_SWITCH } OptType;
+
+typedef struct {
+    const char *flag;   // short form, e.g. "-b"
+    const char *name;   // long form without dashes, e.g. "batch"
+    OptType type;
+    size_t offset;      // field in TrainConfig
+    double min, max;    // valid range for numbers
+    const char *help;
+} Option;
+
+#define F(field) offsetof(TrainConfig, field)
+static const Option kOptions[] = {
+    {"-i", "train", OPT_STRING, F(train_pattern), 0, 0, "glob of training token shards"},
+    {"-j", "val", OPT_STRING, F(val_pattern), 0, 0, "glob of validation token shards"},
+    {"-o", "out", OPT_STRING, F(output_dir), 0, 0, "output directory for checkpoints and main.log (\"\" for none)"},
+    {"-e", "model", OPT_STRING, F(model), 0, 0, "d<depth> or L<l>C<c>NH<h> for a random GPT-2, or a checkpoint .bin"},
+    {"-y", "resume", OPT_INT, F(resume), 0, 1, "1: resume from the newest complete checkpoint in -o"},
+    {"-b", "batch", OPT_INT, F(B), 1, 1 << 20, "micro-batch size in sequences"},
+    {"-t", "seq-len", OPT_INT, F(T), 1, 1 << 20, "sequence length (at most the model's maxT)"},
+    {"-d", "total-batch", OPT_INT64, F(total_batch), 0, 1e12, "tokens per optimizer step (0: B*T*ranks); a multiple of B*T*ranks"},
+    {"-x", "steps", OPT_INT, F(max_steps), -1, 1 << 30, "optimizer steps (-1: one pass over the training data)"},
+    {"-l", "lr", OPT_FLOAT, F(lr), 0, 10, "peak learning rate"},
+    {"-u", "warmup", OPT_INT, F(warmup), 0, 1 << 30, "learning-rate warmup steps"},
+    {"-q", "final-lr-frac", OPT_FLOAT, F(final_frac), 0, 1, "final learning rate as a fraction of -l"},
+    {"-k", "schedule", OPT_SCHEDULE, F(schedule), 0, 0, "learning-rate schedule: cosine, linear, constant or wsd"},
+    {"-c", "weight-decay", OPT_FLOAT, F(weight_decay), 0, 10, "AdamW weight decay (2-D weights only)"},
+    {NULL, "beta1", OPT_FLOAT, F(beta1), 0, 0.999999, "AdamW beta1"},
+    {NULL, "beta2", OPT_FLOAT, F(beta2), 0, 0.999999, "AdamW beta2"},
+    {NULL, "eps", OPT_FLOAT, F(eps), 1e-30, 1, "AdamW epsilon"},
+    {NULL, "grad-clip", OPT_FLOAT, F(grad_clip), 0, 1e9, "global gradient-norm clipping threshold (0: off)"},
+    {NULL, "update-clip", OPT_FLOAT, F(update_clip), 0, 1e9, "StableAdamW update-clipping threshold (0: off)"},
+    {"-sl", "skip-loss-z", OPT_FLOAT, F(skip_loss_z), 0, 1e9, "skip the update when the loss z-score exceeds this (0: off)"},
+    {"-sg", "skip-norm-z", OPT_FLOAT, F(skip_norm_z), 0, 1e9, "skip the update when the grad-norm z-score exceeds this (0: off)"},
+    {NULL, "seed", OPT_U64, F(seed), 0, 0, "seed of the initialization and of sampling"},
+    {NULL, "max-seq-len", OPT_INT, F(max_seq_len), 1, 1 << 20, "maxT of a randomly initialized model"},
+    {NULL, "vocab-size", OPT_INT, F(vocab_size), 1, 1 << 24, "V of a randomly initialized model"},
+    {"-v", "val-every", OPT_INT, F(val_every), 0, 1 << 30, "validation loss every this many steps (0: off)"},
+    {"-m", "val-batches", OPT_INT, F(val_batches), 0, 1 << 30, "micro-batches per validation"},
+    {"-s", "sample-every", OPT_INT, F(sample_every), 0, 1 << 30, "print a sample every this many steps (0: off)"},
+    {"-g", "gen-tokens", OPT_INT, F(gen_tokens), 0, 1 << 20, "tokens per sample"},
+    {"-n", "ckpt-every", OPT_INT, F(ckpt_every), 0, 1 << 30, "checkpoint every this many steps (0: off)"},
+    {NULL, "tokenizer", OPT_STRING, F(tokenizer_dir), 0, 0, "directory with encoder.json and vocab.bpe"},
+    {NULL, "bench", OPT_SWITCH, F(bench), 0, 0, "time steps on random tokens (no data files); prints bench_tokens_per_s"},
+};
+#undef F
+#define NUM_OPTIONS (sizeof(kOptions) / sizeof(kOptions[0]))
+
+static void set_defaults(TrainConfig *c) {
+    memset(c, 0, sizeof(*c));
+    c->train_pattern = "data/nlpcorpus/nlpcorpus_train_*.bin";
+    c->val_pattern = "data/nlpcorpus/nlpcorpus_val_*.bin";
+    c->output_dir = "";
+    c->model = "d12";
+    c->tokenizer_dir = "data/gpt2";
+    c->B = 4;
+    c->T = 1024;
+    c->max_steps = -1;
+    c->lr = 3e-4f;
+    c->warmup = 0;
+    c->final_frac = 1.0f;
+    c->schedule = LR_COSINE;
+    c->weight_decay = 0.0f;
+    c->beta1 = 0.9f;
+    c->beta2 = 0.95f;
+    c->eps = 1e-8f;
+    c->grad_clip = 1.0f;
+    c->update_clip = 1.0f;
+    c->seed = 1337;
+    c->max_seq_len = 1024;
+    c->vocab_size = 50257;
+    c->val_every = 20;
+    c->val_batches = 20;
+    c->sample_every = 20;
+    c->gen_tokens = 64;
+    c->ckpt_every = 0;
+}
+
+static void print_help(FILE *out) {
+    TrainConfig d;
+    set_defaults(&d);
+    fprintf(out, "usage: %s [flags]\n\nTrains a GPT-2 model. Flags (default in brackets):\n", program_name());
+    for (size_t i = 0; i < NUM_OPTIONS; i++) {
+        const Option *o = &kOptions[i];
+        char forms[48];
+        snprintf(forms, sizeof(forms), "%s%s--%s", o->flag ? o->flag : "", o->flag ? ", " : "    ", o->name);
+        char def[64] = "";
+        const char *field = (const char *)&d + o->offset;
+        switch (o->type) {
+        case OPT_INT: snprintf(def, sizeof(def), "%d", *(const int *)field); break;
+        case OPT_INT64: snprintf(def, sizeof(def), "%" PRId64, *(const int64_t *)field); break;
+        case OPT_U64: snprintf(def, sizeof(def), "%" PRIu64, *(const uint64_t *)field); break;
+        case OPT_FLOAT: snprintf(def, sizeof(def), "%g", *(const float *)field); break;
+        case OPT_STRING: snprintf(def, sizeof(def), "\"%s\"", *(const char *const *)field); break;
+        case OPT_SCHEDULE: snprintf(def, sizeof(def), "%s", lr_schedule_names[*(const int *)field]); break;
+        case OPT_SWITCH: snprintf(def, sizeof(def), "off"); break;
+        }
+        fprintf(out, "  %-22s %s [%s]\n", forms, o->help, def);
+    }
+    fprintf(out, "  -h, --help             this help\n");
+}
+
+static const char *flag_label(const Option *o, char *buf, size_t n) {
+    if (o->flag) snprintf(buf, n, "%s (--%s)", o->flag, o->name);
+    else snprintf(buf, n, "--%s", o->name);
+    return buf;
+}
+
+static void set_value(TrainConfig *cfg, const Option *o, const char *value) {
+    char label[48];
+    flag_label(o, label, sizeof(label));
+    char *field = (char *)cfg + o->offset;
+    char *end = NULL;
+    errno = 0;
+    switch (o->type) {
+    case OPT_INT:
+    case OPT_INT64: {
+        long long x = strtoll(value, &end, 10);
+        if (end == value || *end != '\0' || errno || x < o->min || x > o->max)
+            usage_error("%s: '%s' is not an integer in [%.0f, %.0f]", label, value, o->min, o->max);
+        if (o->type == OPT_INT) *(int *)field = (int)x;
+        else *(int64_t *)field = (int64_t)x;
+        break;
+    }
+    case OPT_U64: {
+        unsigned long long x = strtoull(value, &end, 10);
+        if (end == value || *end != '\0' || errno || value[0] == '-')
+            usage_error("%s: '%s' is not an integer in [0, 18446744073709551615]", label, value);
+        *(uint64_t *)field = (uint64_t)x;
+        break;
+    }
+    case OPT_FLOAT: {
+        double x = strtod(value, &end);
+        if (end == value || *end != '\0' || errno || !isfinite(x) || x < o->min || x > o->max)
+            usage_error("%s: '%s' is not a number in [%g, %g]", label, value, o->min, o->max);
+        *(float *)field = (float)x;
+        break;
+    }
+    case OPT_STRING: *(const char **)field = value; break;
+    case OPT_SCHEDULE: {
+        for (int k = 0; k < NUM_LR_SCHEDULES; k++)
+            if (strcmp(value, lr_schedule_names[k]) == 0) { *(int *)field = k; return; }
+        usage_error("%s: '%s' is not one of cosine, linear, constant, wsd", label, value);
+    }
+    case OPT_SWITCH: break;
+    }
+}
+
+void parse_train_args(TrainConfig *cfg, int argc, char **argv) {
+    set_defaults(cfg);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            print_help(stdout);
+            exit(0);
+        }
+        const Option *o = NULL;
+        const char *inline_value = NULL;
+        for (size_t k = 0; k < NUM_OPTIONS && !o; k++) {
+            const Option *c = &kOptions[k];
+            if (c->flag && strcmp(arg, c->flag) == 0) o = c;
+            else if (arg[0] == '-' && arg[1] == '-') {
+                size_t n = strlen(c->name);
+                if (strncmp(arg + 2, c->name, n) == 0 && (arg[2 + n] == '\0' || arg[2 + n] == '=')) {
+                    o = c;
+                    if (arg[2 + n] == '=') inline_value = arg + 3 + n;
+                }
+            }
+        }
+        if (!o) usage_error("unknown flag '%s'", arg);
+        if (o->type == OPT_SWITCH) {
+            if (inline_value) usage_error("--%s takes no value", o->name);
+            *(int *)((char *)cfg + o->offset) = 1;
+            continue;
+        }
+        if (!inline_value) {
+            char label[48];
+            if (i + 1 >= argc) usage_error("%s needs a value", flag_label(o, label, sizeof(label)));
+            inline_value = argv[++i];
+        }
+        set_value(cfg, o, inline_value);
+    }
+}
+
+void print_train_config(const TrainConfig *cfg, FILE *out) {
+    for (size_t i = 0; i < NUM_OPTIONS; i++) {
+        const Option *o = &kOptions[i];
+        const char *field = (const char *)cfg + o->offset;
+        fprintf(out, "%-14s ", o->name);
+        switch (o->type) {
+        case OPT_INT: case OPT_SWITCH: fprintf(out, "%d\n", *(const int *)field); break;
+        case OPT_INT64: fprintf(out, "%" PRId64 "\n", *(const int64_t *)field); break;
+        case OPT_U64: fprintf(out, "%" PRIu64 "\n", *(const uint64_t *)field); break;
+        case OPT_FLOAT: fprintf(out, "%g\n", *(const float *)field); break;
+        case OPT_STRING: fprintf(out, "%s\n", *(const char *const *)field); break;
+        case OPT_SCHEDULE: fprintf(out, "%s\n", lr_schedule_names[*(const int *)field]); break;
+        }
+    }
+}

@@ -1,0 +1,60 @@
+// The command line of both trainers: one table of flags, their defaults, ranges and help.
+// Flags take the llm.c style (-b 4) or a long form (--batch 4 or --batch=4). A bad value exits
+// with status 2 and one line naming the flag and its valid range.
+#ifndef LLMC_ARGS_H
+#define LLMC_ARGS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    // data and files
+    const char *train_pattern;  // -i  glob of training shards
+    const char *val_pattern;    // -j  glob of validation shards
+    const char *output_dir;     // -o  checkpoints and main.log; "" for none
+    const char *model;          // -e  d12, L4C256NH4 (random init) or a checkpoint path
+    const char *tokenizer_dir;  // --tokenizer  encoder.json and vocab.bpe for printing samples
+    int resume;                 // -y  1: continue from the newest complete checkpoint in -o
+    // batch and length
+    int B;                      // -b  micro-batch size (sequences)
+    int T;                      // -t  sequence length
+    int64_t total_batch;        // -d  tokens per optimizer step; 0 means B*T*ranks
+    int max_steps;              // -x  optimizer steps; -1 means one pass over the training data
+    // optimization
+    float lr;                   // -l
+    int warmup;                 // -u  warmup steps
+    float final_frac;           // -q  final lr as a fraction of -l
+    int schedule;               // -k  enum LRSchedule
+    float weight_decay;         // -c
+    float beta1, beta2, eps;    // --beta1 --beta2 --eps
+    float grad_clip;            // --grad-clip  global-norm threshold, 0 = off
+    float update_clip;          // --update-clip  StableAdamW threshold, 0 = off
+    float skip_loss_z;          // -sl  skip the update when the loss z-score exceeds this, 0 = off
+    float skip_norm_z;          // -sg  same for the gradient norm
+    uint64_t seed;              // --seed  initialization and sampling
+    // random initialization only
+    int max_seq_len;            // --max-seq-len
+    int vocab_size;             // --vocab-size
+    // evaluation, sampling and checkpoints (0 turns each off)
+    int val_every;              // -v
+    int val_batches;            // -m
+    int sample_every;           // -s
+    int gen_tokens;             // -g
+    int ckpt_every;             // -n
+    // measurement
+    int bench;                  // --bench  random tokens, no files; prints bench_tokens_per_s
+} TrainConfig;
+
+// Fills cfg from argv (defaults first). Prints help and exits 0 on -h; exits 2 on a bad flag.
+void parse_train_args(TrainConfig *cfg, int argc, char **argv);
+// The whole configuration, one "name value" pair per line, for the log.
+void print_train_config(const TrainConfig *cfg, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

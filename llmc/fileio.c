@@ -1,0 +1,114 @@
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "utils.h"
+
+uint64_t fnv1a64(uint64_t hash, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < n; i++) {
+        hash ^= p[i];
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+static char *dup_string(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = (char *)malloc_check(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+static void set_error(AtomicFile *af, const char *what) {
+    if (af->failed) return;
+    af->failed = 1;
+    snprintf(af->error, sizeof(af->error), "%s '%s': %s", what, af->tmp_path, strerror(errno));
+}
+
+int atomic_open(AtomicFile *af, const char *path) {
+    memset(af, 0, sizeof(*af));
+    af->path = dup_string(path);
+    size_t n = strlen(path) + 32;
+    af->tmp_path = (char *)malloc_check(n);
+    snprintf(af->tmp_path, n, "%s.tmp.%d", path, (int)getpid());
+    af->f = fopen(af->tmp_path, "wb");
+    if (!af->f) {
+        set_error(af, "cannot create");
+        free(af->path);
+        free(af->tmp_path);
+        af->path = af->tmp_path = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void atomic_write(AtomicFile *af, const void *data, size_t n) {
+    if (af->failed || n == 0) return;
+    if (fwrite(data, 1, n, af->f) != n) set_error(af, "cannot write");
+}
+
+void atomic_pwrite(AtomicFile *af, const void *data, size_t n, long offset) {
+    if (af->failed) return;
+    long here = ftell(af->f);
+    if (here < 0 || fseek(af->f, offset, SEEK_SET) != 0) { set_error(af, "cannot seek in"); return; }
+    atomic_write(af, data, n);
+    if (!af->failed && fseek(af->f, here, SEEK_SET) != 0) set_error(af, "cannot seek in");
+}
+
+static void release(AtomicFile *af) {
+    free(af->path);
+    free(af->tmp_path);
+    af->path = af->tmp_path = NULL;
+    af->f = NULL;
+}
+
+void atomic_abort(AtomicFile *af) {
+    if (af->f) fclose(af->f);
+    if (af->tmp_path) unlink(af->tmp_path);
+    release(af);
+}
+
+int atomic_commit(AtomicFile *af) {
+    if (!af->failed && fflush(af->f) != 0) set_error(af, "cannot flush");
+    if (!af->failed && fsync(fileno(af->f)) != 0) set_error(af, "cannot fsync");
+    if (fclose(af->f) != 0) set_error(af, "cannot close");
+    af->f = NULL;
+    if (!af->failed && rename(af->tmp_path, af->path) != 0) set_error(af, "cannot rename");
+    if (af->failed) {
+        unlink(af->tmp_path);
+        release(af);
+        return -1;
+    }
+    // Make the rename itself durable: fsync the directory that holds the entry.
+    char *dir_copy = dup_string(af->path);
+    int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    free(dir_copy);
+    release(af);
+    return 0;
+}
+
+void *read_file_or_die(const char *path, size_t *size) {
+    FILE *f = fopen_check(path, "rb");
+    long n = file_size_check(f, path);
+    void *buf = malloc_check((size_t)n);
+    fread_check(buf, 1, (size_t)n, f, path);
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}

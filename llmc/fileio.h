@@ -1,0 +1,49 @@
+// Crash-safe file writing and payload checksums.
+// A file is written to "<path>.tmp.<pid>", flushed, fsync'ed, renamed over <path>, and the
+// directory is fsync'ed, so a reader sees either the previous complete file or the new complete
+// file, never a torn one. Errors (a full disk, an unwritable directory) are returned, not fatal:
+// the trainer decides whether to go on; the temporary file is removed on failure.
+#ifndef LLMC_FILEIO_H
+#define LLMC_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// FNV-1a over the bytes, 64-bit (Fowler, Noll, Vo): fast and enough to detect corruption.
+// Chainable: pass the previous result as `hash`, start from FNV1A64_INIT.
+#define FNV1A64_INIT 0xcbf29ce484222325ULL
+uint64_t fnv1a64(uint64_t hash, const void *data, size_t n);
+
+typedef struct {
+    FILE *f;
+    char *path;      // final name
+    char *tmp_path;  // name while being written
+    int failed;      // sticky: set by the first failing write
+    char error[256]; // why it failed
+} AtomicFile;
+
+// Opens the temporary file. Returns 0, or -1 with af->error set.
+int atomic_open(AtomicFile *af, const char *path);
+// Appends bytes; a failure is remembered and reported by atomic_commit.
+void atomic_write(AtomicFile *af, const void *data, size_t n);
+// Overwrites bytes at an absolute offset (used to patch a header with the payload checksum).
+void atomic_pwrite(AtomicFile *af, const void *data, size_t n, long offset);
+// Flushes, fsyncs, renames, fsyncs the directory. Returns 0, or -1 with af->error set and the
+// temporary file removed. Frees af's resources either way.
+int atomic_commit(AtomicFile *af);
+// Abandons the file: removes the temporary, frees resources.
+void atomic_abort(AtomicFile *af);
+
+// Reads a whole file into a malloc'ed buffer; dies with a clear message on failure.
+void *read_file_or_die(const char *path, size_t *size);
+int file_exists(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,55 @@
+#include "logger.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "utils.h"
+
+void logger_init(Logger *lg, const char *dir, int append) {
+    lg->f = NULL;
+    if (!dir || !dir[0]) return;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/main.log", dir);
+    lg->f = fopen(path, append ? "a" : "w");
+    if (!lg->f) die("cannot open the log '%s': %s", path, strerror(errno));
+}
+
+void logger_train(Logger *lg, int step, float loss, float lr, float norm) {
+    if (!lg->f) return;
+    fprintf(lg->f, "s:%d trl:%.6f lr:%.6e norm:%.6f\n", step, loss, lr, norm);
+    fflush(lg->f);
+}
+
+void logger_val(Logger *lg, int step, float loss) {
+    if (!lg->f) return;
+    fprintf(lg->f, "s:%d tel:%.6f\n", step, loss);
+    fflush(lg->f);
+}
+
+void logger_skip(Logger *lg, int step, const char *reason) {
+    if (!lg->f) return;
+    fprintf(lg->f, "s:%d skip:%s\n", step, reason);
+    fflush(lg->f);
+}
+
+void logger_close(Logger *lg) {
+    if (lg->f) fclose(lg->f);
+    lg->f = NULL;
+}
+
+static void format_duration(double s, char *buf, size_t n) {
+    if (!(s >= 0) || s > 1e8) { snprintf(buf, n, "?"); return; }
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, n, "%lds", t);
+}
+
+void print_progress(int step, int total_steps, float loss, float norm, float lr, double step_ms, double tokens_per_s,
+                    double eta_s) {
+    char eta[32];
+    format_duration(eta_s, eta, sizeof(eta));
+    printf("step %5d/%d | loss %.6f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s | ETA %s\n", step, total_steps, loss,
+           norm, lr, step_ms, tokens_per_s, eta);
+    fflush(stdout);
+}

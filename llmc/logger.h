@@ -1,0 +1,33 @@
+// Training output: main.log in the output directory (one line per event, easy to parse and plot)
+//   s:<step> trl:<train loss> lr:<lr> norm:<grad norm>       after every optimizer step
+//   s:<step> tel:<val loss>                                    after every validation
+//   s:<step> skip:<reason>                                     an update that was skipped
+// and the console progress line.
+#ifndef LLMC_LOGGER_H
+#define LLMC_LOGGER_H
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    FILE *f;  // NULL when there is no output directory
+} Logger;
+
+// Opens <dir>/main.log (appending when resuming); dir "" means no log file.
+void logger_init(Logger *lg, const char *dir, int append);
+void logger_train(Logger *lg, int step, float loss, float lr, float norm);
+void logger_val(Logger *lg, int step, float loss);
+void logger_skip(Logger *lg, int step, const char *reason);
+void logger_close(Logger *lg);
+
+// "step   12/100 | loss 5.123456 | norm 1.2345 | lr 6.00e-04 | 123.4 ms | 4567 tok/s | ETA 1m23s"
+void print_progress(int step, int total_steps, float loss, float norm, float lr, double step_ms, double tokens_per_s,
+                    double eta_s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,131 @@
+#include "state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "utils.h"
+
+typedef struct {
+    int32_t count, next;
+    double values[OUTLIER_WINDOW];
+} SavedOutliers;
+
+static void pack_outliers(const OutlierDetector *d, SavedOutliers *s) {
+    memset(s, 0, sizeof(*s));
+    s->count = d->count;
+    s->next = d->next;
+    memcpy(s->values, d->values, sizeof(s->values));
+}
+
+static int unpack_outliers(const SavedOutliers *s, OutlierDetector *d) {
+    if (s->count < 0 || s->count > OUTLIER_WINDOW || s->next < 0 || s->next >= OUTLIER_WINDOW) return -1;
+    d->count = s->count;
+    d->next = s->next;
+    memcpy(d->values, s->values, sizeof(d->values));
+    return 0;
+}
+
+int state_write(const char *path, const TrainState *st, const float *m, const float *v, const float *master,
+                char *err, size_t errlen) {
+    int64_t h[128] = {0};
+    h[0] = STATE_MAGIC;
+    h[1] = STATE_VERSION;
+    h[2] = st->step;
+    h[3] = st->rank;
+    h[4] = st->num_ranks;
+    h[5] = st->num_params;
+    h[6] = st->begin;
+    h[7] = st->end;
+    h[8] = st->train_pos.shard;
+    h[9] = st->train_pos.position;
+    h[10] = (int64_t)st->sample_rng.seed;
+    h[11] = (int64_t)st->sample_rng.counter;
+    h[12] = master != NULL;
+    size_t n = (size_t)(st->end - st->begin);
+    SavedOutliers so[2];
+    pack_outliers(&st->loss_outliers, &so[0]);
+    pack_outliers(&st->norm_outliers, &so[1]);
+    uint64_t hash = fnv1a64(FNV1A64_INIT, m, n * sizeof(float));
+    hash = fnv1a64(hash, v, n * sizeof(float));
+    if (master) hash = fnv1a64(hash, master, n * sizeof(float));
+    hash = fnv1a64(hash, so, sizeof(so));
+    h[13] = (int64_t)hash;
+
+    AtomicFile af;
+    if (atomic_open(&af, path) != 0) {
+        snprintf(err, errlen, "%s", af.error);
+        return -1;
+    }
+    atomic_write(&af, h, sizeof(h));
+    atomic_write(&af, m, n * sizeof(float));
+    atomic_write(&af, v, n * sizeof(float));
+    if (master) atomic_write(&af, master, n * sizeof(float));
+    atomic_write(&af, so, sizeof(so));
+    if (atomic_commit(&af) != 0) {
+        snprintf(err, errlen, "%s", af.error);
+        return -1;
+    }
+    return 0;
+}
+
+static void parse_header(const char *path, const int64_t *h, long file_size, TrainState *st, int *has_master) {
+    if (h[0] != STATE_MAGIC) die("'%s' is not a training-state file: magic %lld", path, (long long)h[0]);
+    if (h[1] != STATE_VERSION) die("'%s': training-state version %lld is not supported (expected %d)", path, (long long)h[1], STATE_VERSION);
+    memset(st, 0, sizeof(*st));
+    st->step = h[2];
+    st->rank = (int)h[3];
+    st->num_ranks = (int)h[4];
+    st->num_params = h[5];
+    st->begin = h[6];
+    st->end = h[7];
+    st->train_pos.shard = h[8];
+    st->train_pos.position = h[9];
+    st->sample_rng.seed = (uint64_t)h[10];
+    st->sample_rng.counter = (uint64_t)h[11];
+    *has_master = h[12] != 0;
+    if (st->step < 0 || st->num_ranks < 1 || st->rank < 0 || st->rank >= st->num_ranks || st->num_params < 1 ||
+        st->begin < 0 || st->end < st->begin || st->end - st->begin > st->num_params || h[12] < 0 || h[12] > 1)
+        die("'%s' is corrupt: impossible values in the header", path);
+    int64_t n = st->end - st->begin;
+    int64_t want = (int64_t)(128 * sizeof(int64_t)) + n * (int64_t)sizeof(float) * (2 + *has_master) + 2 * (int64_t)sizeof(SavedOutliers);
+    if (file_size != want)
+        die("'%s' is %s: %ld bytes, its header needs %lld", path, file_size < want ? "truncated" : "longer than its header says",
+            file_size, (long long)want);
+}
+
+void state_read_header(const char *path, TrainState *st, int *has_master) {
+    FILE *f = fopen_check(path, "rb");
+    long size = file_size_check(f, path);
+    int64_t h[128];
+    if (size < (long)sizeof(h)) die("'%s' is not a training-state file: %ld bytes, shorter than its header", path, size);
+    fread_check(h, sizeof(int64_t), 128, f, path);
+    fclose(f);
+    parse_header(path, h, size, st, has_master);
+}
+
+void state_read(const char *path, TrainState *st, float *m, float *v, float *master) {
+    int has_master;
+    state_read_header(path, st, &has_master);
+    FILE *f = fopen_check(path, "rb");
+    int64_t h[128];
+    fread_check(h, sizeof(int64_t), 128, f, path);
+    size_t n = (size_t)(st->end - st->begin);
+    fread_check(m, sizeof(float), n, f, path);
+    fread_check(v, sizeof(float), n, f, path);
+    uint64_t hash = fnv1a64(FNV1A64_INIT, m, n * sizeof(float));
+    hash = fnv1a64(hash, v, n * sizeof(float));
+    if (has_master) {
+        float *dst = master ? master : (float *)malloc_check(n * sizeof(float));
+        fread_check(dst, sizeof(float), n, f, path);
+        hash = fnv1a64(hash, dst, n * sizeof(float));
+        if (!master) free(dst);
+    }
+    SavedOutliers so[2];
+    fread_check(so, sizeof(SavedOutliers), 2, f, path);
+    fclose(f);
+    hash = fnv1a64(hash, so, sizeof(so));
+    if ((int64_t)hash != h[13]) die("'%s' is corrupt: checksum mismatch", path);
+    if (unpack_outliers(&so[0], &st->loss_outliers) || unpack_outliers(&so[1], &st->norm_outliers))
+        die("'%s' is corrupt: bad outlier window", path);
+}

@@ -1,0 +1,49 @@
+// Training-state files: what a checkpoint needs beyond the model to resume bit for bit.
+// One file per rank, "state_<step>_<rank>.bin":
+//   int64 header[128]: [0] magic STATE_MAGIC, [1] version, [2] step (completed optimizer steps),
+//     [3] rank, [4] ranks, [5] parameters in the model, [6] begin, [7] end of this rank's slice
+//     of the flat parameter buffer (ZeRO; the whole buffer for one process), [8] training-data
+//     shard, [9] position in it, [10] sampling-RNG seed, [11] its counter, [12] 1 if fp32 master
+//     weights follow (GPU trainer), [13] FNV-1a 64 of everything after the header
+//   float m[end-begin], v[end-begin], master[end-begin] (if [12]),
+//   the loss and grad-norm OutlierDetectors (int32 count, int32 next, double values[WINDOW]).
+#ifndef LLMC_STATE_H
+#define LLMC_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataloader.h"
+#include "outlier.h"
+#include "rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STATE_MAGIC 20241122
+#define STATE_VERSION 1
+
+typedef struct {
+    int64_t step;
+    int rank, num_ranks;
+    int64_t num_params;
+    int64_t begin, end;
+    DataPosition train_pos;
+    Rng sample_rng;
+    OutlierDetector loss_outliers, norm_outliers;
+} TrainState;
+
+// Writes atomically; master may be NULL. Returns 0, or -1 with a message in err.
+int state_write(const char *path, const TrainState *st, const float *m, const float *v, const float *master,
+                char *err, size_t errlen);
+// Reads the header only (for checks before allocating). Dies naming the file on any problem.
+void state_read_header(const char *path, TrainState *st, int *has_master);
+// Reads everything; m, v (and master if the file has it and master != NULL) hold end-begin
+// floats. Verifies size and checksum; dies naming the file on any mismatch.
+void state_read(const char *path, TrainState *st, float *m, float *v, float *master);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,91 @@
+#include "utils.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *g_program_name = "llmc";
+
+void set_program_name(const char *argv0) {
+    const char *slash = strrchr(argv0, '/');
+    g_program_name = slash ? slash + 1 : argv0;
+}
+
+const char *program_name(void) { return g_program_name; }
+
+void die(const char *fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "%s: error: ", g_program_name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+void usage_error(const char *fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "%s: ", g_program_name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (run with -h for help)\n");
+    exit(2);
+}
+
+void *malloc_check_at(size_t size, const char *file, int line) {
+    void *p = malloc(size ? size : 1);
+    if (!p) die("out of memory allocating %zu bytes at %s:%d", size, file, line);
+    return p;
+}
+
+void *calloc_check_at(size_t n, size_t size, const char *file, int line) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) die("out of memory allocating %zu x %zu bytes at %s:%d", n, size, file, line);
+    return p;
+}
+
+FILE *fopen_check(const char *path, const char *mode) {
+    FILE *f = fopen(path, mode);
+    if (!f) die("cannot open '%s' (%s mode): %s", path, mode, strerror(errno));
+    return f;
+}
+
+void fread_check(void *dst, size_t size, size_t count, FILE *f, const char *path) {
+    size_t got = fread(dst, size, count, f);
+    if (got != count) {
+        if (feof(f)) die("'%s' is truncated: wanted %zu items of %zu bytes, got %zu", path, count, size, got);
+        die("reading '%s' failed: %s", path, strerror(errno));
+    }
+}
+
+void fwrite_check(const void *src, size_t size, size_t count, FILE *f, const char *path) {
+    if (fwrite(src, size, count, f) != count) die("writing '%s' failed: %s", path, strerror(errno));
+}
+
+void fseek_check(FILE *f, long offset, int whence, const char *path) {
+    if (fseek(f, offset, whence) != 0) die("seeking in '%s' failed: %s", path, strerror(errno));
+}
+
+void fclose_check(FILE *f, const char *path) {
+    if (fclose(f) != 0) die("closing '%s' failed: %s", path, strerror(errno));
+}
+
+long file_size_check(FILE *f, const char *path) {
+    long here = ftell(f);
+    fseek_check(f, 0, SEEK_END, path);
+    long size = ftell(f);
+    if (size < 0) die("cannot get the size of '%s': %s", path, strerror(errno));
+    fseek_check(f, here, SEEK_SET, path);
+    return size;
+}
+
+double wall_time(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

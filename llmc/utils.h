@@ -1,0 +1,46 @@
+// Error handling and checked system calls shared by every program in the project.
+// Conventions: a usage error (bad flag or value) exits with status 2 through usage_error();
+// any other failure (missing file, corrupt data, out of memory) exits with status 1 through die().
+// Every message is one line, starts with the program's name, and says what to fix.
+#ifndef LLMC_UTILS_H
+#define LLMC_UTILS_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Name printed before every error message; set once from argv[0] by main().
+void set_program_name(const char *argv0);
+const char *program_name(void);
+
+// Print "<program>: error: <message>" and exit(1).
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+// Print "<program>: <message>" plus a hint to run -h, and exit(2).
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+// Checked allocation: never returns NULL (dies naming the caller's file:line and the size).
+#define malloc_check(size) malloc_check_at((size), __FILE__, __LINE__)
+#define calloc_check(n, size) calloc_check_at((n), (size), __FILE__, __LINE__)
+void *malloc_check_at(size_t size, const char *file, int line);
+void *calloc_check_at(size_t n, size_t size, const char *file, int line);
+
+// Checked stdio: die with the path and the reason (strerror) on failure or short read/write.
+FILE *fopen_check(const char *path, const char *mode);
+void fread_check(void *dst, size_t size, size_t count, FILE *f, const char *path);
+void fwrite_check(const void *src, size_t size, size_t count, FILE *f, const char *path);
+void fseek_check(FILE *f, long offset, int whence, const char *path);
+void fclose_check(FILE *f, const char *path);
+// Size in bytes of an open file (dies on error).
+long file_size_check(FILE *f, const char *path);
+
+// Wall-clock seconds from a monotonic clock.
+double wall_time(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,687 @@
+// Fused causal multi-head attention, forward and backward, bf16 in and out, fp32 accumulation,
+// written by hand in the FlashAttention-2 manner with mma.sync tensor-core instructions (sm_80+).
+// The T x T score matrix never reaches global memory: forward keeps only the per-row
+// log-sum-exp, backward recomputes the probabilities tile by tile from it.
+//
+// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU. dev/cuda/attention.cu checks it against
+// an fp64 CPU reference, checks bit-reproducibility and times it beside cuDNN.
+//
+// Layouts (all row-major, C = NH * HS):
+//   qkv   bf16 (B, T, 3, NH, HS)  the fused qkv matmul output: each token's 3C channels are
+//                                 [q | k | v], each split into NH heads of HS contiguous values
+//   out   bf16 (B, T, NH, HS)     i.e. (B, T, C), ready for the output projection
+//   lse   fp32 (B, NH, T)         natural-log log-sum-exp of each row of scaled scores
+//   dqkv  bf16 (B, T, 3, NH, HS)  same layout as qkv; every element is written (no accumulation)
+//   delta fp32 (B, NH, T)         backward scratch: rowsum(dout * out)
+// Math, with s = 1/sqrt(HS) and the causal mask j <= i:
+//   S = s Q K^T, P = softmax(S), O = P V, lse_i = log sum_j exp(S_ij)
+//   dV = P^T dO, dP = dO V^T, delta_i = sum_d dO_id O_id, dS = P * (dP - delta),
+//   dQ = s dS K, dK = s dS^T Q
+// Tiling: a CTA of 4 warps owns 64 rows (queries in forward and dQ, keys in dK/dV); each warp owns
+// 16 of them, which are the M dimension of m16n8k16. The other operand streams through shared
+// memory in tiles, double-buffered with cp.async so the next tile loads while this one computes.
+// Tiles entirely above the diagonal are never visited; partial tiles (the diagonal, T not a
+// multiple of the tile) are masked element by element, and rows >= T are zero-filled on load and
+// never stored.
+// Determinism: no atomics. dK/dV come from one kernel that loops over query tiles, dQ from another
+// that loops over key tiles (recomputing P, two extra matmuls), so every sum has a fixed order.
+#ifndef LLMC_ATTENTION_CUH
+#define LLMC_ATTENTION_CUH
+
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <stdint.h>
+#include <string.h>
+#include "utils.h"
+
+// ---------------------------------------------------------------------------------------------
+// Error checking and the supported configurations
+
+#define attention_cuda_check(call) attention_cuda_check_at((call), #call, __FILE__, __LINE__)
+static inline void attention_cuda_check_at(cudaError_t err, const char *what, const char *file,
+                                           int line) {
+    if (err != cudaSuccess) die("CUDA error at %s:%d: %s: %s", file, line, what, cudaGetErrorString(err));
+}
+
+static inline bool attention_head_size_supported(int HS) { return HS == 64 || HS == 128; }
+
+// The trainer calls this at startup: one clear message instead of a wrong answer later.
+static inline void attention_require_supported(int NH, int HS) {
+    if (!attention_head_size_supported(HS))
+        die("attention: head size %d (C / NH with NH = %d) is not supported; supported head sizes: 64, 128",
+            HS, NH);
+    int device, major;
+    attention_cuda_check(cudaGetDevice(&device));
+    attention_cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major < 8) die("attention: needs a GPU of compute capability 8.0 or newer (bf16 mma.sync), found %d.x", major);
+}
+
+// Floats of scratch that attention_backward needs (delta, one per row).
+static inline size_t attention_backward_scratch_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
+
+// ---------------------------------------------------------------------------------------------
+// PTX wrappers: cp.async, ldmatrix, mma.sync m16n8k16 bf16 -> fp32
+
+namespace attention_detail {
+
+constexpr int NWARPS = 4;
+constexpr int NTHREADS = 32 * NWARPS;
+constexpr int ROWS_PER_CTA = 16 * NWARPS;  // rows of the operand that stays resident (64)
+constexpr int SMEM_PAD = 8;                // bf16 of padding per shared-memory row, see below
+constexpr float LOG2E = 1.4426950408889634f;
+
+// Shared-memory tiles are [rows][HS + 8] bf16. The row stride, 144 B (HS 64) or 272 B (HS 128),
+// is an odd multiple of 16 B, so the 8 row addresses of one ldmatrix 8x8 matrix fall in 8
+// different 16 B bank groups: conflict-free without a swizzle.
+template <int HS> __host__ __device__ constexpr int ld() { return HS + SMEM_PAD; }
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// 16 B global -> shared copy that bypasses L1; when !valid it reads nothing and writes zeros.
+__device__ __forceinline__ void cp_async_16(void *dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int PENDING> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(PENDING));
+}
+
+// ldmatrix.x4: lanes 8m..8m+7 give the row addresses of 8x8 matrix m; register m of every lane
+// receives row lane/4, columns 2(lane%4), 2(lane%4)+1 of matrix m (of its transpose with .trans).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+
+// c += a b for a 16x16 bf16 A (row-major fragment), a 16x8 bf16 B (column fragment), fp32 C.
+// Fragments, with g = lane/4 and t = lane%4:
+//   A: a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..), a3 = (g+8, 2t+8..)   [row, k]
+//   B: b0 = (2t..2t+1, g), b1 = (2t+8.., g)                                         [k, col]
+//   C: c0,c1 = (g, 2t..2t+1), c2,c3 = (g+8, 2t..2t+1)                                [row, col]
+__device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats rounded to bf16 (nearest even), the first in the low half: one A-fragment register.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fragment loaders from a shared tile [rows][ld<HS>()] (row-major, contraction index = column
+// for the first two, = row for the last).
+
+// A fragment of rows r0..r0+15, columns k0..k0+15: matrices (rows +0/+8) x (cols +0/+8) in the
+// order a0..a3, so lane l points at row r0 + l%16, column k0 + 8(l/16).
+template <int HS>
+__device__ __forceinline__ void load_a(uint32_t a[4], const __nv_bfloat16 *tile, int r0, int k0, int lane) {
+    ldmatrix_x4(a, tile + (r0 + (lane & 15)) * ld<HS>() + k0 + (lane >> 4) * 8);
+}
+
+// B fragments for X^T where X is stored [n][k]: columns n0..n0+15 of the product (two n8 blocks),
+// contraction k0..k0+15. Matrices: (n +0, k +0) (n +0, k +8) (n +8, k +0) (n +8, k +8), so
+// b[0], b[1] serve n-block n0 and b[2], b[3] n-block n0+8.
+template <int HS>
+__device__ __forceinline__ void load_b_rows_are_n(uint32_t b[4], const __nv_bfloat16 *tile, int n0, int k0, int lane) {
+    ldmatrix_x4(b, tile + (n0 + (lane & 7) + ((lane >> 4) << 3)) * ld<HS>() + k0 + ((lane >> 3) & 1) * 8);
+}
+
+// B fragments for X where X is stored [k][n] (contraction along rows), through .trans. Matrices:
+// (k +0, n +0) (k +8, n +0) (k +0, n +8) (k +8, n +8); again b[0..1] for n0, b[2..3] for n0+8.
+template <int HS>
+__device__ __forceinline__ void load_b_rows_are_k(uint32_t b[4], const __nv_bfloat16 *tile, int k0, int n0, int lane) {
+    ldmatrix_x4_trans(b, tile + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld<HS>() + n0 + (lane >> 4) * 8);
+}
+
+// acc[ROWS16 x N] += A(16 x K, already in registers as K/16 fragments) * X, the contraction over
+// the rows of a [K][N] tile (load_b_rows_are_k). Used for P V, P^T dO, dS^T Q, dS K.
+template <int HS, int K, int N>
+__device__ __forceinline__ void mma_a_regs_b_rows_k(float (*acc)[4], const uint32_t (*a)[4],
+                                                    const __nv_bfloat16 *tile, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++)
+#pragma unroll
+        for (int nn = 0; nn < N / 16; nn++) {
+            uint32_t b[4];
+            load_b_rows_are_k<HS>(b, tile, kk * 16, nn * 16, lane);
+            mma_16816(acc[2 * nn], a[kk], b[0], b[1]);
+            mma_16816(acc[2 * nn + 1], a[kk], b[2], b[3]);
+        }
+}
+
+// acc[16 x N] = A(16 x HS in registers) * X^T, X a [N][HS] tile (load_b_rows_are_n): scores.
+template <int HS, int N>
+__device__ __forceinline__ void mma_scores(float (*acc)[4], const uint32_t (*a)[4],
+                                           const __nv_bfloat16 *tile, int lane) {
+#pragma unroll
+    for (int i = 0; i < N / 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < HS / 16; kk++)
+#pragma unroll
+        for (int nn = 0; nn < N / 16; nn++) {
+            uint32_t b[4];
+            load_b_rows_are_n<HS>(b, tile, nn * 16, kk * 16, lane);
+            mma_16816(acc[2 * nn], a[kk], b[0], b[1]);
+            mma_16816(acc[2 * nn + 1], a[kk], b[2], b[3]);
+        }
+}
+
+// Accumulator tile (16 x N fp32, C layout) -> A fragments (16 x N bf16): the C layout of n-blocks
+// 2k and 2k+1 is exactly the A layout of contraction chunk k.
+template <int N>
+__device__ __forceinline__ void acc_to_a(uint32_t (*a)[4], const float (*acc)[4]) {
+#pragma unroll
+    for (int k = 0; k < N / 16; k++) {
+        a[k][0] = pack_bf16x2(acc[2 * k][0], acc[2 * k][1]);
+        a[k][1] = pack_bf16x2(acc[2 * k][2], acc[2 * k][3]);
+        a[k][2] = pack_bf16x2(acc[2 * k + 1][0], acc[2 * k + 1][1]);
+        a[k][3] = pack_bf16x2(acc[2 * k + 1][2], acc[2 * k + 1][3]);
+    }
+}
+
+// Asynchronously copy rows row0..row0+ROWS-1 of one head (HS contiguous bf16 each, rows
+// row_stride apart in global memory) into a shared tile; rows >= T become zeros.
+template <int ROWS, int HS>
+__device__ __forceinline__ void load_tile_async(__nv_bfloat16 *tile, const __nv_bfloat16 *head,
+                                                int64_t row_stride, int row0, int T) {
+    constexpr int CHUNKS_PER_ROW = HS / 8;  // 16 B chunks
+    static_assert(ROWS * CHUNKS_PER_ROW % NTHREADS == 0, "every thread copies the same number of chunks");
+#pragma unroll
+    for (int it = 0; it < ROWS * CHUNKS_PER_ROW / NTHREADS; it++) {
+        const int c = threadIdx.x + it * NTHREADS;
+        const int r = c / CHUNKS_PER_ROW, col = (c % CHUNKS_PER_ROW) * 8;
+        const bool valid = row0 + r < T;
+        const __nv_bfloat16 *src = valid ? head + (int64_t)(row0 + r) * row_stride + col : head;
+        cp_async_16(tile + r * ld<HS>() + col, src, valid);
+    }
+}
+
+// Write a warp's 16 x HS fp32 accumulator, times `scale`, as bf16 rows of one head; rows >= T
+// are skipped. row0 is the warp's first row.
+template <int HS>
+__device__ __forceinline__ void store_rows(__nv_bfloat16 *head, int64_t row_stride, int row0, int T,
+                                           const float (*acc)[4], float scale_lo, float scale_hi, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = row0 + g + 8 * half;
+        if (row >= T) continue;
+        const float scale = half ? scale_hi : scale_lo;
+        __nv_bfloat16 *dst = head + (int64_t)row * row_stride + 2 * t;
+#pragma unroll
+        for (int n = 0; n < HS / 8; n++)
+            *reinterpret_cast<__nv_bfloat162 *>(dst + 8 * n) =
+                __floats2bfloat162_rn(acc[n][2 * half] * scale, acc[n][2 * half + 1] * scale);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward. Grid (B * NH, ceil(T / 64)); CTA = 64 queries of one (b, h), warp w owns queries
+// q0 + 16w .. q0 + 16w + 15 and keeps their Q fragments, the O accumulator (16 x HS fp32) and
+// the running max m and sum l of its two rows per thread (g and g + 8) in registers.
+// Shared: Q [64][HS+8], then K and V tiles [64][HS+8], two buffers each.
+// Online softmax in base 2: p = 2^(S log2e - m'), with m' = max scaled score seen so far; when
+// the max grows by d the running O and l are multiplied by 2^-d.
+
+constexpr int FWD_KEYS = 64;
+
+template <int HS> constexpr size_t forward_smem_bytes() {
+    return (size_t)(ROWS_PER_CTA + 4 * FWD_KEYS) * ld<HS>() * sizeof(__nv_bfloat16);
+}
+
+template <int HS>
+__global__ void __launch_bounds__(NTHREADS)
+attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ lse,
+                         const __nv_bfloat16 *__restrict__ qkv, int T, int NH, float scale) {
+    constexpr int BK = FWD_KEYS, LD = ld<HS>();
+    extern __shared__ __align__(16) unsigned char smem[];
+    __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
+    __nv_bfloat16 *sK = sQ + ROWS_PER_CTA * LD;  // [2][BK][LD]
+    __nv_bfloat16 *sV = sK + 2 * BK * LD;        // [2][BK][LD]
+
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int q0 = (gridDim.y - 1 - blockIdx.y) * ROWS_PER_CTA;  // longest rows first
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    const int C = NH * HS;
+    const int64_t row_stride = 3 * (int64_t)C;
+    const __nv_bfloat16 *q_head = qkv + (int64_t)b * T * row_stride + h * HS;
+    const __nv_bfloat16 *k_head = q_head + C, *v_head = q_head + 2 * C;
+    const float scale_log2 = scale * LOG2E;
+
+    // Key tiles that hold any key <= the last valid query of this CTA; later ones are all masked.
+    const int last_query = min(q0 + ROWS_PER_CTA, T) - 1;
+    const int n_tiles = last_query / BK + 1;
+
+    load_tile_async<ROWS_PER_CTA, HS>(sQ, q_head, row_stride, q0, T);
+    load_tile_async<BK, HS>(sK, k_head, row_stride, 0, T);
+    load_tile_async<BK, HS>(sV, v_head, row_stride, 0, T);
+    cp_async_commit();
+
+    uint32_t qf[HS / 16][4];
+    float o[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY};  // running max of scaled scores (base-2 units), rows g, g+8
+    float l[2] = {0.0f, 0.0f};            // this thread's share of the running sum of p
+    const int row_lo = q0 + 16 * warp + g;  // query of accumulator rows c0,c1 (c2,c3: row_lo + 8)
+
+    for (int j = 0; j < n_tiles; j++) {
+        const int buf = j & 1;
+        if (j + 1 < n_tiles) {
+            load_tile_async<BK, HS>(sK + (buf ^ 1) * BK * LD, k_head, row_stride, (j + 1) * BK, T);
+            load_tile_async<BK, HS>(sV + (buf ^ 1) * BK * LD, v_head, row_stride, (j + 1) * BK, T);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        if (j == 0) {
+#pragma unroll
+            for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(qf[kk], sQ, 16 * warp, 16 * kk, lane);
+        }
+
+        float s[BK / 8][4];
+        mma_scores<HS, BK>(s, qf, sK + buf * BK * LD, lane);
+
+        // Causal mask and the end of the sequence: only tiles that reach past the warp's first
+        // query or past T need it.
+        const int k0 = j * BK;
+        if (k0 + BK - 1 > q0 + 16 * warp || k0 + BK > T) {
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int key = k0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * (e >> 1);
+                    if (key > query || key >= T) s[n][e] = -INFINITY;
+                }
+        }
+
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * half], s[n][2 * half + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 threads of a row
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m[half], mx * scale_log2);
+            // A row with no unmasked key yet keeps m = -inf; use 0 so no -inf - -inf appears.
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+            const float alpha = exp2f(m[half] - m_use);
+            float sum = 0.0f;
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int e = 2 * half; e < 2 * half + 2; e++) {
+                    s[n][e] = exp2f(fmaf(s[n][e], scale_log2, -m_use));
+                    sum += s[n][e];
+                }
+            l[half] = l[half] * alpha + sum;
+#pragma unroll
+            for (int n = 0; n < HS / 8; n++) {
+                o[n][2 * half] *= alpha;
+                o[n][2 * half + 1] *= alpha;
+            }
+            m[half] = m_new;
+        }
+
+        uint32_t pf[BK / 16][4];
+        acc_to_a<BK>(pf, s);
+        mma_a_regs_b_rows_k<HS, BK, HS>(o, pf, sV + buf * BK * LD, lane);
+        __syncthreads();  // every warp is done with this buffer before iteration j+1 refills it
+    }
+
+    // Every valid row has seen key 0, so l >= 1 there; rows >= T are not stored.
+    float inv_l[2];
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        l[half] += __shfl_xor_sync(0xffffffffu, l[half], 1);
+        l[half] += __shfl_xor_sync(0xffffffffu, l[half], 2);
+        inv_l[half] = 1.0f / l[half];
+        const int row = row_lo + 8 * half;
+        if (t == 0 && row < T) lse[(int64_t)bh * T + row] = (m[half] + log2f(l[half])) / LOG2E;
+    }
+    __nv_bfloat16 *out_head = out + (int64_t)b * T * C + h * HS;
+    store_rows<HS>(out_head, C, q0 + 16 * warp, T, o, inv_l[0], inv_l[1], lane);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward, step 1: delta = rowsum(dO * O), one warp per (b, t, h) row, fixed shuffle order.
+
+template <int HS>
+__global__ void __launch_bounds__(NTHREADS)
+attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restrict__ dout,
+                       const __nv_bfloat16 *__restrict__ out, int B, int T, int NH) {
+    const int64_t row = (int64_t)blockIdx.x * NWARPS + threadIdx.x / 32;  // (b, t, h) flattened
+    const int lane = threadIdx.x % 32;
+    if (row >= (int64_t)B * T * NH) return;
+    const __nv_bfloat16 *o = out + row * HS, *d = dout + row * HS;
+    float sum = 0.0f;
+#pragma unroll
+    for (int it = 0; it < HS / 64; it++) {  // lane reads the pairs 2 lane + 64 it
+        const int i = 2 * lane + 64 * it;
+        const float2 of = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(o + i));
+        const float2 df = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(d + i));
+        sum += of.x * df.x + of.y * df.y;
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) {
+        const int h = (int)(row % NH);
+        const int64_t bt = row / NH, b = bt / T, tt = bt % T;
+        delta[(b * NH + h) * T + tt] = sum;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward, step 2: dK and dV. Grid (B * NH, ceil(T / 64)); CTA = 64 keys of one (b, h), warp w
+// owns keys k0 + 16w .. +15 and their dK, dV accumulators (2 x 16 x HS fp32). Loops over the query
+// tiles that can see these keys (queries >= k0), BQ queries at a time (64 for HS 64, 32 for HS 128
+// to stay within registers). Per tile, transposed so that keys are the M dimension:
+//   S^T = K Q^T, P^T = 2^(S^T s log2e - lse log2e), dP^T = V dO^T, dS^T = P^T (dP^T - delta),
+//   dV += P^T dO, dK += dS^T Q       (dK scaled by s at the end)
+// Shared: K, V [64][HS+8] resident; Q, dO [2][BQ][HS+8], lse*log2e and delta [2][BQ] streamed.
+
+template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return HS == 64 ? 64 : 32; }
+
+template <int HS> constexpr size_t backward_smem_bytes() {
+    return (size_t)(2 * ROWS_PER_CTA + 4 * bwd_stream_rows<HS>()) * ld<HS>() * sizeof(__nv_bfloat16) +
+           (size_t)4 * bwd_stream_rows<HS>() * sizeof(float);
+}
+
+template <int HS>
+__global__ void __launch_bounds__(NTHREADS)
+attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
+                               const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
+                               const float *__restrict__ delta, int T, int NH, float scale) {
+    constexpr int BQ = bwd_stream_rows<HS>(), LD = ld<HS>();
+    extern __shared__ __align__(16) unsigned char smem[];
+    __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem);
+    __nv_bfloat16 *sV = sK + ROWS_PER_CTA * LD;
+    __nv_bfloat16 *sQ = sV + ROWS_PER_CTA * LD;  // [2][BQ][LD]
+    __nv_bfloat16 *sdO = sQ + 2 * BQ * LD;       // [2][BQ][LD]
+    float *sLse = reinterpret_cast<float *>(sdO + 2 * BQ * LD);  // [2][BQ], times log2e
+    float *sDelta = sLse + 2 * BQ;                               // [2][BQ]
+
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int k0 = blockIdx.y * ROWS_PER_CTA;  // the first key tiles see the most queries: first
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    const int C = NH * HS;
+    const int64_t row_stride = 3 * (int64_t)C;
+    const __nv_bfloat16 *q_head = qkv + (int64_t)b * T * row_stride + h * HS;
+    const __nv_bfloat16 *k_head = q_head + C, *v_head = q_head + 2 * C;
+    const __nv_bfloat16 *do_head = dout + (int64_t)b * T * C + h * HS;
+    const float *lse_row = lse + (int64_t)bh * T, *delta_row = delta + (int64_t)bh * T;
+    const float scale_log2 = scale * LOG2E;
+
+    const int first_tile = k0 / BQ;  // queries < k0 see none of these keys
+    const int n_tiles = (T + BQ - 1) / BQ;
+
+    // Stage query tile i into buffer buf: Q and dO by cp.async, lse and delta by plain loads
+    // (made visible by the __syncthreads that precedes their use).
+    auto load_query_tile = [&](int i, int buf) {
+        load_tile_async<BQ, HS>(sQ + buf * BQ * LD, q_head, row_stride, i * BQ, T);
+        load_tile_async<BQ, HS>(sdO + buf * BQ * LD, do_head, C, i * BQ, T);
+        for (int r = threadIdx.x; r < BQ; r += NTHREADS) {
+            const int q = i * BQ + r;
+            sLse[buf * BQ + r] = q < T ? lse_row[q] * LOG2E : 0.0f;
+            sDelta[buf * BQ + r] = q < T ? delta_row[q] : 0.0f;
+        }
+    };
+
+    load_tile_async<ROWS_PER_CTA, HS>(sK, k_head, row_stride, k0, T);
+    load_tile_async<ROWS_PER_CTA, HS>(sV, v_head, row_stride, k0, T);
+    load_query_tile(first_tile, 0);
+    cp_async_commit();
+
+    float dk[HS / 8][4], dv[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
+    const int key_lo = k0 + 16 * warp + g;  // key of accumulator rows c0,c1 (c2,c3: key_lo + 8)
+
+    for (int i = first_tile; i < n_tiles; i++) {
+        const int buf = (i - first_tile) & 1;
+        if (i + 1 < n_tiles) {
+            load_query_tile(i + 1, buf ^ 1);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        const __nv_bfloat16 *q_tile = sQ + buf * BQ * LD, *do_tile = sdO + buf * BQ * LD;
+        const float *lse_tile = sLse + buf * BQ, *delta_tile = sDelta + buf * BQ;
+
+        uint32_t kf[HS / 16][4], vf[HS / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(kf[kk], sK, 16 * warp, 16 * kk, lane);
+        float p[BQ / 8][4];
+        mma_scores<HS, BQ>(p, kf, q_tile, lane);  // S^T
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(vf[kk], sV, 16 * warp, 16 * kk, lane);
+        float dp[BQ / 8][4];
+        mma_scores<HS, BQ>(dp, vf, do_tile, lane);  // dP^T
+
+        const int qt0 = i * BQ;
+        const bool needs_mask = qt0 < k0 + ROWS_PER_CTA || qt0 + BQ > T;
+#pragma unroll
+        for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int qc = 8 * n + 2 * t + (e & 1);  // query within the tile
+                const int key = key_lo + 8 * (e >> 1), query = qt0 + qc;
+                const bool visible = !needs_mask || (key <= query && query < T);
+                const float pe = visible ? exp2f(fmaf(p[n][e], scale_log2, -lse_tile[qc])) : 0.0f;
+                p[n][e] = pe;
+                dp[n][e] = pe * (dp[n][e] - delta_tile[qc]);  // dS^T
+            }
+
+        uint32_t af[BQ / 16][4];
+        acc_to_a<BQ>(af, p);
+        mma_a_regs_b_rows_k<HS, BQ, HS>(dv, af, do_tile, lane);
+        acc_to_a<BQ>(af, dp);
+        mma_a_regs_b_rows_k<HS, BQ, HS>(dk, af, q_tile, lane);
+        __syncthreads();  // every warp is done with this buffer before it is refilled
+    }
+
+    __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
+    store_rows<HS>(dk_head, row_stride, k0 + 16 * warp, T, dk, scale, scale, lane);
+    store_rows<HS>(dk_head + C, row_stride, k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward, step 3: dQ. Grid (B * NH, ceil(T / 64)); CTA = 64 queries of one (b, h), warp w owns
+// 16 of them with their Q and dO fragments and the dQ accumulator (16 x HS fp32) in registers.
+// Loops over the key tiles at or below the diagonal, BK keys at a time (64 for HS 64, 32 for
+// HS 128):  S = Q K^T, P = 2^(S s log2e - lse log2e), dP = dO V^T, dS = P (dP - delta),
+// dQ += dS K  (scaled by s at the end).
+// Shared: Q, dO [64][HS+8] (read once into registers), K, V [2][BK][HS+8] streamed.
+
+template <int HS>
+__global__ void __launch_bounds__(NTHREADS)
+attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
+                             const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
+                             const float *__restrict__ delta, int T, int NH, float scale) {
+    constexpr int BK = bwd_stream_rows<HS>(), LD = ld<HS>();
+    extern __shared__ __align__(16) unsigned char smem[];
+    __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
+    __nv_bfloat16 *sdO = sQ + ROWS_PER_CTA * LD;
+    __nv_bfloat16 *sK = sdO + ROWS_PER_CTA * LD;  // [2][BK][LD]
+    __nv_bfloat16 *sV = sK + 2 * BK * LD;         // [2][BK][LD]
+
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int q0 = (gridDim.y - 1 - blockIdx.y) * ROWS_PER_CTA;  // longest rows first
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    const int C = NH * HS;
+    const int64_t row_stride = 3 * (int64_t)C;
+    const __nv_bfloat16 *q_head = qkv + (int64_t)b * T * row_stride + h * HS;
+    const __nv_bfloat16 *k_head = q_head + C, *v_head = q_head + 2 * C;
+    const __nv_bfloat16 *do_head = dout + (int64_t)b * T * C + h * HS;
+    const float scale_log2 = scale * LOG2E;
+
+    const int last_query = min(q0 + ROWS_PER_CTA, T) - 1;
+    const int n_tiles = last_query / BK + 1;
+
+    load_tile_async<ROWS_PER_CTA, HS>(sQ, q_head, row_stride, q0, T);
+    load_tile_async<ROWS_PER_CTA, HS>(sdO, do_head, C, q0, T);
+    load_tile_async<BK, HS>(sK, k_head, row_stride, 0, T);
+    load_tile_async<BK, HS>(sV, v_head, row_stride, 0, T);
+    cp_async_commit();
+
+    const int row_lo = q0 + 16 * warp + g;  // query of accumulator rows c0,c1 (c2,c3: row_lo + 8)
+    float lse2[2], dlt[2];                  // lse * log2e and delta of rows row_lo, row_lo + 8
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = row_lo + 8 * half;
+        lse2[half] = row < T ? lse[(int64_t)bh * T + row] * LOG2E : 0.0f;
+        dlt[half] = row < T ? delta[(int64_t)bh * T + row] : 0.0f;
+    }
+
+    uint32_t qf[HS / 16][4], dof[HS / 16][4];
+    float dq[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+
+    for (int j = 0; j < n_tiles; j++) {
+        const int buf = j & 1;
+        if (j + 1 < n_tiles) {
+            load_tile_async<BK, HS>(sK + (buf ^ 1) * BK * LD, k_head, row_stride, (j + 1) * BK, T);
+            load_tile_async<BK, HS>(sV + (buf ^ 1) * BK * LD, v_head, row_stride, (j + 1) * BK, T);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        if (j == 0) {
+#pragma unroll
+            for (int kk = 0; kk < HS / 16; kk++) {
+                load_a<HS>(qf[kk], sQ, 16 * warp, 16 * kk, lane);
+                load_a<HS>(dof[kk], sdO, 16 * warp, 16 * kk, lane);
+            }
+        }
+        const __nv_bfloat16 *k_tile = sK + buf * BK * LD, *v_tile = sV + buf * BK * LD;
+
+        float p[BK / 8][4], dp[BK / 8][4];
+        mma_scores<HS, BK>(p, qf, k_tile, lane);   // S
+        mma_scores<HS, BK>(dp, dof, v_tile, lane); // dP
+
+        const int kt0 = j * BK;
+        const bool needs_mask = kt0 + BK - 1 > q0 + 16 * warp || kt0 + BK > T;
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int half = e >> 1;
+                const int key = kt0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * half;
+                const bool visible = !needs_mask || (key <= query && key < T);
+                const float pe = visible ? exp2f(fmaf(p[n][e], scale_log2, -lse2[half])) : 0.0f;
+                dp[n][e] = pe * (dp[n][e] - dlt[half]);  // dS
+            }
+
+        uint32_t af[BK / 16][4];
+        acc_to_a<BK>(af, dp);
+        mma_a_regs_b_rows_k<HS, BK, HS>(dq, af, k_tile, lane);
+        __syncthreads();  // every warp is done with this buffer before it is refilled
+    }
+
+    __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
+    store_rows<HS>(dq_head, row_stride, q0 + 16 * warp, T, dq, scale, scale, lane);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+
+template <typename Kernel>
+static inline void launch_config(Kernel kernel, size_t smem_bytes) {
+    attention_cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes));
+}
+
+// A tensor argument and the alignment its accesses need.
+struct TensorArg {
+    const void *ptr;
+    unsigned alignment;
+};
+
+// qkv and dout are read by cp.async in 16 B chunks; the other tensors by bf16 pairs or floats.
+// cudaMalloc'd tensors satisfy all of it (rows are C = NH * HS bf16, a multiple of 16 B).
+static inline void check_args(const char *fn, int B, int T, int NH, int HS, const TensorArg *args, int n_args) {
+    if (!attention_head_size_supported(HS))
+        die("%s: head size %d is not supported (supported: 64, 128)", fn, HS);
+    if (B < 1 || T < 1 || NH < 1) die("%s: bad shape B=%d T=%d NH=%d", fn, B, T, NH);
+    if ((int64_t)B * NH > INT32_MAX || (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA > 65535)
+        die("%s: shape B=%d T=%d NH=%d exceeds the launch grid", fn, B, T, NH);
+    for (int i = 0; i < n_args; i++)
+        if ((uintptr_t)args[i].ptr % args[i].alignment != 0)
+            die("%s: tensor argument %d is not %u-byte aligned", fn, i + 1, args[i].alignment);
+}
+
+template <int HS>
+static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int NH,
+                              cudaStream_t stream) {
+    const size_t smem = forward_smem_bytes<HS>();
+    launch_config(attention_forward_kernel<HS>, smem);
+    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
+    attention_forward_kernel<HS><<<grid, NTHREADS, smem, stream>>>(out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
+    attention_cuda_check(cudaGetLastError());
+}
+
+template <int HS>
+static inline void backward_hs(__nv_bfloat16 *dqkv, float *delta, const __nv_bfloat16 *dout,
+                               const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
+                               int B, int T, int NH, cudaStream_t stream) {
+    const float scale = 1.0f / sqrtf((float)HS);
+    const int64_t rows = (int64_t)B * T * NH;
+    attention_delta_kernel<HS><<<(unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream>>>(
+        delta, dout, out, B, T, NH);
+    attention_cuda_check(cudaGetLastError());
+
+    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
+    const size_t smem = backward_smem_bytes<HS>();
+    launch_config(attention_backward_dkdv_kernel<HS>, smem);
+    attention_backward_dkdv_kernel<HS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH, scale);
+    attention_cuda_check(cudaGetLastError());
+    launch_config(attention_backward_dq_kernel<HS>, smem);
+    attention_backward_dq_kernel<HS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH, scale);
+    attention_cuda_check(cudaGetLastError());
+}
+
+}  // namespace attention_detail
+
+// out (B,T,NH,HS) bf16 and lse (B,NH,T) fp32 from qkv (B,T,3,NH,HS) bf16; scale 1/sqrt(HS).
+static inline void attention_forward(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv,
+                                     int B, int T, int NH, int HS, cudaStream_t stream) {
+    const attention_detail::TensorArg args[] = {{out, 4}, {lse, 4}, {qkv, 16}};
+    attention_detail::check_args("attention_forward", B, T, NH, HS, args, 3);
+    if (HS == 64) attention_detail::forward_hs<64>(out, lse, qkv, B, T, NH, stream);
+    else attention_detail::forward_hs<128>(out, lse, qkv, B, T, NH, stream);
+}
+
+// dqkv (B,T,3,NH,HS) bf16, fully overwritten, from dout (B,T,NH,HS) and the forward's qkv, out
+// and lse. delta: attention_backward_scratch_floats(B, T, NH) floats of scratch.
+// Deterministic: the same inputs give the same bits on every run.
+static inline void attention_backward(__nv_bfloat16 *dqkv, float *delta, const __nv_bfloat16 *dout,
+                                      const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
+                                      int B, int T, int NH, int HS, cudaStream_t stream) {
+    const attention_detail::TensorArg args[] = {{dqkv, 4}, {delta, 4}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
+    attention_detail::check_args("attention_backward", B, T, NH, HS, args, 6);
+    if (HS == 64) attention_detail::backward_hs<64>(dqkv, delta, dout, qkv, out, lse, B, T, NH, stream);
+    else attention_detail::backward_hs<128>(dqkv, delta, dout, qkv, out, lse, B, T, NH, stream);
+}
+
+#endif  // LLMC_ATTENTION_CUH

@@ -1,0 +1,13 @@
+# Fused causal attention (llmc/attention.cuh): its GPU harness dev/cuda/attention.cu, built when
+# nvcc is present (compiling and linking it is part of `make test`; running it needs a GPU):
+#   make attention-gpu    build and run the checks and the benchmark (GPU machine)
+ATTENTION_HARNESS := $(BUILD)/dev/cuda/attention
+CUDA_TARGETS += $(ATTENTION_HARNESS)
+
+$(ATTENTION_HARNESS): dev/cuda/attention.cu dev/cuda/common.h llmc/attention.cuh llmc/utils.h $(BUILD)/llmc/utils.o
+	@mkdir -p $(dir $@)
+	$(NVCC) -arch=$(NVCC_ARCH) -O3 -lineinfo -std=c++17 dev/cuda/attention.cu $(BUILD)/llmc/utils.o -o $@
+
+.PHONY: attention-gpu
+attention-gpu: $(ATTENTION_HARNESS)
+	$(ATTENTION_HARNESS)

@@ -6,27 +6,20 @@
 // Shapes: B sequences of T tokens, C channels, NH heads of HS = C / NH, vocabulary V padded to Vp.
 // Activations are row-major (B, T, channels); linear weights are (out, in) as torch.nn.Linear.
 #include <cblas.h>
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "llmc/args.h"
 #include "llmc/checkpoint.h"
-#include "llmc/dataloader.h"
-#include "llmc/fileio.h"
-#include "llmc/logger.h"
+#include "llmc/comm.h"
 #include "llmc/model.h"
 #include "llmc/optimizer.h"
-#include "llmc/outlier.h"
 #include "llmc/rng.h"
-#include "llmc/schedule.h"
 #include "llmc/state.h"
+#include "llmc/trainer.h"
 #include "llmc/utils.h"
 
 // ----------------------------------------------------------------------------------------------
@@ -448,106 +441,76 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     encoder_backward(param(m, G, PT_WTE, -1), param(m, G, PT_WPE, -1), m->dresidual, m->inputs, B, T, C);
 }
 
-// ----------------------------------------------------------------------------------------------
-// Training
-
 static double gpt2_grad_norm(const GPT2 *m) { return sqrt(sum_of_squares(m->grads, m->num_params)); }
 
-#ifndef TESTING  // the rest is the program; dev/test/test_model.c includes what is above
+#ifndef TESTING  // dev/test/test_model.c includes everything above
+// ----------------------------------------------------------------------------------------------
+// The CPU backend of the shared training loop (llmc/trainer.h)
 
-static float evaluate(GPT2 *m, DataLoader *val, int batches, int *inputs, int *targets) {
-    dataloader_reset(val);
-    double sum = 0.0;
-    for (int i = 0; i < batches; i++) {
-        dataloader_next_batch(val, inputs, targets);
-        gpt2_forward(m, inputs, targets, m->B, m->T);
-        sum += m->mean_loss;
-    }
-    return (float)(sum / batches);
+typedef struct {
+    GPT2 model;
+    AdamWConfig hp;
+} CPUTrainer;
+
+static void cpu_zero_grads(void *self) {
+    GPT2 *m = &((CPUTrainer *)self)->model;
+    memset(m->grads, 0, m->num_params * sizeof(float));
 }
 
-// Samples `n` tokens after <|endoftext|> with temperature 1 and prints their ids; the text decode
-// needs the tokenizer.
-static void sample_and_print(GPT2 *m, Rng *rng, int n) {
-    const GPT2Config *c = &m->cfg;
-    int limit = m->T < c->max_seq_len ? m->T : c->max_seq_len;
-    if (n > limit - 1) n = limit - 1;
-    int *tokens = (int *)malloc_check((size_t)(n + 1) * sizeof(int));
-    tokens[0] = c->vocab_size > 50256 ? 50256 : c->vocab_size - 1;  // <|endoftext|> for GPT-2
-    for (int t = 1; t <= n; t++) {
-        gpt2_forward(m, tokens, NULL, 1, t);
-        const float *l = m->logits + (size_t)(t - 1) * c->padded_vocab_size;
-        float maxv = -INFINITY;
-        for (int j = 0; j < c->vocab_size; j++) maxv = fmaxf(maxv, l[j]);
-        double sum = 0.0;
-        for (int j = 0; j < c->vocab_size; j++) sum += exp((double)(l[j] - maxv));
-        double r = rng_next_uniform(rng) * sum, acc = 0.0;
-        int next = c->vocab_size - 1;
-        for (int j = 0; j < c->vocab_size; j++) {
-            acc += exp((double)(l[j] - maxv));
-            if (acc > r) { next = j; break; }
-        }
-        tokens[t] = next;
-    }
-    printf("sample:");
-    for (int t = 1; t <= n; t++) printf(" %d", tokens[t]);
-    printf("\n");
-    free(tokens);
+static float cpu_forward_backward(void *self, const int *inputs, const int *targets, float loss_scale) {
+    GPT2 *m = &((CPUTrainer *)self)->model;
+    gpt2_forward(m, inputs, targets, m->B, m->T);
+    gpt2_backward(m, m->B, m->T, loss_scale);
+    return m->mean_loss;
 }
 
-static void make_output_dir(const char *dir) {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) die("cannot create the output directory '%s': %s", dir, strerror(errno));
-    char probe[4096];
-    snprintf(probe, sizeof(probe), "%s/.write_test.%d", dir, (int)getpid());
-    FILE *f = fopen(probe, "w");
-    if (!f) die("the output directory '%s' is not writable: %s", dir, strerror(errno));
-    fclose(f);
-    unlink(probe);
+static float cpu_forward_loss(void *self, const int *inputs, const int *targets) {
+    GPT2 *m = &((CPUTrainer *)self)->model;
+    gpt2_forward(m, inputs, targets, m->B, m->T);
+    return m->mean_loss;
 }
 
-// The newest step with a DONE_<step> marker in dir, or -1.
-static long newest_complete_checkpoint(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    long best = -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long step;
-        char tail;
-        if (sscanf(e->d_name, "DONE_%8ld%c", &step, &tail) == 1 && step > best) best = step;
-    }
-    closedir(d);
-    return best;
+static void cpu_next_token_logits(void *self, const int *tokens, int n, float *logits) {
+    GPT2 *m = &((CPUTrainer *)self)->model;
+    gpt2_forward(m, tokens, NULL, 1, n);
+    memcpy(logits, m->logits + (size_t)(n - 1) * m->cfg.padded_vocab_size, (size_t)m->cfg.vocab_size * sizeof(float));
 }
 
-// model_<step>.bin, state_<step>_<rank>.bin, then DONE_<step> last: a checkpoint is complete
-// exactly when its marker exists.
-static int save_checkpoint(GPT2 *m, const char *dir, int step, const TrainState *st) {
-    char path[4096], err[512];
-    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
-    if (checkpoint_write(path, &m->cfg, m->params, err, sizeof(err)) != 0) goto fail;
-    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, st->rank);
-    if (state_write(path, st, m->m, m->v, NULL, err, sizeof(err)) != 0) goto fail;
-    snprintf(path, sizeof(path), "%s/DONE_%08d", dir, step);
-    AtomicFile af;
-    if (atomic_open(&af, path) != 0) { snprintf(err, sizeof(err), "%s", af.error); goto fail; }
-    if (atomic_commit(&af) != 0) { snprintf(err, sizeof(err), "%s", af.error); goto fail; }
-    return 0;
-fail:
-    fprintf(stderr, "%s: warning: checkpoint at step %d not written: %s\n", program_name(), step, err);
-    return -1;
+static double cpu_grad_norm(void *self) { return gpt2_grad_norm(&((CPUTrainer *)self)->model); }
+
+static int cpu_update(void *self, int t, float lr, float grad_scale) {
+    CPUTrainer *c = (CPUTrainer *)self;
+    GPT2 *m = &c->model;
+    return adamw_step(&m->cfg, &c->hp, m->params, m->grads, m->m, m->v, 0, m->num_params, t, lr, grad_scale, NULL, NULL);
 }
 
-static int compare_floats(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
+static int cpu_save(void *self, const char *model_path, const char *state_path, const TrainState *st, char *err,
+                    size_t errlen) {
+    GPT2 *m = &((CPUTrainer *)self)->model;
+    if (checkpoint_write(model_path, &m->cfg, m->params, err, errlen) != 0) return -1;
+    return state_write(state_path, st, m->m, m->v, NULL, err, errlen);
+}
+
+static void cpu_load(void *self, const char *model_path, const char *state_path, TrainState *st) {
+    GPT2 *m = &((CPUTrainer *)self)->model;
+    GPT2Config saved;
+    checkpoint_read_config(model_path, &saved);
+    if (memcmp(&saved, &m->cfg, sizeof(saved)) != 0) die("'%s' holds a different model than -e describes", model_path);
+    checkpoint_read_params(model_path, &m->cfg, m->params);
+    TrainState header;
+    int has_master;
+    state_read_header(state_path, &header, &has_master);
+    if (header.num_params != (int64_t)m->num_params || header.begin != 0 || header.end != (int64_t)m->num_params)
+        die("'%s' was written for another model or sharding", state_path);
+    state_read(state_path, st, m->m, m->v, NULL);
 }
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
-    const int rank = 0, num_ranks = 1;
+    Comm comm;
+    comm_init(&comm, &argc, &argv);
 
     // The model: a description for random initialization, or a checkpoint.
     GPT2Config cfg;
@@ -563,166 +526,28 @@ int main(int argc, char **argv) {
         if (bad) usage_error("-e (--model) '%s': %s", tc.model, bad);
     }
     if (tc.T > cfg.max_seq_len) usage_error("-t (--seq-len): %d is larger than the model's maxT %d", tc.T, cfg.max_seq_len);
-    const int B = tc.B, T = tc.T;
-    const int64_t micro_tokens = (int64_t)B * T * num_ranks;
-    int64_t total_batch = tc.total_batch ? tc.total_batch : micro_tokens;
-    if (total_batch % micro_tokens != 0)
-        usage_error("-d (--total-batch): %lld is not a multiple of B*T*ranks = %lld", (long long)total_batch, (long long)micro_tokens);
-    const int accum = (int)(total_batch / micro_tokens);
-    if (tc.resume && !tc.output_dir[0]) usage_error("-y (--resume) 1 needs an output directory (-o)");
 
-    GPT2 model;
-    gpt2_alloc(&model, &cfg, B, T);
-    if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, model.params);
-    else gpt2_init_params(&cfg, model.params, tc.seed);
+    CPUTrainer cpu;
+    cpu.hp = (AdamWConfig){tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
+    GPT2 *m = &cpu.model;
+    gpt2_alloc(m, &cfg, tc.B, tc.T);
+    if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, m->params);
+    else gpt2_init_params(&cfg, m->params, tc.seed);
 
-    DataLoader train_loader, val_loader;
-    int have_val = 0;
-    if (!tc.bench) {
-        dataloader_init(&train_loader, tc.train_pattern, B, T, rank, num_ranks, cfg.vocab_size);
-        if (tc.val_every > 0 && tc.val_batches > 0 && tc.val_pattern[0]) {
-            dataloader_init(&val_loader, tc.val_pattern, B, T, 0, 1, cfg.vocab_size);
-            have_val = 1;
-        }
+    if (comm.rank == 0) {
+        double mib = 1.0 / (1 << 20), pbytes = (double)m->num_params * sizeof(float);
+        printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
+               cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, m->num_params);
+        printf("memory: params %.1f MiB, grads %.1f MiB, AdamW state %.1f MiB, activations %.1f MiB; %d threads\n",
+               pbytes * mib, pbytes * mib, 2 * pbytes * mib, (double)m->acts_floats * sizeof(float) * mib,
+               omp_get_max_threads());
     }
-    int steps = tc.max_steps;
-    if (steps < 0) {
-        if (tc.bench) steps = 15;
-        else steps = (int)(dataloader_total_tokens(&train_loader) / total_batch);
-        if (steps < 1) steps = 1;
-    }
-    if (tc.warmup > steps) tc.warmup = steps;
-
-    TrainState st;
-    memset(&st, 0, sizeof(st));
-    st.rank = rank;
-    st.num_ranks = num_ranks;
-    st.num_params = (int64_t)model.num_params;
-    st.begin = 0;
-    st.end = (int64_t)model.num_params;
-    st.sample_rng.seed = tc.seed ^ 0x5eed5a3b1e5ULL;
-    outlier_init(&st.loss_outliers);
-    outlier_init(&st.norm_outliers);
-    int start_step = 0;
-    if (tc.output_dir[0] && !tc.bench) make_output_dir(tc.output_dir);
-    if (tc.resume) {
-        long last = newest_complete_checkpoint(tc.output_dir);
-        if (last < 0) {
-            printf("no complete checkpoint in %s: starting from scratch\n", tc.output_dir);
-        } else {
-            char path[4096];
-            snprintf(path, sizeof(path), "%s/model_%08ld.bin", tc.output_dir, last);
-            GPT2Config saved;
-            checkpoint_read_config(path, &saved);
-            if (memcmp(&saved, &cfg, sizeof(cfg)) != 0) die("'%s' holds a different model than -e describes", path);
-            checkpoint_read_params(path, &cfg, model.params);
-            snprintf(path, sizeof(path), "%s/state_%08ld_%05d.bin", tc.output_dir, last, rank);
-            TrainState saved_st;
-            int has_master;
-            state_read_header(path, &saved_st, &has_master);
-            if (saved_st.num_params != st.num_params || saved_st.begin != st.begin || saved_st.end != st.end)
-                die("'%s' was written for another model or sharding", path);
-            state_read(path, &st, model.m, model.v, NULL);
-            train_loader.pos = st.train_pos;
-            start_step = (int)st.step;
-            printf("resumed from step %d of %s\n", start_step, tc.output_dir);
-        }
-    }
-
-    Logger logger;
-    logger_init(&logger, tc.bench ? "" : tc.output_dir, start_step > 0);
-    LRScheduleConfig sched = {tc.schedule, tc.lr, tc.warmup, steps, tc.final_frac};
-    AdamWConfig hp = {tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
-
-    double act_mib = (double)model.acts_floats * 4 / (1 << 20), param_mib = (double)model.num_params * 4 / (1 << 20);
-    printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels, cfg.num_heads,
-           cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, model.num_params);
-    printf("batch: B=%d T=%d, %d micro-step(s) per step, %lld tokens per step; %d steps; %d threads\n", B, T, accum,
-           (long long)total_batch, steps, omp_get_max_threads());
-    printf("memory: params %.1f MiB, grads %.1f MiB, AdamW state %.1f MiB, activations %.1f MiB\n", param_mib, param_mib,
-           2 * param_mib, act_mib);
-
-    int *inputs = (int *)malloc_check((size_t)B * T * sizeof(int));
-    int *targets = (int *)malloc_check((size_t)B * T * sizeof(int));
-    Rng bench_rng = {tc.seed, 0};
-    float *step_ms = (float *)malloc_check((size_t)(steps + 1) * sizeof(float));
-    int timed = 0;
-    double elapsed = 0.0;
-    for (int step = start_step; step < steps; step++) {
-        if (have_val && step % tc.val_every == 0) {
-            float vl = evaluate(&model, &val_loader, tc.val_batches, inputs, targets);
-            printf("val loss %.6f\n", vl);
-            logger_val(&logger, step, vl);
-        }
-        if (!tc.bench && tc.sample_every > 0 && tc.gen_tokens > 0 && step > 0 && step % tc.sample_every == 0)
-            sample_and_print(&model, &st.sample_rng, tc.gen_tokens);
-
-        double t0 = wall_time();
-        memset(model.grads, 0, model.num_params * sizeof(float));
-        double loss_sum = 0.0;
-        for (int micro = 0; micro < accum; micro++) {
-            if (tc.bench) {
-                for (int i = 0; i < B * T; i++) inputs[i] = (int)(rng_next_uniform(&bench_rng) * cfg.vocab_size);
-                for (int i = 0; i < B * T; i++) targets[i] = (int)(rng_next_uniform(&bench_rng) * cfg.vocab_size);
-            } else {
-                dataloader_next_batch(&train_loader, inputs, targets);
-            }
-            gpt2_forward(&model, inputs, targets, B, T);
-            gpt2_backward(&model, B, T, 1.0f / (float)accum);
-            loss_sum += model.mean_loss;
-        }
-        float loss = (float)(loss_sum / accum);
-        double norm = gpt2_grad_norm(&model);
-        float lr = lr_at_step(&sched, step);
-
-        const char *skip = NULL;
-        if (!isfinite(loss) || !isfinite(norm)) skip = "non-finite loss or gradient";
-        else if (tc.skip_loss_z > 0 && outlier_zscore(&st.loss_outliers, loss) > tc.skip_loss_z) skip = "loss spike";
-        else if (tc.skip_norm_z > 0 && outlier_zscore(&st.norm_outliers, norm) > tc.skip_norm_z) skip = "grad-norm spike";
-        if (skip) {
-            printf("step %d: update skipped (%s: loss %f, norm %f)\n", step + 1, skip, loss, norm);
-            logger_skip(&logger, step + 1, skip);
-        } else {
-            outlier_push(&st.loss_outliers, loss);
-            outlier_push(&st.norm_outliers, norm);
-            adamw_step(&cfg, &hp, model.params, model.grads, model.m, model.v, 0, model.num_params, step + 1, lr,
-                       grad_clip_scale(&hp, norm), NULL, NULL);
-        }
-        double dt = wall_time() - t0;
-        if (step > start_step + 2 || steps - start_step <= 3) step_ms[timed++] = (float)(dt * 1e3);
-        elapsed += dt;
-        int done = step + 1 - start_step;
-        print_progress(step + 1, steps, loss, (float)norm, lr, dt * 1e3, (double)total_batch / dt,
-                       elapsed / done * (steps - step - 1));
-        logger_train(&logger, step + 1, loss, lr, (float)norm);
-
-        if (!tc.bench && tc.output_dir[0] && tc.ckpt_every > 0 && ((step + 1) % tc.ckpt_every == 0 || step + 1 == steps)) {
-            st.step = step + 1;
-            st.train_pos = train_loader.pos;
-            save_checkpoint(&model, tc.output_dir, step + 1, &st);
-        }
-    }
-    if (have_val && start_step < steps) {
-        float vl = evaluate(&model, &val_loader, tc.val_batches, inputs, targets);
-        printf("val loss %.6f\n", vl);
-        logger_val(&logger, steps, vl);
-    }
-    if (!tc.bench && tc.sample_every > 0 && tc.gen_tokens > 0) sample_and_print(&model, &st.sample_rng, tc.gen_tokens);
-    if (tc.bench && timed > 0) {
-        qsort(step_ms, (size_t)timed, sizeof(float), compare_floats);
-        float median = step_ms[timed / 2];
-        printf("bench_tokens_per_s %.1f\n", (double)total_batch / (median * 1e-3));
-        printf("bench_median_step_ms %.2f over %d timed steps\n", median, timed);
-    }
-    free(step_ms);
-    free(inputs);
-    free(targets);
-    logger_close(&logger);
-    if (!tc.bench) {
-        dataloader_free(&train_loader);
-        if (have_val) dataloader_free(&val_loader);
-    }
-    gpt2_free(&model);
+    TrainerBackend backend = {&cpu, cpu_zero_grads, cpu_forward_backward, cpu_forward_loss, cpu_next_token_logits,
+                              cpu_grad_norm, cpu_update, cpu_save, cpu_load};
+    Trainer trainer = {&tc, &cfg, &backend, &comm, (int64_t)m->num_params, 0, (int64_t)m->num_params};
+    trainer_run(&trainer);
+    gpt2_free(m);
+    comm.finalize(&comm);
     return 0;
 }
 #endif

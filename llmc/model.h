@@ -19,6 +19,8 @@
 extern "C" {
 #endif
 
+#define GPT2_EOT 50256  // <|endoftext|> in GPT-2's vocabulary: starts every document and sample
+
 typedef struct {
     int max_seq_len;        // maxT: positions the model has embeddings for
     int vocab_size;         // V: real tokens (50257 for GPT-2)

@@ -25,9 +25,9 @@ double sum_of_squares(const float *x, size_t n) {
     return total;
 }
 
-float grad_clip_scale(const AdamWConfig *hp, double norm) {
-    if (hp->grad_clip <= 0.0f || !(norm > hp->grad_clip)) return 1.0f;
-    return (float)(hp->grad_clip / norm);
+float grad_clip_scale(float grad_clip, double norm) {
+    if (grad_clip <= 0.0f || !(norm > grad_clip)) return 1.0f;
+    return (float)(grad_clip / norm);
 }
 
 int adamw_step(const GPT2Config *cfg, const AdamWConfig *hp, float *params, const float *grads, float *m, float *v,

@@ -35,8 +35,8 @@ typedef void (*AllReduceSumFn)(double *buf, int n, void *ctx);
 // Sum of squares of x[0..n), deterministic in the number of threads.
 double sum_of_squares(const float *x, size_t n);
 
-// grad_scale for a gradient of global norm `norm` (1 when clipping is off or not needed).
-float grad_clip_scale(const AdamWConfig *hp, double norm);
+// grad_scale for a gradient of global norm `norm`: min(1, grad_clip / norm); 1 when grad_clip <= 0.
+float grad_clip_scale(float grad_clip, double norm);
 
 // One AdamW step on the global range [begin, end). Returns how many tensors of the whole model
 // had their learning rate reduced by update clipping (the same number on every rank).

@@ -117,7 +117,7 @@ static int run_case(const char *prefix) {
         worst_loss = fmax(worst_loss, rel);
         gpt2_backward(&m, B, T, 1.0f);
         double norm = gpt2_grad_norm(&m);
-        adamw_step(&cfg, &hp, m.params, m.grads, m.m, m.v, 0, P, step, hpf[0], grad_clip_scale(&hp, norm), NULL, NULL);
+        adamw_step(&cfg, &hp, m.params, m.grads, m.m, m.v, 0, P, step, hpf[0], grad_clip_scale(hp.grad_clip, norm), NULL, NULL);
     }
     check(worst_loss < 1e-4, "losses of %d optimizer steps: worst rel diff %.3g (< 1e-4)", nsteps, worst_loss);
     // Weights after the steps: Adam normalizes each update to about lr, so an element whose

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Bad inputs give one clear line and a non-zero exit (2 for bad flags, 1 for bad files), never a
+# crash: every case runs the trainer built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (build/san/train_gpt), and any sanitizer report fails the test.
+set -u
+cd "$(dirname "$0")/../.."
+bin=build/san/train_gpt
+dir=build/test/bad
+rm -rf "$dir" && mkdir -p "$dir"
+export OMP_NUM_THREADS=2 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
+fails=0
+
+# expect CODE PATTERN -- ARGS...: the exit status is CODE, stderr matches PATTERN, no sanitizer report.
+expect() {
+    local code=$1 pattern=$2; shift 3
+    "$bin" "$@" > "$dir/out" 2> "$dir/err"
+    local rc=$?
+    if [ $rc -ne "$code" ] || ! grep -qE -e "$pattern" "$dir/err" || grep -qE "Sanitizer|runtime error" "$dir/err"; then
+        echo "FAIL: $* -> exit $rc (want $code), stderr:"; sed 's/^/      /' "$dir/err" | head -5
+        fails=$((fails + 1))
+    else
+        echo "ok   exit $rc: $(head -1 "$dir/err")"
+    fi
+}
+
+tiny=(-e L1C32NH2 --vocab-size 300 --max-seq-len 16 -b 2 -t 8 -v 0 -s 0)
+/usr/bin/python3 dev/test/make_shard.py "$dir/good.bin" 400 300 7
+
+# Flags.
+expect 2 "unknown flag" -- --no-such-flag 1
+expect 2 "-b \(--batch\): '0' is not an integer in \[1," -- -b 0
+expect 2 "-l \(--lr\): 'abc' is not a number" -- -l abc
+expect 2 "-k \(--schedule\): 'bogus' is not one of" -- -k bogus
+expect 2 "needs a value" -- -x
+expect 2 "-t \(--seq-len\): 32 is larger than the model's maxT 16" -- "${tiny[@]}" -t 32 -i "$dir/good.bin"
+expect 2 "-d \(--total-batch\): 100 is not a multiple of B\*T\*ranks = 16" -- "${tiny[@]}" -d 100 -i "$dir/good.bin"
+expect 2 "-e \(--model\) 'L2C30NH4'" -- -e L2C30NH4
+expect 2 "needs an output directory" -- "${tiny[@]}" -y 1 -i "$dir/good.bin"
+
+# Files.
+expect 1 "cannot open 'missing.bin'" -- -e missing.bin
+expect 1 "no token shard matches" -- "${tiny[@]}" -i "$dir/none_*.bin"
+expect 1 "cannot create the output directory|not writable" -- "${tiny[@]}" -i "$dir/good.bin" -x 1 -o /dev/null/out
+
+head -c 600 "$dir/good.bin" > "$dir/truncated.bin"
+expect 1 "shard '.*truncated.bin' is truncated" -- "${tiny[@]}" -i "$dir/truncated.bin"
+cp "$dir/good.bin" "$dir/magic.bin" && printf '\x01\x02\x03\x04' | dd of="$dir/magic.bin" conv=notrunc 2>/dev/null
+expect 1 "is not a token shard: magic" -- "${tiny[@]}" -i "$dir/magic.bin"
+/usr/bin/python3 dev/test/make_shard.py "$dir/small.bin" 10 300 8
+expect 1 "has 10 tokens; one micro-step" -- "${tiny[@]}" -i "$dir/small.bin"
+/usr/bin/python3 dev/test/make_shard.py "$dir/vocab.bin" 400 60000 9
+expect 1 "token .* outside the vocabulary" -- "${tiny[@]}" -i "$dir/vocab.bin" -x 1
+
+# A checkpoint and state to damage.
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -x 2 -n 2 -o "$dir/run" > /dev/null 2>&1 || { echo "FAIL: could not train the tiny model"; exit 1; }
+model="$dir/run/model_00000002.bin"
+head -c 3000 "$model" > "$dir/trunc_model.bin"
+expect 1 "trunc_model.bin' is truncated" -- -e "$dir/trunc_model.bin"
+cp "$model" "$dir/flip_model.bin" && printf '\x55' | dd of="$dir/flip_model.bin" bs=1 seek=5000 conv=notrunc 2>/dev/null
+expect 1 "flip_model.bin' is corrupt: payload checksum" -- -e "$dir/flip_model.bin" -b 2 -t 8 -i "$dir/good.bin" -v 0 -s 0
+head -c 1000 "$dir/good.bin" > "$dir/nomodel.bin"
+expect 1 "is not a model checkpoint" -- -e "$dir/nomodel.bin"
+
+state="$dir/run/state_00000002_00000.bin"
+cp "$state" "$dir/state.bak"
+head -c 2000 "$dir/state.bak" > "$state"
+expect 1 "state_00000002_00000.bin' is truncated" -- "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
+cp "$dir/state.bak" "$state" && printf '\x55' | dd of="$state" bs=1 seek=1500 conv=notrunc 2>/dev/null
+expect 1 "state_00000002_00000.bin' is corrupt" -- "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
+cp "$dir/state.bak" "$state"
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 > "$dir/out" 2>&1 && grep -q "resumed from step 2" "$dir/out" \
+    && echo "ok   the restored state resumes" || { echo "FAIL: the restored state does not resume"; fails=$((fails + 1)); }
+
+echo "$fails failure(s)"
+[ $fails -eq 0 ]

@@ -1,0 +1,60 @@
+// The training loop shared by the CPU and the GPU trainer. It owns everything that is not
+// arithmetic: data loading, the learning-rate schedule, gradient accumulation, outlier and NaN
+// skipping, validation, sampling, logging, checkpoint naming and resume. The arithmetic (the
+// model's forward and backward, gradient reduction across ranks, the optimizer, the checkpoint
+// payloads) comes from a TrainerBackend, implemented by train_gpt.c (CPU) and train_gpt.cu (GPU).
+//
+// Checkpoint at step s in the output directory: model_<s>.bin (rank 0), state_<s>_<rank>.bin (each
+// rank), then DONE_<s> (rank 0, after a barrier): a checkpoint is complete when its marker exists.
+#ifndef LLMC_TRAINER_H
+#define LLMC_TRAINER_H
+
+#include <stddef.h>
+
+#include "args.h"
+#include "comm.h"
+#include "model.h"
+#include "state.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    void *self;
+    // Zeroes the gradient accumulators at the start of an optimizer step.
+    void (*zero_grads)(void *self);
+    // Forward and backward of one B x T micro-batch, accumulating the gradient of
+    // loss_scale * (mean loss); returns this rank's mean loss of the micro-batch.
+    float (*forward_backward)(void *self, const int *inputs, const int *targets, float loss_scale);
+    // Mean loss of one B x T micro-batch without gradients (validation).
+    float (*forward_loss)(void *self, const int *inputs, const int *targets);
+    // Logits of the last of n tokens (1 <= n <= T), V floats into logits (sampling).
+    void (*next_token_logits)(void *self, const int *tokens, int n, float *logits);
+    // Completes the step's gradient (the reduction across ranks) and returns its global norm.
+    double (*grad_norm)(void *self);
+    // AdamW step t (from 1); returns how many tensors update clipping slowed.
+    int (*update)(void *self, int t, float lr, float grad_scale);
+    // Writes this rank's part of a checkpoint (rank 0 also the model file) to the given paths.
+    // Returns 0, or -1 with a message in err.
+    int (*save)(void *self, const char *model_path, const char *state_path, const TrainState *st, char *err, size_t errlen);
+    // Loads a checkpoint written by save; fills st.
+    void (*load)(void *self, const char *model_path, const char *state_path, TrainState *st);
+} TrainerBackend;
+
+typedef struct {
+    const TrainConfig *tc;
+    const GPT2Config *cfg;
+    TrainerBackend *backend;
+    Comm *comm;
+    int64_t num_params;
+    int64_t shard_begin, shard_end;  // this rank's slice of the optimizer state (whole model without ZeRO)
+} Trainer;
+
+// Validates the batch flags against the model (exit 2 with a message), then trains. Returns 0.
+int trainer_run(Trainer *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -56,7 +56,7 @@ cuda: $(CUDA_TARGETS)
 endif
 
 run: train_gpt
-	bash scripts/run_default.sh
+	bash scripts/run_default.sh $(ARGS)
 
 test: $(ALL_TARGETS) $(TEST_DEPS) cuda
 	bash dev/test/run_all.sh

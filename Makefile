@@ -28,7 +28,7 @@ CUDA_TARGETS :=
 NVCC := $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
 NVCC_ARCH ?= sm_90
 
-.PHONY: all run test bench clean cuda
+.PHONY: all deps run test test-build bench clean cuda
 all: $(ALL_TARGETS) cuda
 
 $(BUILD)/%.o: %.c $(wildcard llmc/*.h)
@@ -55,11 +55,19 @@ else
 cuda: $(CUDA_TARGETS)
 endif
 
-run: train_gpt
+# run and test work on a fresh machine: they install missing packages before building.
+deps:
+	bash scripts/install_deps.sh
+
+run: deps
+	$(MAKE) train_gpt
 	bash scripts/run_default.sh $(ARGS)
 
-test: $(ALL_TARGETS) $(TEST_DEPS) cuda
+test: deps
+	$(MAKE) test-build
 	bash dev/test/run_all.sh
+
+test-build: $(ALL_TARGETS) $(TEST_DEPS) cuda
 
 bench: train_gpt
 	bash dev/bench/bench_cpu.sh

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The default job (make run): install what is missing, prepare the default dataset (the
-# nlp-corpus sentences, offline), and train a small GPT-2 on it, printing validation losses and
-# samples. On a machine with an NVIDIA GPU and a built train_gptcu it trains there instead.
+# The default job (make run, after installing packages and building): prepare the default
+# dataset (the nlp-corpus sentences, offline) if missing, and train a small GPT-2 on it, printing
+# validation losses and samples. On a machine with an NVIDIA GPU and a built train_gptcu it
+# trains there instead.
 # Extra arguments are passed to the trainer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh
 bash dev/data/nlpcorpus.sh
 data=(-i "data/nlpcorpus/nlpcorpus_train_*.bin" -j "data/nlpcorpus/nlpcorpus_val_*.bin")
 if [ -x ./train_gptcu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then

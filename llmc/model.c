@@ -79,7 +79,14 @@ int gpt2_pad_vocab(int vocab_size) { return (vocab_size + 127) / 128 * 128; }
 int gpt2_config_from_string(const char *desc, GPT2Config *cfg) {
     int depth = 0, L = 0, C = 0, NH = 0, end = 0;
     if (sscanf(desc, "d%d%n", &depth, &end) == 1 && desc[end] == '\0') {
-        L = depth; C = 64 * depth; NH = depth;
+        // GPT-2's published sizes; other depths use 64-channel heads, one per layer.
+        L = depth;
+        switch (depth) {
+        case 24: C = 1024; NH = 16; break;  // 350M
+        case 36: C = 1280; NH = 20; break;  // 774M
+        case 48: C = 1600; NH = 25; break;  // 1.5B
+        default: C = 64 * depth; NH = depth; break;  // d12: 768 channels, 12 heads (124M)
+        }
     } else if (sscanf(desc, "L%dC%dNH%d%n", &L, &C, &NH, &end) == 3 && desc[end] == '\0') {
     } else {
         return -1;

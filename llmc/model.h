@@ -64,8 +64,8 @@ size_t gpt2_param_offset(const GPT2Config *cfg, int kind, int layer);
 int gpt2_num_slots(const GPT2Config *cfg);
 ParamSlot gpt2_slot(const GPT2Config *cfg, int i);
 
-// Sizes by depth, as GPT-2: d12 (124M), d24 (350M), d36 (774M), d48 (1.5B), and any depth d with
-// C = 64 d and NH = d. Also "L<l>C<c>NH<h>" (e.g. L4C256NH4) for explicit shapes.
+// Sizes by depth, as GPT-2: d12 (C=768, NH=12, 124M), d24 (1024, 16, 350M), d36 (1280, 20, 774M),
+// d48 (1600, 25, 1.5B); any other depth d has C = 64 d and NH = d. Also "L<l>C<c>NH<h>" (e.g. L4C256NH4) for explicit shapes.
 // Returns 0 and fills cfg (V = 50257, maxT = 1024, caller may override) or returns -1 if the
 // string is not a model description (then it is taken to be a checkpoint path).
 int gpt2_config_from_string(const char *desc, GPT2Config *cfg);

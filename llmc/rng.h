@@ -8,11 +8,18 @@
 
 #include <stdint.h>
 
+// The GPU trainer draws its stochastic-rounding bits from the same generator on the device.
+#ifdef __CUDACC__
+#define RNG_HOSTDEV __host__ __device__
+#else
+#define RNG_HOSTDEV
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-static inline uint64_t rng_mix64(uint64_t z) {
+static inline RNG_HOSTDEV uint64_t rng_mix64(uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -20,12 +27,12 @@ static inline uint64_t rng_mix64(uint64_t z) {
 }
 
 // 64 random bits for (seed, stream, counter).
-static inline uint64_t rng_bits(uint64_t seed, uint64_t stream, uint64_t counter) {
+static inline RNG_HOSTDEV uint64_t rng_bits(uint64_t seed, uint64_t stream, uint64_t counter) {
     return rng_mix64(rng_mix64(seed ^ rng_mix64(stream)) ^ counter);
 }
 
 // Uniform in [0, 1) with 24 bits, exactly representable in fp32.
-static inline float rng_uniform(uint64_t seed, uint64_t stream, uint64_t counter) {
+static inline RNG_HOSTDEV float rng_uniform(uint64_t seed, uint64_t stream, uint64_t counter) {
     return (float)(rng_bits(seed, stream, counter) >> 40) * (1.0f / 16777216.0f);
 }
 

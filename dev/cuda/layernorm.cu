@@ -1,0 +1,102 @@
+// Harness of llmc/layernorm.cuh (and the column sums of llmc/colsum.cuh it uses): LayerNorm
+// forward, fused with the residual add, and backward, against the CPU loops of train_gpt.c on the
+// same bf16 inputs; identical bits on a second backward run; timing at GPT-2 d12 shapes.
+// STATUS: compiled for sm_90, NOT YET RUN ON A GPU.
+#include "check.h"
+#include "../../llmc/layernorm.cuh"
+
+static void run(int N, int C, bool timing) {
+    const size_t NC = (size_t)N * C;
+    const std::vector<float> a = random_bf16_values(NC, 11, -2, 2), b = random_bf16_values(NC, 12, -1, 1);
+    const std::vector<float> w = random_bf16_values(C, 13, 0.5f, 1.5f), bias = random_bf16_values(C, 14, -0.5f, 0.5f);
+    const std::vector<float> dout = random_bf16_values(NC, 15, -1, 1), dinp0 = random_bf16_values(NC, 16, -1, 1);
+    bf16 *d_a = device_alloc<bf16>(NC), *d_b = device_alloc<bf16>(NC), *d_res = device_alloc<bf16>(NC);
+    bf16 *d_out = device_alloc<bf16>(NC), *d_w = device_alloc<bf16>(C), *d_bias = device_alloc<bf16>(C);
+    bf16 *d_dout = device_alloc<bf16>(NC), *d_dinp = device_alloc<bf16>(NC);
+    float *d_mean = device_alloc<float>(N), *d_rstd = device_alloc<float>(N);
+    float *d_dw = device_alloc<float>(C), *d_db = device_alloc<float>(C);
+    float *d_scratch = device_alloc<float>(colsum_scratch_floats(N, C));
+    to_device(d_a, floats_to_bf16(a)); to_device(d_b, floats_to_bf16(b));
+    to_device(d_w, floats_to_bf16(w)); to_device(d_bias, floats_to_bf16(bias));
+    to_device(d_dout, floats_to_bf16(dout)); to_device(d_dinp, floats_to_bf16(dinp0));
+
+    fused_residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, d_a, d_b, d_w, d_bias, N, C, 0);
+    // CPU: the residual rounded to bf16 as the kernel stores it, then train_gpt.c's layernorm.
+    std::vector<float> x(NC), out(NC), mean(N), rstd(N);
+    for (size_t i = 0; i < NC; i++) x[i] = bf16_to_float(bf16_from_float(a[i] + b[i]));
+    for (int r = 0; r < N; r++) {
+        const float *xr = &x[(size_t)r * C];
+        double m = 0, v = 0;
+        for (int c = 0; c < C; c++) m += xr[c];
+        m /= C;
+        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
+        v /= C;
+        const double s = 1.0 / sqrt(v + 1e-5);
+        for (int c = 0; c < C; c++) out[(size_t)r * C + c] = (float)((xr[c] - m) * s * w[c] + bias[c]);
+        mean[r] = (float)m;
+        rstd[r] = (float)s;
+    }
+    char what[128];
+    snprintf(what, sizeof(what), "fused residual N=%d C=%d", N, C);
+    expect_close(what, bf16_to_floats(to_host(d_res, NC)).data(), x.data(), NC, 0.0);  // the same rounding
+    snprintf(what, sizeof(what), "forward out N=%d C=%d", N, C);
+    expect_close(what, bf16_to_floats(to_host(d_out, NC)).data(), out.data(), NC, 8e-3);  // one bf16 rounding
+    snprintf(what, sizeof(what), "forward mean, rstd N=%d C=%d", N, C);
+    expect_close(what, to_host(d_mean, N).data(), mean.data(), N, 1e-5);  // fp32 vs double sums
+    expect_close(what, to_host(d_rstd, N).data(), rstd.data(), N, 1e-4);
+
+    // Backward from the CPU's statistics (identical inputs), onto a non-zero dinp.
+    to_device(d_mean, mean);
+    to_device(d_rstd, rstd);
+    cuda_check(cudaMemset(d_dw, 0, C * sizeof(float)));
+    cuda_check(cudaMemset(d_db, 0, C * sizeof(float)));
+    layernorm_backward(d_dinp, d_dw, d_db, d_scratch, d_dout, d_res, d_w, d_mean, d_rstd, N, C, 0);
+    std::vector<float> dinp = dinp0, dw(C, 0.0f), db(C, 0.0f);
+    for (int r = 0; r < N; r++) {
+        const float *xr = &x[(size_t)r * C], *d = &dout[(size_t)r * C];
+        double gm = 0, gnm = 0;
+        for (int c = 0; c < C; c++) {
+            const double n = (xr[c] - mean[r]) * rstd[r], g = d[c] * w[c];
+            gm += g;
+            gnm += g * n;
+            dw[c] += (float)(d[c] * n);
+            db[c] += d[c];
+        }
+        gm /= C;
+        gnm /= C;
+        for (int c = 0; c < C; c++) {
+            const double n = (xr[c] - mean[r]) * rstd[r], g = d[c] * w[c];
+            dinp[(size_t)r * C + c] += (float)(rstd[r] * (g - gm - n * gnm));
+        }
+    }
+    snprintf(what, sizeof(what), "backward dinp N=%d C=%d", N, C);
+    // dinp is stored in bf16 after the add: one rounding of values of order 1.
+    expect_close(what, bf16_to_floats(to_host(d_dinp, NC)).data(), dinp.data(), NC, 1e-2);
+    const std::vector<float> dw1 = to_host(d_dw, C), db1 = to_host(d_db, C);
+    snprintf(what, sizeof(what), "backward dw, db N=%d C=%d", N, C);
+    expect_close(what, dw1.data(), dw.data(), C, 1e-4);  // fp32 sums of N terms in another order
+    expect_close(what, db1.data(), db.data(), C, 1e-4);
+    cuda_check(cudaMemset(d_dw, 0, C * sizeof(float)));
+    cuda_check(cudaMemset(d_db, 0, C * sizeof(float)));
+    layernorm_backward(d_dinp, d_dw, d_db, d_scratch, d_dout, d_res, d_w, d_mean, d_rstd, N, C, 0);
+    expect_true(to_host(d_dw, C) == dw1 && to_host(d_db, C) == db1, "backward dw, db: identical bits on a second run");
+
+    if (timing) {
+        float f = time_median_ms([&] { fused_residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, d_a, d_b, d_w, d_bias, N, C, 0); }, 5, 51, 0);
+        float bw = time_median_ms([&] { layernorm_backward(d_dinp, d_dw, d_db, d_scratch, d_dout, d_res, d_w, d_mean, d_rstd, N, C, 0); }, 5, 51, 0);
+        printf("time N=%d C=%d: fused forward %.3f ms (%.0f GB/s), backward %.3f ms (median of 51)\n", N, C, f,
+               4.0 * NC * 2 / (f * 1e6), bw);
+    }
+    cuda_check(cudaFree(d_a)); cuda_check(cudaFree(d_b)); cuda_check(cudaFree(d_res)); cuda_check(cudaFree(d_out));
+    cuda_check(cudaFree(d_w)); cuda_check(cudaFree(d_bias)); cuda_check(cudaFree(d_dout)); cuda_check(cudaFree(d_dinp));
+    cuda_check(cudaFree(d_mean)); cuda_check(cudaFree(d_rstd)); cuda_check(cudaFree(d_dw)); cuda_check(cudaFree(d_db));
+    cuda_check(cudaFree(d_scratch));
+}
+
+int main(int argc, char **argv) {
+    set_program_name(argv[0]);
+    run(111, 192, false);   // odd N, C not a multiple of 256
+    run(257, 1600, false);  // more rows than colsum chunks
+    run(8 * 1024, 768, true);
+    return harness_exit("layernorm");
+}

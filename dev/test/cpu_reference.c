@@ -1,0 +1,40 @@
+// See cpu_reference.h. train_gpt.c without its main() (TESTING), wrapped.
+#define TESTING
+#include "../../train_gpt.c"
+
+#include "cpu_reference.h"
+
+struct CpuModel {
+    GPT2 gpt;
+};
+
+CpuModel *cpu_model_new(const GPT2Config *cfg, int B, int T) {
+    CpuModel *m = (CpuModel *)malloc_check(sizeof(CpuModel));
+    gpt2_alloc(&m->gpt, cfg, B, T);
+    return m;
+}
+
+void cpu_model_free(CpuModel *m) {
+    gpt2_free(&m->gpt);
+    free(m);
+}
+
+float *cpu_model_params(CpuModel *m) { return m->gpt.params; }
+const float *cpu_model_grads(const CpuModel *m) { return m->gpt.grads; }
+const float *cpu_model_logits(const CpuModel *m) { return m->gpt.logits; }
+
+float cpu_model_forward(CpuModel *m, const int *inputs, const int *targets) {
+    gpt2_forward(&m->gpt, inputs, targets, m->gpt.B, m->gpt.T);
+    return m->gpt.mean_loss;
+}
+
+void cpu_model_backward(CpuModel *m, float loss_scale) { gpt2_backward(&m->gpt, m->gpt.B, m->gpt.T, loss_scale); }
+
+void cpu_model_zero_grads(CpuModel *m) { memset(m->gpt.grads, 0, m->gpt.num_params * sizeof(float)); }
+
+double cpu_model_grad_norm(const CpuModel *m) { return gpt2_grad_norm(&m->gpt); }
+
+int cpu_model_update(CpuModel *m, const AdamWConfig *hp, int t, float lr, float grad_scale) {
+    GPT2 *g = &m->gpt;
+    return adamw_step(&g->cfg, hp, g->params, g->grads, g->m, g->v, 0, g->num_params, t, lr, grad_scale, NULL, NULL);
+}

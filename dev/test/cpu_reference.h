@@ -1,0 +1,37 @@
+// The CPU reference model (train_gpt.c, fp32) behind a small C interface, so that test_gpt.cu
+// (C++/CUDA, compiled by nvcc) can run it beside the GPU trainer. cpu_reference.c includes
+// train_gpt.c and is compiled by gcc with the Makefile's flags (OpenMP, OpenBLAS).
+#ifndef DEV_TEST_CPU_REFERENCE_H
+#define DEV_TEST_CPU_REFERENCE_H
+
+#include "../../llmc/model.h"
+#include "../../llmc/optimizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct CpuModel CpuModel;
+
+// A model with activations for B x T tokens; parameters uninitialized, gradients and AdamW
+// moments zero.
+CpuModel *cpu_model_new(const GPT2Config *cfg, int B, int T);
+void cpu_model_free(CpuModel *m);
+// Layer-major (llmc/model.h), gpt2_num_params floats each.
+float *cpu_model_params(CpuModel *m);
+const float *cpu_model_grads(const CpuModel *m);
+// (B, T, Vp) logits of the last forward (dlogits once backward has run).
+const float *cpu_model_logits(const CpuModel *m);
+// Forward with targets; returns the mean loss.
+float cpu_model_forward(CpuModel *m, const int *inputs, const int *targets);
+// Backward of the last forward: gradients += d(loss_scale * mean loss).
+void cpu_model_backward(CpuModel *m, float loss_scale);
+void cpu_model_zero_grads(CpuModel *m);
+double cpu_model_grad_norm(const CpuModel *m);
+// AdamW step t (from 1) of llmc/optimizer.h; returns the number of clipped tensors.
+int cpu_model_update(CpuModel *m, const AdamWConfig *hp, int t, float lr, float grad_scale);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

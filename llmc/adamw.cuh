@@ -1,0 +1,182 @@
+// AdamW with StableAdamW update clipping over every parameter tensor at once (multi-tensor: three
+// launches per step for the whole model, not per tensor), the math of llmc/optimizer.h:
+//   g = grad * grad_scale, m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2, vhat = v / (1 - b2^t)
+//   per tensor instance (ParamSlot): rms = sqrt(mean(g^2 / max(vhat, eps^2)))
+//   lr_t = lr / max(1, rms / update_clip)                    (update_clip <= 0: lr_t = lr)
+//   master -= lr_t (mhat / (sqrt(vhat) + eps) + wd master)
+//   param  = bf16(master) with stochastic rounding: the random bits of element i at step t are
+//            rng_bits(seed, t, i) (llmc/rng.h), so a resumed run rounds exactly as before.
+//
+// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU (see dev/gpu_report.md).
+//
+// Layout: grads, m, v, master fp32 and params bf16, all flat in the layer-major order of
+// llmc/model.h. Work is cut into chunks of ADAMW_CHUNK = 8192 elements aligned to each slot's
+// start (as the CPU's reduction chunks); one block of 256 threads per chunk, each thread handling
+// float4s i, i + 256, ... (every slot's size is a multiple of C, itself a multiple of 64, so
+// chunks are whole float4s and 16-byte aligned).
+//   1. adamw_moments_kernel: m, v, and the chunk's sum of g^2 / max(vhat, eps^2) in double
+//   2. adamw_lr_kernel:      one thread per slot adds its chunks' sums in order -> lr_t
+//   3. adamw_params_kernel:  master and the bf16 parameters
+// No float atomics: the bits depend only on the inputs. (The count of clipped tensors is an
+// integer atomicAdd, which is order-independent.)
+#ifndef LLMC_ADAMW_CUH
+#define LLMC_ADAMW_CUH
+
+#include "cuda_common.cuh"
+#include "model.h"
+#include "rng.h"
+
+#define ADAMW_CHUNK 8192
+#define ADAMW_BLOCK 256
+
+typedef struct {
+    int64_t begin;  // first element in the flat buffer
+    int len;        // elements, <= ADAMW_CHUNK, a multiple of 4
+    int slot;
+} AdamWChunk;
+
+typedef struct {
+    int first_chunk, nchunks;
+    int64_t numel;
+    float weight_decay;
+} AdamWSlot;
+
+typedef struct {
+    int nchunks, nslots;
+    AdamWChunk *chunks;  // device tables, built once from the model
+    AdamWSlot *slots;
+    double *rms_partial;  // nchunks
+    float *slot_lr;       // nslots
+    int *clipped;         // 1
+    int *h_clipped;       // pinned host copy
+} AdamW;
+
+__global__ void __launch_bounds__(ADAMW_BLOCK)
+adamw_moments_kernel(double *rms_partial, float *m, float *v, const float *grads, const AdamWChunk *chunks,
+                     float grad_scale, float b1, float b2, float bc2, float eps) {
+    const AdamWChunk ch = chunks[blockIdx.x];
+    double acc = 0.0;
+    for (int k = threadIdx.x * 4; k < ch.len; k += ADAMW_BLOCK * 4) {
+        const int64_t i = ch.begin + k;
+        const f128 gv = load128cs(grads + i);
+        f128 mv = load128(m + i), vv = load128(v + i);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float g = gv[e] * grad_scale;
+            mv[e] = b1 * mv[e] + (1.0f - b1) * g;
+            vv[e] = b2 * vv[e] + (1.0f - b2) * g * g;
+            const float vhat = vv[e] / bc2;
+            acc += (double)(g * g) / (double)fmaxf(vhat, eps * eps);
+        }
+        store128(m + i, mv);
+        store128(v + i, vv);
+    }
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) rms_partial[blockIdx.x] = acc;
+}
+
+__global__ void adamw_lr_kernel(float *slot_lr, int *clipped, const double *rms_partial, const AdamWSlot *slots,
+                                int nslots, float lr, float update_clip) {
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= nslots) return;
+    float lr_t = lr;
+    if (update_clip > 0.0f) {
+        const AdamWSlot sl = slots[s];
+        double sum = 0.0;
+        for (int c = sl.first_chunk; c < sl.first_chunk + sl.nchunks; c++) sum += rms_partial[c];
+        const float rms = (float)sqrt(sum / (double)sl.numel);
+        if (rms > update_clip) {
+            lr_t = lr / (rms / update_clip);
+            atomicAdd(clipped, 1);
+        }
+    }
+    slot_lr[s] = lr_t;
+}
+
+__global__ void __launch_bounds__(ADAMW_BLOCK)
+adamw_params_kernel(float *master, bf16 *params, const float *m, const float *v, const AdamWChunk *chunks,
+                    const AdamWSlot *slots, const float *slot_lr, float bc1, float bc2, float eps, uint64_t seed,
+                    int t) {
+    const AdamWChunk ch = chunks[blockIdx.x];
+    const float lr_t = slot_lr[ch.slot], wd = slots[ch.slot].weight_decay;
+    for (int k = threadIdx.x * 4; k < ch.len; k += ADAMW_BLOCK * 4) {
+        const int64_t i = ch.begin + k;
+        const f128 mv = load128(m + i), vv = load128(v + i);
+        f128 w = load128(master + i);
+        uint16_t bits[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float mhat = mv[e] / bc1, vhat = vv[e] / bc2;
+            w[e] -= lr_t * (mhat / (sqrtf(vhat) + eps) + wd * w[e]);
+            bits[e] = bf16_from_float_stochastic(w[e], (uint32_t)rng_bits(seed, (uint64_t)t, (uint64_t)(i + e)));
+        }
+        store128(master + i, w);
+        uint2 packed;  // 4 bf16, one 8-byte store (i is a multiple of 4)
+        packed.x = (uint32_t)bits[0] | (uint32_t)bits[1] << 16;
+        packed.y = (uint32_t)bits[2] | (uint32_t)bits[3] << 16;
+        *reinterpret_cast<uint2 *>(params + i) = packed;
+    }
+}
+
+// Builds the chunk and slot tables of the model (weight decay from hp) and the scratch.
+static inline void adamw_init(AdamW *opt, const GPT2Config *cfg, float weight_decay) {
+    const int nslots = gpt2_num_slots(cfg);
+    int nchunks = 0;
+    for (int s = 0; s < nslots; s++) nchunks += ceil_div((int64_t)gpt2_slot(cfg, s).numel, ADAMW_CHUNK);
+    AdamWChunk *chunks = (AdamWChunk *)malloc_check((size_t)nchunks * sizeof(AdamWChunk));
+    AdamWSlot *slots = (AdamWSlot *)malloc_check((size_t)nslots * sizeof(AdamWSlot));
+    int c = 0;
+    for (int s = 0; s < nslots; s++) {
+        const ParamSlot ps = gpt2_slot(cfg, s);
+        if (ps.numel % 4 != 0 || ps.offset % 4 != 0) die("adamw: tensor %d is not a whole number of float4s", s);
+        slots[s] = (AdamWSlot){c, 0, (int64_t)ps.numel, param_tensor_is_decayed(ps.kind) ? weight_decay : 0.0f};
+        for (size_t lo = 0; lo < ps.numel; lo += ADAMW_CHUNK, c++) {
+            const size_t len = ps.numel - lo < ADAMW_CHUNK ? ps.numel - lo : ADAMW_CHUNK;
+            chunks[c] = (AdamWChunk){(int64_t)(ps.offset + lo), (int)len, s};
+            slots[s].nchunks++;
+        }
+    }
+    opt->nchunks = nchunks;
+    opt->nslots = nslots;
+    cudaCheck(cudaMalloc(&opt->chunks, (size_t)nchunks * sizeof(AdamWChunk)));
+    cudaCheck(cudaMalloc(&opt->slots, (size_t)nslots * sizeof(AdamWSlot)));
+    cudaCheck(cudaMemcpy(opt->chunks, chunks, (size_t)nchunks * sizeof(AdamWChunk), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(opt->slots, slots, (size_t)nslots * sizeof(AdamWSlot), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&opt->rms_partial, (size_t)nchunks * sizeof(double)));
+    cudaCheck(cudaMalloc(&opt->slot_lr, (size_t)nslots * sizeof(float)));
+    cudaCheck(cudaMalloc(&opt->clipped, sizeof(int)));
+    cudaCheck(cudaMallocHost(&opt->h_clipped, sizeof(int)));
+    free(chunks);
+    free(slots);
+}
+
+static inline void adamw_free(AdamW *opt) {
+    cudaCheck(cudaFree(opt->chunks));
+    cudaCheck(cudaFree(opt->slots));
+    cudaCheck(cudaFree(opt->rms_partial));
+    cudaCheck(cudaFree(opt->slot_lr));
+    cudaCheck(cudaFree(opt->clipped));
+    cudaCheck(cudaFreeHost(opt->h_clipped));
+}
+
+// Step t (from 1). Returns how many tensors update clipping slowed (synchronizes the stream).
+static inline int adamw_update(AdamW *opt, float *master, bf16 *params, float *m, float *v, const float *grads, int t,
+                               float lr, float grad_scale, float b1, float b2, float eps, float update_clip,
+                               uint64_t seed, cudaStream_t stream) {
+    const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
+    cudaCheck(cudaMemsetAsync(opt->clipped, 0, sizeof(int), stream));
+    adamw_moments_kernel<<<opt->nchunks, ADAMW_BLOCK, 0, stream>>>(opt->rms_partial, m, v, grads, opt->chunks,
+                                                                   grad_scale, b1, b2, bc2, eps);
+    kernelCheck();
+    adamw_lr_kernel<<<ceil_div(opt->nslots, 128), 128, 0, stream>>>(opt->slot_lr, opt->clipped, opt->rms_partial,
+                                                                   opt->slots, opt->nslots, lr, update_clip);
+    kernelCheck();
+    adamw_params_kernel<<<opt->nchunks, ADAMW_BLOCK, 0, stream>>>(master, params, m, v, opt->chunks, opt->slots,
+                                                                  opt->slot_lr, bc1, bc2, eps, seed, t);
+    kernelCheck();
+    cudaCheck(cudaMemcpyAsync(opt->h_clipped, opt->clipped, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    cudaCheck(cudaStreamSynchronize(stream));
+    return *opt->h_clipped;
+}
+
+#endif  // LLMC_ADAMW_CUH

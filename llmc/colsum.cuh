@@ -1,0 +1,111 @@
+// Deterministic column sums over the rows of a (N, OC) bf16 matrix, accumulated (+=) into fp32:
+// the bias gradients of the linear layers (db = sum over rows of dout) and the LayerNorm weight
+// and bias gradients (dw = sum of dout * xhat, db = sum of dout, xhat = (x - mean) * rstd).
+//
+// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU (see dev/gpu_report.md).
+//
+// Two passes, no atomics, so the bits do not depend on scheduling:
+//   1. grid (ceil(OC / 256), R): block (32, 8) owns 256 columns (8 per lane, one 128-bit load per
+//      row) of one chunk of rows; warp w sums rows w, w+8, ... of the chunk; the 8 warp sums are
+//      added in warp order and written to partial[r][k][col] (k: which sum, 0 or 1).
+//   2. one thread per (k, col) adds the R chunk sums in chunk order and adds the total to out_k.
+// R depends only on N (colsum_chunks), so the summation order is a function of the shape.
+#ifndef LLMC_COLSUM_CUH
+#define LLMC_COLSUM_CUH
+
+#include "cuda_common.cuh"
+
+#define COLSUM_MAX_CHUNKS 256
+#define COLSUM_COLS_PER_BLOCK 256
+
+// Rows per chunk and the number of chunks R <= COLSUM_MAX_CHUNKS for N rows.
+static inline int colsum_rows_per_chunk(int N) { return ceil_div(N, COLSUM_MAX_CHUNKS); }
+static inline int colsum_chunks(int N) { return ceil_div(N, colsum_rows_per_chunk(N)); }
+// Floats of scratch for columns sums of up to OC columns (two sums each).
+static inline size_t colsum_scratch_floats(int N, int OC) { return (size_t)colsum_chunks(N) * 2 * OC; }
+
+// NSUMS = 1: sum of dout. NSUMS = 2 (LayerNorm): sums of dout * xhat and of dout.
+template <int NSUMS>
+__global__ void __launch_bounds__(256) colsum_partial_kernel(float *partial, const bf16 *dout, const bf16 *x,
+                                                             const float *mean, const float *rstd, int N, int OC,
+                                                             int rows_per_chunk) {
+    __shared__ float s[NSUMS][8][COLSUM_COLS_PER_BLOCK];
+    const int lane = threadIdx.x, warp = threadIdx.y;
+    const int col = blockIdx.x * COLSUM_COLS_PER_BLOCK + lane * 8;
+    const int chunk = blockIdx.y;
+    const int r_end = min(N, (chunk + 1) * rows_per_chunk);
+    float acc[NSUMS][8];
+#pragma unroll
+    for (int k = 0; k < NSUMS; k++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[k][j] = 0.0f;
+    if (col < OC) {
+        for (int r = chunk * rows_per_chunk + warp; r < r_end; r += 8) {
+            const x128 d = load128(dout + (int64_t)r * OC + col);
+            if constexpr (NSUMS == 2) {
+                const x128 xv = load128(x + (int64_t)r * OC + col);
+                const float m = mean[r], s_ = rstd[r];
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const float dj = __bfloat162float(d[j]);
+                    acc[0][j] += dj * (__bfloat162float(xv[j]) - m) * s_;
+                    acc[NSUMS - 1][j] += dj;
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[0][j] += __bfloat162float(d[j]);
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < NSUMS; k++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) s[k][warp][lane * 8 + j] = acc[k][j];
+    __syncthreads();
+    const int tid = warp * 32 + lane;  // 0..255: one column of the block each
+    const int c = blockIdx.x * COLSUM_COLS_PER_BLOCK + tid;
+    if (c >= OC) return;
+#pragma unroll
+    for (int k = 0; k < NSUMS; k++) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int w = 0; w < 8; w++) sum += s[k][w][tid];
+        partial[((int64_t)chunk * NSUMS + k) * OC + c] = sum;
+    }
+}
+
+template <int NSUMS>
+__global__ void colsum_finish_kernel(float *out0, float *out1, const float *partial, int R, int OC) {
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;  // k * OC + col
+    if (idx >= NSUMS * OC) return;
+    const int k = idx / OC, c = idx % OC;
+    float sum = 0.0f;
+    for (int r = 0; r < R; r++) sum += partial[((int64_t)r * NSUMS + k) * OC + c];
+    float *out = k == 0 ? out0 : out1;
+    out[c] += sum;
+}
+
+template <int NSUMS>
+static inline void colsum_launch(float *out0, float *out1, float *scratch, const bf16 *dout, const bf16 *x,
+                                 const float *mean, const float *rstd, int N, int OC, cudaStream_t stream) {
+    if (OC % 8 != 0) die("colsum: %d columns is not a multiple of 8", OC);
+    const int rpc = colsum_rows_per_chunk(N), R = colsum_chunks(N);
+    colsum_partial_kernel<NSUMS><<<dim3(ceil_div(OC, COLSUM_COLS_PER_BLOCK), R), dim3(32, 8), 0, stream>>>(
+        scratch, dout, x, mean, rstd, N, OC, rpc);
+    kernelCheck();
+    colsum_finish_kernel<NSUMS><<<ceil_div(NSUMS * OC, 256), 256, 0, stream>>>(out0, out1, scratch, R, OC);
+    kernelCheck();
+}
+
+// dbias (OC) += column sums of dout (N, OC). scratch: colsum_scratch_floats(N, OC) floats.
+static inline void bias_backward(float *dbias, float *scratch, const bf16 *dout, int N, int OC, cudaStream_t stream) {
+    colsum_launch<1>(dbias, nullptr, scratch, dout, nullptr, nullptr, nullptr, N, OC, stream);
+}
+
+// dw (C) += sum over rows of dout * (x - mean) * rstd; db (C) += sum over rows of dout.
+static inline void layernorm_param_backward(float *dw, float *db, float *scratch, const bf16 *dout, const bf16 *x,
+                                            const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
+    colsum_launch<2>(dw, db, scratch, dout, x, mean, rstd, N, C, stream);
+}
+
+#endif  // LLMC_COLSUM_CUH

@@ -1,0 +1,61 @@
+// GELU (tanh approximation, as GPT-2) forward and backward, elementwise on bf16, math in fp32.
+//
+// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU (see dev/gpu_report.md).
+//
+// Layout: flat arrays of n bf16, n % 8 == 0; one thread per 8 elements (one 128-bit load/store).
+//   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
+//   gelu'(x) = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+#ifndef LLMC_GELU_CUH
+#define LLMC_GELU_CUH
+
+#include "cuda_common.cuh"
+
+#define GELU_SQRT_2_OVER_PI 0.7978845608028654f
+
+__device__ __forceinline__ float gelu_f(float x) {
+    const float u = GELU_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+}
+
+__device__ __forceinline__ float gelu_grad_f(float x) {
+    const float u = GELU_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x);
+    const float th = tanhf(u), sech2 = 1.0f - th * th;
+    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+__global__ void gelu_forward_kernel(bf16 *out, const bf16 *inp, int64_t n) {
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 8;
+    if (i >= n) return;
+    const x128 x = load128cs(inp + i);
+    x128 o;
+#pragma unroll
+    for (int j = 0; j < 8; j++) o[j] = to_bf16(gelu_f(__bfloat162float(x[j])));
+    store128(out + i, o);
+}
+
+// d = d * gelu'(inp), in place.
+__global__ void gelu_backward_inplace_kernel(bf16 *d, const bf16 *inp, int64_t n) {
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 8;
+    if (i >= n) return;
+    const x128 x = load128cs(inp + i);
+    x128 g = load128(d + i);
+#pragma unroll
+    for (int j = 0; j < 8; j++) g[j] = to_bf16(__bfloat162float(g[j]) * gelu_grad_f(__bfloat162float(x[j])));
+    store128(d + i, g);
+}
+
+static inline void gelu_forward(bf16 *out, const bf16 *inp, int64_t n, cudaStream_t stream) {
+    if (n % 8 != 0) die("gelu_forward: %lld elements is not a multiple of 8", (long long)n);
+    const int block = 256;
+    gelu_forward_kernel<<<ceil_div(n / 8, block), block, 0, stream>>>(out, inp, n);
+    kernelCheck();
+}
+
+static inline void gelu_backward_inplace(bf16 *d, const bf16 *inp, int64_t n, cudaStream_t stream) {
+    if (n % 8 != 0) die("gelu_backward: %lld elements is not a multiple of 8", (long long)n);
+    const int block = 256;
+    gelu_backward_inplace_kernel<<<ceil_div(n / 8, block), block, 0, stream>>>(d, inp, n);
+    kernelCheck();
+}
+
+#endif  // LLMC_GELU_CUH

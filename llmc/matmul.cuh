@@ -1,0 +1,116 @@
+// The linear layers' matmuls through cuBLASLt: bf16 inputs, fp32 accumulation (CUBLAS_COMPUTE_32F,
+// never the TF32 or 16-bit compute types), bf16 or fp32 outputs, the bias added in the epilogue,
+// one persistent workspace.
+//
+// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU (see dev/gpu_report.md).
+//
+// Layouts (row-major, as train_gpt.c): inp (N, IC), weight (OC, IC) as torch.nn.Linear, out (N, OC).
+// cuBLASLt is column-major: a row-major (R, K) matrix is the column-major (K, R) matrix with
+// leading dimension K, so each call below is written as column-major D (m, n) = op(A) op(B):
+//   forward       out^T (OC, N)  = W (OC, IC)      @ inp^T (IC, N)    A = W (stored IC x OC, transposed)
+//   input grad    dinp^T (IC, N) = W^T (IC, OC)    @ dout^T (OC, N)   no transposes
+//   weight grad   dW^T (IC, OC) += inp^T (IC, N)  @ dout (N, OC)      B = dout^T stored (OC, N), transposed
+// Weight gradients are fp32 and accumulated (beta = 1); bias gradients are column sums
+// (colsum.cuh), because cuBLASLt's BGRAD epilogues overwrite and round to the bias type.
+// Determinism: cuBLASLt gives the same bits for the same shapes, pointers' alignment and
+// workspace on the same GPU; the heuristic's choice depends only on those.
+#ifndef LLMC_MATMUL_CUH
+#define LLMC_MATMUL_CUH
+
+#include "colsum.cuh"
+#include "cuda_common.cuh"
+
+#define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
+
+typedef struct {
+    cublasLtHandle_t handle;
+    void *workspace;  // MATMUL_WORKSPACE_BYTES, allocated once
+} Matmul;
+
+static inline void matmul_init(Matmul *mm) {
+    cublasCheck(cublasLtCreate(&mm->handle));
+    cudaCheck(cudaMalloc(&mm->workspace, MATMUL_WORKSPACE_BYTES));
+}
+
+static inline void matmul_free(Matmul *mm) {
+    cudaCheck(cudaFree(mm->workspace));
+    cublasCheck(cublasLtDestroy(mm->handle));
+}
+
+// The largest power of two <= 256 that divides the address (what cuBLASLt's alignment
+// preferences ask for; it assumes 256 unless told).
+static inline uint32_t pointer_alignment(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    uint32_t align = 256;
+    while (align > 1 && a % align) align /= 2;
+    return align;
+}
+
+// Column-major D (m, n) [+]= op(A) op(B) [+ bias (m)], op(A) (m, k), op(B) (k, n).
+// A stored (k, m) when trans_a else (m, k); B stored (n, k) when trans_b else (k, n); leading
+// dimensions are the stored row counts. d_type: CUDA_R_16BF or CUDA_R_32F. bias: bf16, only
+// with a bf16 D. accumulate: D = op(A) op(B) + D.
+static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const bf16 *a, const bf16 *b,
+                             const bf16 *bias, int m, int n, int k, bool trans_a, bool trans_b, bool accumulate,
+                             cudaStream_t stream) {
+    if (bias && d_type != CUDA_R_16BF) die("matmul_lt: a bias needs a bf16 output");
+    cublasLtMatmulDesc_t desc;
+    cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+    const cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (bias)
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasCheck(trans_a ? cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, m, k)
+                        : cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, m, k, m));
+    cublasCheck(trans_b ? cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, n, k, n)
+                        : cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, n, k));
+    cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, m));
+
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = MATMUL_WORKSPACE_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    const uint32_t align_a = pointer_alignment(a), align_b = pointer_alignment(b), align_d = pointer_alignment(d);
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
+
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    cublasCheck(cublasLtMatmulAlgoGetHeuristic(mm->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found));
+    if (found == 0)
+        die("matmul_lt: cuBLASLt has no algorithm for m=%d n=%d k=%d trans_a=%d trans_b=%d bias=%d out=%s", m, n, k,
+            trans_a, trans_b, bias != nullptr, d_type == CUDA_R_32F ? "fp32" : "bf16");
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    cublasCheck(cublasLtMatmul(mm->handle, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &heuristic.algo,
+                               mm->workspace, MATMUL_WORKSPACE_BYTES, stream));
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    cublasCheck(cublasLtMatrixLayoutDestroy(la));
+    cublasCheck(cublasLtMatrixLayoutDestroy(lb));
+    cublasCheck(cublasLtMatrixLayoutDestroy(ld));
+    cublasCheck(cublasLtMatmulDescDestroy(desc));
+}
+
+// out (N, OC) = inp (N, IC) @ weight^T + bias (bias may be nullptr).
+static inline void matmul_forward(Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias, int N,
+                                  int IC, int OC, cudaStream_t stream) {
+    matmul_lt(mm, out, CUDA_R_16BF, weight, inp, bias, OC, N, IC, true, false, false, stream);
+}
+
+// dinp (N, IC) = dout @ weight (overwritten); dweight (OC, IC) += dout^T @ inp (fp32);
+// dbias (OC) += column sums of dout when dbias != nullptr (scratch: colsum_scratch_floats(N, OC)).
+static inline void matmul_backward(Matmul *mm, bf16 *dinp, float *dweight, float *dbias, float *scratch,
+                                   const bf16 *dout, const bf16 *inp, const bf16 *weight, int N, int IC, int OC,
+                                   cudaStream_t stream) {
+    matmul_lt(mm, dinp, CUDA_R_16BF, weight, dout, nullptr, IC, N, OC, false, false, false, stream);
+    matmul_lt(mm, dweight, CUDA_R_32F, inp, dout, nullptr, IC, OC, N, false, true, true, stream);
+    if (dbias) bias_backward(dbias, scratch, dout, N, OC, stream);
+}
+
+#endif  // LLMC_MATMUL_CUH

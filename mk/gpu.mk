@@ -1,0 +1,42 @@
+# The GPU trainer and its check against the CPU reference (both need nvcc; running them needs a GPU):
+#   train_gptcu            the GPU trainer (train_gpt.cu + llmc/*.cuh, linked with the llmc objects)
+#   test_gptcu             test_gpt.cu: the GPU trainer against train_gpt.c on the same weights and batch
+#   build/dev/cuda/<k>     one harness per kernel family of the trainer (dev/cuda/<k>.cu)
+#   make test-gpu          runs all of them, the attention harness, and compute-sanitizer (GPU machine)
+# Warnings are errors for every CUDA target (host code through -Xcompiler, device code through
+# -Werror all-warnings).
+GPU_NVCCFLAGS := -O3 -std=c++17 -arch=$(NVCC_ARCH) -lineinfo -Werror all-warnings -Xcompiler -Wall,-Werror,-fopenmp
+GPU_HEADERS   := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
+# The Makefile's LDLIBS with gcc's -Wl, spelled for nvcc (recursive: other fragments extend LDLIBS).
+GPU_COMMA     := ,
+GPU_LIBS       = -lcublasLt -lcublas $(subst -Wl$(GPU_COMMA),-Xlinker ,$(LDLIBS)) -lgomp
+GPU_KERNEL_HARNESSES := $(addprefix $(BUILD)/dev/cuda/,encoder layernorm gelu classifier optimizer matmul)
+
+CUDA_TARGETS += train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES)
+
+train_gptcu: train_gpt.cu $(GPU_HEADERS) $(LLMC_OBJS)
+	$(NVCC) $(GPU_NVCCFLAGS) train_gpt.cu $(LLMC_OBJS) -o $@ $(GPU_LIBS)
+
+# The CPU reference (train_gpt.c, fp32, OpenMP) compiled by gcc behind a small C interface.
+$(BUILD)/dev/test/cpu_reference.o: dev/test/cpu_reference.c dev/test/cpu_reference.h train_gpt.c $(wildcard llmc/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h $(GPU_HEADERS) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS)
+	$(NVCC) $(GPU_NVCCFLAGS) test_gpt.cu $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) -o $@ $(GPU_LIBS)
+
+$(BUILD)/dev/cuda/%: dev/cuda/%.cu dev/cuda/common.h $(GPU_HEADERS) $(LLMC_OBJS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_NVCCFLAGS) $< $(LLMC_OBJS) -o $@ $(GPU_LIBS)
+
+# The GPU checks. compute-sanitizer runs test_gptcu on its small odd configuration only (it is
+# slow): memcheck for out-of-bounds and misaligned accesses, racecheck for shared-memory races.
+SANITIZER ?= $(if $(NVCC),$(dir $(NVCC))compute-sanitizer,compute-sanitizer)
+.PHONY: test-gpu
+test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS)
+	./test_gptcu small
+	./test_gptcu d12
+	set -e; for h in $(GPU_KERNEL_HARNESSES); do $$h; done
+	$(ATTENTION_HARNESS)
+	$(SANITIZER) --tool memcheck --error-exitcode 1 ./test_gptcu tiny
+	$(SANITIZER) --tool racecheck --error-exitcode 1 ./test_gptcu tiny

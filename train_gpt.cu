@@ -1,0 +1,509 @@
+// GPU trainer for GPT-2: bf16 parameters and activations, fp32 gradients, master weights and AdamW
+// moments, fp32 accumulation in every matmul and reduction. It computes what train_gpt.c (the
+// fp32 CPU reference) computes, with the same flags, files, data loader and training loop
+// (llmc/trainer.h): this file only supplies the arithmetic as a TrainerBackend.
+//
+// STATUS: compiled and linked for sm_90; NOT YET RUN ON A GPU. test_gpt.cu checks it against the
+// CPU reference and dev/gpu_report.md records what has run where.
+//
+// Shapes: B sequences of T tokens, N = B*T rows, C channels, NH heads of HS = C / NH (64 or 128,
+// what llmc/attention.cuh supports), vocabulary V padded to Vp. Activations are row-major
+// (B, T, channels) as in train_gpt.c; linear weights (out, in). Kernels: llmc/*.cuh.
+// Numerics: parameters are bf16 copies of fp32 master weights, rounded stochastically after each
+// update with bits from (seed, step, element) so a resumed run rounds identically; the model file
+// of a checkpoint holds the bf16 weights (exactly, as fp32), the state file the fp32 master.
+// Everything runs on one stream; the host waits only where the loop needs a number (the loss,
+// the gradient norm, the count of clipped tensors, sampled logits).
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmc/args.h"
+#include "llmc/checkpoint.h"
+#include "llmc/comm.h"
+#include "llmc/model.h"
+#include "llmc/optimizer.h"
+#include "llmc/rng.h"
+#include "llmc/state.h"
+#include "llmc/trainer.h"
+#include "llmc/utils.h"
+
+#include "llmc/adamw.cuh"
+#include "llmc/attention.cuh"
+#include "llmc/classifier.cuh"
+#include "llmc/colsum.cuh"
+#include "llmc/cuda_common.cuh"
+#include "llmc/encoder.cuh"
+#include "llmc/gelu.cuh"
+#include "llmc/global_norm.cuh"
+#include "llmc/layernorm.cuh"
+#include "llmc/matmul.cuh"
+
+// ----------------------------------------------------------------------------------------------
+// The model on the device
+
+typedef struct {  // what one block keeps for its backward pass (bf16 unless noted)
+    bf16 *ln1;                    // (N, C)
+    float *ln1_mean, *ln1_rstd;   // (N) fp32
+    bf16 *qkv;                    // (N, 3C): per token [q | k | v], each NH heads of HS
+    bf16 *atty;                   // (N, C) attention output before the projection
+    float *lse;                   // (B, NH, T) fp32 softmax log-sum-exp (attention.cuh)
+    bf16 *residual2;              // (N, C) residual after attention
+    bf16 *ln2;                    // (N, C)
+    float *ln2_mean, *ln2_rstd;
+    bf16 *fch, *fch_gelu;         // (N, 4C) fc pre-activation and GELU output
+    bf16 *residual3;              // (N, C) block output
+} GPUBlockActs;
+
+typedef struct {
+    GPT2Config cfg;
+    size_t num_params;
+    int B, T;  // capacity of the activation buffers
+    AdamWConfig hp;
+    uint64_t rounding_seed;  // stochastic rounding of the bf16 weights
+    cudaStream_t stream;
+    Matmul mm;
+    AdamW opt;
+    // parameters and optimizer state, flat in the layer-major order of llmc/model.h
+    bf16 *params;
+    float *grads, *master, *m, *v;
+    // activations, carved from one allocation
+    void *acts_memory;
+    size_t acts_bytes;
+    bf16 *encoded;                // (N, C)
+    GPUBlockActs *blocks;         // L of them (host array of device pointers)
+    bf16 *lnf;
+    float *lnf_mean, *lnf_rstd;
+    bf16 *logits;                 // (N, Vp), dlogits in place during backward
+    float *losses;                // (N)
+    // backward scratch, shared by all layers
+    bf16 *dresidual, *dbtc;       // (N, C)
+    bf16 *dwide;                  // (N, 4C): dfch in the MLP, dqkv (N, 3C) in attention
+    float *colsum_scratch;        // colsum_scratch_floats(N, 4C)
+    float *att_delta;             // attention_backward_scratch_floats
+    double *norm_scratch, *norm_out;
+    // tokens: [inputs N][targets N][encoder buckets 3N + 1] on the device and pinned on the host
+    int *d_tokens, *h_tokens;
+    int *h_counts;                // Vp, scratch of the bucket sort
+    int num_buckets;              // of the last forward with gradients
+    float *h_losses;              // pinned (N)
+    double *h_norm;               // pinned (1)
+    bf16 *h_logits;               // pinned (Vp)
+} GPUModel;
+
+static bf16 *param_ptr(GPUModel *g, int kind, int layer) { return g->params + gpt2_param_offset(&g->cfg, kind, layer); }
+static float *grad_ptr(GPUModel *g, int kind, int layer) { return g->grads + gpt2_param_offset(&g->cfg, kind, layer); }
+
+// Hands out 256-byte aligned pieces of one allocation (base NULL: only measures).
+typedef struct {
+    char *base;
+    size_t used;
+} Carver;
+static void *carve(Carver *c, size_t bytes) {
+    void *p = c->base ? c->base + c->used : NULL;
+    c->used += (bytes + 255) / 256 * 256;
+    return p;
+}
+
+static void layout_activations(GPUModel *g, Carver *cv) {
+    const size_t L = g->cfg.num_layers, C = g->cfg.channels, NH = g->cfg.num_heads, N = (size_t)g->B * g->T;
+#define TAKE(type, n) (type *)carve(cv, (n) * sizeof(type))
+    g->encoded = TAKE(bf16, N * C);
+    for (size_t l = 0; l < L; l++) {
+        GPUBlockActs *a = &g->blocks[l];
+        a->ln1 = TAKE(bf16, N * C);
+        a->ln1_mean = TAKE(float, N);
+        a->ln1_rstd = TAKE(float, N);
+        a->qkv = TAKE(bf16, N * 3 * C);
+        a->atty = TAKE(bf16, N * C);
+        a->lse = TAKE(float, (size_t)g->B * NH * g->T);
+        a->residual2 = TAKE(bf16, N * C);
+        a->ln2 = TAKE(bf16, N * C);
+        a->ln2_mean = TAKE(float, N);
+        a->ln2_rstd = TAKE(float, N);
+        a->fch = TAKE(bf16, N * 4 * C);
+        a->fch_gelu = TAKE(bf16, N * 4 * C);
+        a->residual3 = TAKE(bf16, N * C);
+    }
+    g->lnf = TAKE(bf16, N * C);
+    g->lnf_mean = TAKE(float, N);
+    g->lnf_rstd = TAKE(float, N);
+    g->logits = TAKE(bf16, N * g->cfg.padded_vocab_size);
+    g->losses = TAKE(float, N);
+    g->dresidual = TAKE(bf16, N * C);
+    g->dbtc = TAKE(bf16, N * C);
+    g->dwide = TAKE(bf16, N * 4 * C);
+    g->colsum_scratch = TAKE(float, colsum_scratch_floats((int)N, 4 * (int)C));
+    g->att_delta = TAKE(float, attention_backward_scratch_floats(g->B, g->T, (int)NH));
+    g->norm_scratch = TAKE(double, (size_t)global_norm_chunks(g->num_params));
+    g->norm_out = TAKE(double, 1);
+    g->d_tokens = TAKE(int, 5 * N + 1);
+#undef TAKE
+}
+
+static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed) {
+    memset(g, 0, sizeof(*g));
+    g->cfg = *cfg;
+    g->num_params = gpt2_num_params(cfg);
+    g->B = B;
+    g->T = T;
+    g->hp = *hp;
+    g->rounding_seed = seed ^ 0x5eedb16f0a7ULL;
+    const int C = cfg->channels, NH = cfg->num_heads;
+    if (C % 64 != 0) die("train_gptcu: C = %d must be a multiple of 64 (128-bit loads, aligned tensors)", C);
+    if (cfg->padded_vocab_size % 128 != 0) die("train_gptcu: Vp = %d must be a multiple of 128", cfg->padded_vocab_size);
+    attention_require_supported(NH, C / NH);
+    if ((int64_t)B * T * 4 * C > INT32_MAX || (int64_t)B * T * cfg->padded_vocab_size > INT64_MAX / 2)
+        die("train_gptcu: B*T = %lld rows is too large for C = %d", (long long)B * T, C);
+
+    cudaCheck(cudaStreamCreate(&g->stream));
+    matmul_init(&g->mm);
+    adamw_init(&g->opt, cfg, hp->weight_decay);
+    const size_t P = g->num_params;
+    cudaCheck(cudaMalloc(&g->params, P * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&g->grads, P * sizeof(float)));
+    cudaCheck(cudaMalloc(&g->master, P * sizeof(float)));
+    cudaCheck(cudaMalloc(&g->m, P * sizeof(float)));
+    cudaCheck(cudaMalloc(&g->v, P * sizeof(float)));
+    cudaCheck(cudaMemset(g->grads, 0, P * sizeof(float)));
+    cudaCheck(cudaMemset(g->m, 0, P * sizeof(float)));
+    cudaCheck(cudaMemset(g->v, 0, P * sizeof(float)));
+
+    g->blocks = (GPUBlockActs *)malloc_check((size_t)cfg->num_layers * sizeof(GPUBlockActs));
+    Carver measure = {NULL, 0};
+    layout_activations(g, &measure);
+    g->acts_bytes = measure.used;
+    cudaCheck(cudaMalloc(&g->acts_memory, g->acts_bytes));
+    Carver real = {(char *)g->acts_memory, 0};
+    layout_activations(g, &real);
+
+    const size_t N = (size_t)B * T;
+    cudaCheck(cudaMallocHost(&g->h_tokens, (5 * N + 1) * sizeof(int)));
+    cudaCheck(cudaMallocHost(&g->h_losses, N * sizeof(float)));
+    cudaCheck(cudaMallocHost(&g->h_norm, sizeof(double)));
+    cudaCheck(cudaMallocHost(&g->h_logits, (size_t)cfg->padded_vocab_size * sizeof(bf16)));
+    g->h_counts = (int *)malloc_check((size_t)cfg->padded_vocab_size * sizeof(int));
+}
+
+static void gpu_model_free(GPUModel *g) {
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    cudaCheck(cudaFree(g->params));
+    cudaCheck(cudaFree(g->grads));
+    cudaCheck(cudaFree(g->master));
+    cudaCheck(cudaFree(g->m));
+    cudaCheck(cudaFree(g->v));
+    cudaCheck(cudaFree(g->acts_memory));
+    cudaCheck(cudaFreeHost(g->h_tokens));
+    cudaCheck(cudaFreeHost(g->h_losses));
+    cudaCheck(cudaFreeHost(g->h_norm));
+    cudaCheck(cudaFreeHost(g->h_logits));
+    free(g->h_counts);
+    free(g->blocks);
+    adamw_free(&g->opt);
+    matmul_free(&g->mm);
+    cudaCheck(cudaStreamDestroy(g->stream));
+}
+
+// master = weights (fp32, layer-major, num_params), params = bf16 round-to-nearest-even of them.
+static void gpu_set_weights(GPUModel *g, const float *weights) {
+    const size_t P = g->num_params;
+    uint16_t *h = (uint16_t *)malloc_check(P * sizeof(uint16_t));
+    for (size_t i = 0; i < P; i++) h[i] = bf16_from_float(weights[i]);
+    cudaCheck(cudaMemcpy(g->master, weights, P * sizeof(float), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(g->params, h, P * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    free(h);
+}
+
+// The bf16 weights widened to fp32 (exact), layer-major, into host memory.
+static void gpu_get_weights(GPUModel *g, float *weights) {
+    const size_t P = g->num_params;
+    uint16_t *h = (uint16_t *)malloc_check(P * sizeof(uint16_t));
+    cudaCheck(cudaMemcpy(h, g->params, P * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(h[i]);
+    free(h);
+}
+
+static void check_tokens(const int *tok, int n, int V, const char *what) {
+    for (int i = 0; i < n; i++)
+        if (tok[i] < 0 || tok[i] >= V) die("train_gptcu: %s token %d at position %d is outside the vocabulary [0, %d)", what, tok[i], i, V);
+}
+
+// Forward over B x T tokens (at most the capacity). With targets: the losses, and with
+// with_grad also dlogits (scaled by loss_scale / N) in place of the logits and the encoder's
+// buckets for the backward pass. Returns the mean loss (0 without targets).
+static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int B, int T, int with_grad,
+                         float loss_scale) {
+    const GPT2Config *c = &g->cfg;
+    const int C = c->channels, NH = c->num_heads, HS = C / NH, V = c->vocab_size, Vp = c->padded_vocab_size;
+    const int N = B * T, L = c->num_layers;
+    cudaStream_t st = g->stream;
+    check_tokens(inputs, N, V, "input");
+    if (targets) check_tokens(targets, N, V, "target");
+
+    // The pinned buffer is free: every call that filled it before has synchronized.
+    memcpy(g->h_tokens, inputs, (size_t)N * sizeof(int));
+    size_t count = N;
+    if (targets) {
+        memcpy(g->h_tokens + N, targets, (size_t)N * sizeof(int));
+        count = 2 * (size_t)N;
+    }
+    if (with_grad) {
+        g->num_buckets = encoder_buckets_build(g->h_tokens + 2 * N, g->h_counts, inputs, N, Vp);
+        count = 5 * (size_t)N + 1;
+    }
+    cudaCheck(cudaMemcpyAsync(g->d_tokens, g->h_tokens, count * sizeof(int), cudaMemcpyHostToDevice, st));
+    const int *d_inputs = g->d_tokens, *d_targets = g->d_tokens + N;
+
+    encoder_forward(g->encoded, d_inputs, param_ptr(g, PT_WTE, -1), param_ptr(g, PT_WPE, -1), B, T, C, st);
+    layernorm_forward(g->blocks[0].ln1, g->blocks[0].ln1_mean, g->blocks[0].ln1_rstd, g->encoded,
+                      param_ptr(g, PT_LN1W, 0), param_ptr(g, PT_LN1B, 0), N, C, st);
+    const bf16 *residual = g->encoded;
+    bf16 *proj = g->dbtc;  // forward scratch for the projections' outputs before the residual add
+    for (int l = 0; l < L; l++) {
+        GPUBlockActs *a = &g->blocks[l];
+        matmul_forward(&g->mm, a->qkv, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, st);
+        attention_forward(a->atty, a->lse, a->qkv, B, T, NH, HS, st);
+        matmul_forward(&g->mm, proj, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, st);
+        fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
+                                         param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st);
+        matmul_forward(&g->mm, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, st);
+        gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
+        matmul_forward(&g->mm, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C, st);
+        // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf.
+        if (l + 1 < L) {
+            GPUBlockActs *n = &g->blocks[l + 1];
+            fused_residual_layernorm_forward(a->residual3, n->ln1, n->ln1_mean, n->ln1_rstd, a->residual2, proj,
+                                             param_ptr(g, PT_LN1W, l + 1), param_ptr(g, PT_LN1B, l + 1), N, C, st);
+        } else {
+            fused_residual_layernorm_forward(a->residual3, g->lnf, g->lnf_mean, g->lnf_rstd, a->residual2, proj,
+                                             param_ptr(g, PT_LNFW, -1), param_ptr(g, PT_LNFB, -1), N, C, st);
+        }
+        residual = a->residual3;
+    }
+    matmul_forward(&g->mm, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), NULL, N, C, Vp, st);
+    if (!targets) return 0.0f;
+    fused_classifier(g->logits, g->losses, d_targets, loss_scale / (float)N, N, V, Vp, with_grad, st);
+    cudaCheck(cudaMemcpyAsync(g->h_losses, g->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost, st));
+    cudaCheck(cudaStreamSynchronize(st));
+    double sum = 0.0;  // as train_gpt.c: the mean over positions, summed in double
+    for (int i = 0; i < N; i++) sum += g->h_losses[i];
+    return (float)(sum / N);
+}
+
+// Backward of the last forward (which had targets and with_grad), accumulating into the fp32
+// gradients. Mirrors gpt2_backward in train_gpt.c step by step.
+static void gpu_backward(GPUModel *g, int B, int T) {
+    const GPT2Config *c = &g->cfg;
+    const int C = c->channels, NH = c->num_heads, HS = C / NH, Vp = c->padded_vocab_size, N = B * T, L = c->num_layers;
+    cudaStream_t st = g->stream;
+    Matmul *mm = &g->mm;
+    float *cs = g->colsum_scratch;
+    const bf16 *last = g->blocks[L - 1].residual3;
+    matmul_backward(mm, g->dbtc, grad_ptr(g, PT_WTE, -1), NULL, cs, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), N, C,
+                    Vp, st);
+    cudaCheck(cudaMemsetAsync(g->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
+    layernorm_backward(g->dresidual, grad_ptr(g, PT_LNFW, -1), grad_ptr(g, PT_LNFB, -1), cs, g->dbtc, last,
+                       param_ptr(g, PT_LNFW, -1), g->lnf_mean, g->lnf_rstd, N, C, st);
+    for (int l = L - 1; l >= 0; l--) {
+        GPUBlockActs *a = &g->blocks[l];
+        const bf16 *residual = l == 0 ? g->encoded : g->blocks[l - 1].residual3;
+        bf16 *dfch = g->dwide, *dqkv = g->dwide;
+        // MLP; dresidual holds d residual3.
+        matmul_backward(mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual, a->fch_gelu,
+                        param_ptr(g, PT_FCPROJW, l), N, 4 * C, C, st);
+        gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
+        matmul_backward(mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
+                        param_ptr(g, PT_FCW, l), N, C, 4 * C, st);
+        layernorm_backward(g->dresidual, grad_ptr(g, PT_LN2W, l), grad_ptr(g, PT_LN2B, l), cs, g->dbtc, a->residual2,
+                           param_ptr(g, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, st);
+        // Attention; dresidual holds d residual2.
+        matmul_backward(mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs, g->dresidual,
+                        a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, st);
+        attention_backward(dqkv, g->att_delta, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
+        matmul_backward(mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
+                        param_ptr(g, PT_QKVW, l), N, C, 3 * C, st);
+        layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
+                           param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, st);
+    }
+    encoder_backward(grad_ptr(g, PT_WTE, -1), grad_ptr(g, PT_WPE, -1), g->dresidual, g->d_tokens + 2 * N,
+                     g->num_buckets, B, T, C, st);
+}
+
+static double gpu_grad_norm(GPUModel *g) {
+    global_sum_squares(g->norm_out, g->norm_scratch, g->grads, g->num_params, g->stream);
+    cudaCheck(cudaMemcpyAsync(g->h_norm, g->norm_out, sizeof(double), cudaMemcpyDeviceToHost, g->stream));
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    return sqrt(*g->h_norm);
+}
+
+static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
+    const AdamWConfig *hp = &g->hp;
+    return adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1, hp->beta2,
+                        hp->eps, hp->update_clip, g->rounding_seed, g->stream);
+}
+
+// ----------------------------------------------------------------------------------------------
+// The GPU backend of the shared training loop (llmc/trainer.h)
+
+static void gpu_zero_grads(void *self) {
+    GPUModel *g = (GPUModel *)self;
+    cudaCheck(cudaMemsetAsync(g->grads, 0, g->num_params * sizeof(float), g->stream));
+}
+
+static float gpu_forward_backward(void *self, const int *inputs, const int *targets, float loss_scale) {
+    GPUModel *g = (GPUModel *)self;
+    float loss = gpu_forward(g, inputs, targets, g->B, g->T, 1, loss_scale);
+    gpu_backward(g, g->B, g->T);
+    return loss;
+}
+
+static float gpu_forward_loss(void *self, const int *inputs, const int *targets) {
+    GPUModel *g = (GPUModel *)self;
+    return gpu_forward(g, inputs, targets, g->B, g->T, 0, 1.0f);
+}
+
+static void gpu_next_token_logits(void *self, const int *tokens, int n, float *logits) {
+    GPUModel *g = (GPUModel *)self;
+    const int V = g->cfg.vocab_size, Vp = g->cfg.padded_vocab_size;
+    gpu_forward(g, tokens, NULL, 1, n, 0, 1.0f);
+    cudaCheck(cudaMemcpyAsync(g->h_logits, g->logits + (size_t)(n - 1) * Vp, (size_t)V * sizeof(bf16),
+                              cudaMemcpyDeviceToHost, g->stream));
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    for (int j = 0; j < V; j++) logits[j] = __bfloat162float(g->h_logits[j]);
+}
+
+static double gpu_backend_grad_norm(void *self) { return gpu_grad_norm((GPUModel *)self); }
+
+static int gpu_backend_update(void *self, int t, float lr, float grad_scale) {
+    return gpu_update((GPUModel *)self, t, lr, grad_scale);
+}
+
+static int gpu_save(void *self, const char *model_path, const char *state_path, const TrainState *st, char *err,
+                    size_t errlen) {
+    GPUModel *g = (GPUModel *)self;
+    const size_t P = g->num_params;
+    float *buf = (float *)malloc_check(3 * P * sizeof(float));
+    float *m = buf, *v = buf + P, *master = buf + 2 * P;
+    gpu_get_weights(g, master);  // the bf16 weights, as fp32, for the model file
+    int rc = checkpoint_write(model_path, &g->cfg, master, err, errlen);
+    if (rc == 0) {
+        cudaCheck(cudaMemcpy(m, g->m, P * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(v, g->v, P * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(master, g->master, P * sizeof(float), cudaMemcpyDeviceToHost));
+        rc = state_write(state_path, st, m, v, master, err, errlen);
+    }
+    free(buf);
+    return rc;
+}
+
+static void gpu_load(void *self, const char *model_path, const char *state_path, TrainState *st) {
+    GPUModel *g = (GPUModel *)self;
+    const size_t P = g->num_params;
+    GPT2Config saved;
+    checkpoint_read_config(model_path, &saved);
+    if (memcmp(&saved, &g->cfg, sizeof(saved)) != 0) die("'%s' holds a different model than -e describes", model_path);
+    TrainState header;
+    int has_master;
+    state_read_header(state_path, &header, &has_master);
+    if (header.num_params != (int64_t)P || header.begin != 0 || header.end != (int64_t)P)
+        die("'%s' was written for another model or sharding", state_path);
+    float *buf = (float *)malloc_check(3 * P * sizeof(float));
+    float *weights = buf, *m = buf + P, *v = buf + 2 * P;
+    checkpoint_read_params(model_path, &g->cfg, weights);
+    gpu_set_weights(g, weights);  // the file holds the bf16 weights: rounding them is exact
+    // Without a master section (a CPU checkpoint), the master weights are the file's.
+    float *master = has_master ? weights : NULL;
+    state_read(state_path, st, m, v, master);
+    if (master) cudaCheck(cudaMemcpy(g->master, master, P * sizeof(float), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(g->m, m, P * sizeof(float), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(g->v, v, P * sizeof(float), cudaMemcpyHostToDevice));
+    free(buf);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Model FLOPs utilization: model FLOPs per token over the GPU's dense bf16 peak.
+
+// 6 N for the matmuls with the parameters (forward 2, backward 4) plus attention's QK^T and PV,
+// 12 L C T (the PaLM convention: the causal mask's saving is not subtracted).
+static double flops_per_token(const GPT2Config *cfg, size_t num_params, int T) {
+    return 6.0 * (double)num_params + 12.0 * cfg->num_layers * (double)cfg->channels * T;
+}
+
+// Dense bf16 tensor-core peak in FLOP/s from the device name (data sheets), or from the
+// environment variable GPU_PEAK_TFLOPS for any other GPU; 0 when unknown.
+static double gpu_peak_flops(const char *name) {
+    const char *env = getenv("GPU_PEAK_TFLOPS");
+    if (env && env[0]) {
+        char *end;
+        double tf = strtod(env, &end);
+        if (*end != '\0' || !(tf > 0)) die("GPU_PEAK_TFLOPS='%s' is not a positive number", env);
+        return tf * 1e12;
+    }
+    if (strstr(name, "H200")) return 989.4e12;
+    if (strstr(name, "H100")) return strstr(name, "PCIe") ? 756.5e12 : strstr(name, "NVL") ? 835.5e12 : 989.4e12;
+    if (strstr(name, "A100")) return 312e12;
+    return 0.0;
+}
+
+#ifndef TESTING  // test_gpt.cu includes everything above
+int main(int argc, char **argv) {
+    set_program_name(argv[0]);
+    TrainConfig tc;
+    parse_train_args(&tc, argc, argv);
+    Comm comm;
+    comm_init(&comm, &argc, &argv);
+    if (comm.size > 1) die("train_gptcu runs as one process for now: multi-GPU (NCCL, ZeRO) is not built yet");
+
+    GPT2Config cfg;
+    int from_checkpoint = gpt2_config_from_string(tc.model, &cfg) != 0;
+    if (from_checkpoint) {
+        if (tc.bench) usage_error("--bench needs a model description for -e (such as d12 or L4C256NH4), not a file");
+        checkpoint_read_config(tc.model, &cfg);
+    } else {
+        cfg.max_seq_len = tc.max_seq_len;
+        cfg.vocab_size = tc.vocab_size;
+        cfg.padded_vocab_size = gpt2_pad_vocab(tc.vocab_size);
+        const char *bad = gpt2_config_error(&cfg);
+        if (bad) usage_error("-e (--model) '%s': %s", tc.model, bad);
+    }
+    if (tc.T > cfg.max_seq_len) usage_error("-t (--seq-len): %d is larger than the model's maxT %d", tc.T, cfg.max_seq_len);
+
+    cudaCheck(cudaSetDevice(comm.local_rank));
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, comm.local_rank));
+
+    AdamWConfig hp = {tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
+    GPUModel g;
+    gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed);
+    float *weights = (float *)malloc_check(g.num_params * sizeof(float));
+    if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, weights);
+    else gpt2_init_params(&cfg, weights, tc.seed);
+    gpu_set_weights(&g, weights);
+    free(weights);
+
+    if (comm.rank == 0) {
+        const double mib = 1.0 / (1 << 20), P = (double)g.num_params;
+        printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
+               (double)prop.totalGlobalMem / (1 << 30));
+        printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
+               cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, g.num_params);
+        printf("memory: params %.1f MiB (bf16), grads %.1f MiB, master + AdamW state %.1f MiB, activations %.1f MiB\n",
+               P * 2 * mib, P * 4 * mib, P * 12 * mib, (double)g.acts_bytes * mib);
+        const double fpt = flops_per_token(&cfg, g.num_params, tc.T), peak = gpu_peak_flops(prop.name);
+        printf("mfu_flops_per_token %.6e\n", fpt);
+        if (peak > 0) printf("mfu_peak_flops %.6e\n", peak);
+        else printf("mfu: unknown GPU '%s': set GPU_PEAK_TFLOPS to report MFU\n", prop.name);
+    }
+    TrainerBackend backend = {&g, gpu_zero_grads, gpu_forward_backward, gpu_forward_loss, gpu_next_token_logits,
+                              gpu_backend_grad_norm, gpu_backend_update, gpu_save, gpu_load};
+    Trainer trainer = {&tc, &cfg, &backend, &comm, (int64_t)g.num_params, 0, (int64_t)g.num_params};
+    trainer_run(&trainer);
+    gpu_model_free(&g);
+    comm.finalize(&comm);
+    return 0;
+}
+#endif

@@ -1,0 +1,178 @@
+#include "recompute.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "utils.h"
+
+static const struct { const char *name; int bit; } kBits[] = {
+    {"norm", RC_NORM}, {"gelu", RC_GELU}, {"attn", RC_ATTN}, {"mlp", RC_MLP}, {"block", RC_BLOCK},
+};
+#define NUM_BITS (int)(sizeof(kBits) / sizeof(kBits[0]))
+
+static int canonical(int p) {
+    if (p & RC_BLOCK) return RC_BLOCK;
+    if (p & RC_MLP) p &= ~RC_GELU;  // MLP already recomputes the GELU output
+    return p;
+}
+
+int recompute_parse_policy(const char *s, int *policy) {
+    if (strcmp(s, "none") == 0) { *policy = RC_NONE; return 0; }
+    int p = 0;
+    const char *start = s;
+    while (*start) {
+        const char *end = strchr(start, '+');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        int found = 0;
+        for (int i = 0; i < NUM_BITS; i++)
+            if (strlen(kBits[i].name) == len && strncmp(start, kBits[i].name, len) == 0) { p |= kBits[i].bit; found = 1; }
+        if (!found) return -1;
+        if (!end) break;
+        start = end + 1;
+        if (!*start) return -1;
+    }
+    if (p == 0) return -1;
+    *policy = canonical(p);
+    return 0;
+}
+
+const char *recompute_policy_name(int policy, char *buf, size_t n) {
+    if (policy == RC_NONE) { snprintf(buf, n, "none"); return buf; }
+    buf[0] = '\0';
+    for (int i = 0; i < NUM_BITS; i++) {
+        if (!(policy & kBits[i].bit)) continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, n - used, "%s%s", used ? "+" : "", kBits[i].name);
+    }
+    return buf;
+}
+
+int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t errlen) {
+    for (int l = 0; l < L; l++) policies[l] = -1;
+    char *copy = (char *)malloc_check(strlen(s) + 1);
+    strcpy(copy, s);
+    int rc = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        int lo, hi, end = 0, policy;
+        char *colon = strchr(item, ':');
+        if (!colon) { snprintf(err, errlen, "'%s' is not <layers>:<policy>", item); rc = -1; break; }
+        *colon = '\0';
+        if (sscanf(item, "%d-%d%n", &lo, &hi, &end) == 2 && item[end] == '\0') {
+        } else if (sscanf(item, "%d%n", &lo, &end) == 1 && item[end] == '\0') {
+            hi = lo;
+        } else { snprintf(err, errlen, "'%s' is not a layer or a range a-b", item); rc = -1; break; }
+        if (lo < 0 || hi >= L || lo > hi) { snprintf(err, errlen, "layers %d-%d are outside 0-%d", lo, hi, L - 1); rc = -1; break; }
+        if (recompute_parse_policy(colon + 1, &policy) != 0) {
+            snprintf(err, errlen, "'%s' is not a policy (none, gelu, norm, attn, mlp, block, or a+b)", colon + 1);
+            rc = -1;
+            break;
+        }
+        for (int l = lo; l <= hi; l++) {
+            if (policies[l] >= 0) { snprintf(err, errlen, "layer %d is given twice", l); rc = -1; break; }
+            policies[l] = policy;
+        }
+        if (rc) break;
+    }
+    free(copy);
+    if (rc) return rc;
+    for (int l = 0; l < L; l++)
+        if (policies[l] < 0) { snprintf(err, errlen, "layer %d has no policy", l); return -1; }
+    return 0;
+}
+
+double recompute_layer_elements(const RecomputeShape *s, int policy) {
+    const double C = s->C, NH = s->NH;
+    const double probs = NH * s->att_probs_per_head_token, lse = NH;
+    if (policy & RC_BLOCK) return C;  // the block output only
+    double e = C;                     // residual3
+    e += 2;                           // ln1 mean, rstd
+    if (!(policy & RC_NORM)) e += C;  // ln1
+    e += 3 * C;                       // qkv
+    e += (policy & RC_ATTN) ? lse : C + probs;  // attention output and probabilities, or the statistics
+    e += C;                           // residual2 (the MLP input)
+    if (!(policy & RC_MLP)) {
+        e += 2;                                      // ln2 mean, rstd
+        if (!(policy & RC_NORM)) e += C;             // ln2
+        e += 4 * C;                                  // fc pre-activation
+        if (!(policy & RC_GELU)) e += 4 * C;         // GELU output
+    }
+    return e;
+}
+
+double recompute_layer_flops(const RecomputeShape *s, int policy) {
+    const double C = s->C, T = s->T;
+    // Elementwise work counted roughly by operations per element: LayerNorm output 4 per
+    // channel, GELU about 12 per element; attention forward (causal, averaged over positions)
+    // 2 matmuls of about T/2 keys: 2 * 2 * C * T / 2 = 2 C T, plus the softmax.
+    const double ln = 4 * C, gelu = 12 * 4 * C, attn = 2 * C * T + 5 * s->NH * T / 2.0;
+    if (policy & RC_BLOCK)  // everything up to the GELU output: ln1, qkv, attention, attproj, ln2, fc, GELU
+        return 2 * ln + 2 * 3 * C * C + attn + 2 * C * C + 2 * 4 * C * C + gelu;
+    double f = 0;
+    if (policy & RC_NORM) f += (policy & RC_MLP) ? ln : 2 * ln;
+    if (policy & RC_ATTN) f += attn;
+    if (policy & RC_MLP) f += ln + 2 * 4 * C * C + gelu;
+    else if (policy & RC_GELU) f += gelu;
+    return f;
+}
+
+// Candidate policies for the planner (each canonical).
+static const int kCandidates[] = {
+    RC_NONE, RC_GELU, RC_NORM, RC_NORM | RC_GELU, RC_ATTN, RC_ATTN | RC_GELU, RC_ATTN | RC_NORM | RC_GELU,
+    RC_MLP, RC_MLP | RC_NORM, RC_ATTN | RC_MLP, RC_ATTN | RC_MLP | RC_NORM, RC_BLOCK,
+};
+#define NUM_CANDIDATES (int)(sizeof(kCandidates) / sizeof(kCandidates[0]))
+
+// Exact for identical layers: a dynamic program over layers and memory measured in units of
+// budget / UNITS (each policy's memory rounded up, so a plan it returns always fits), compared
+// with every uniform plan (which the rounding could otherwise exclude at the edge).
+#define UNITS 8192
+int recompute_plan_budget(const RecomputeShape *s, int L, double budget_elements, int *policies) {
+    double mem[NUM_CANDIDATES], flops[NUM_CANDIDATES];
+    int units[NUM_CANDIDATES];
+    for (int i = 0; i < NUM_CANDIDATES; i++) {
+        mem[i] = recompute_layer_elements(s, kCandidates[i]);
+        flops[i] = recompute_layer_flops(s, kCandidates[i]);
+        units[i] = budget_elements > 0 ? (int)ceil(mem[i] / budget_elements * UNITS) : UNITS + 1;
+    }
+    // best[l][u]: least FLOPs for l layers within u units; choice[l][u] the policy of layer l-1.
+    double *best = (double *)malloc_check((size_t)(L + 1) * (UNITS + 1) * sizeof(double));
+    int *choice = (int *)malloc_check((size_t)(L + 1) * (UNITS + 1) * sizeof(int));
+    for (int u = 0; u <= UNITS; u++) best[u] = 0;
+    for (int l = 1; l <= L; l++)
+        for (int u = 0; u <= UNITS; u++) {
+            double b = INFINITY;
+            int c = -1;
+            for (int i = 0; i < NUM_CANDIDATES; i++) {
+                if (units[i] > u) continue;
+                double f = best[(size_t)(l - 1) * (UNITS + 1) + u - units[i]] + flops[i];
+                if (f < b) { b = f; c = i; }
+            }
+            best[(size_t)l * (UNITS + 1) + u] = b;
+            choice[(size_t)l * (UNITS + 1) + u] = c;
+        }
+    double dp_flops = best[(size_t)L * (UNITS + 1) + UNITS];
+    int best_uniform = -1;
+    for (int i = 0; i < NUM_CANDIDATES; i++)
+        if (L * mem[i] <= budget_elements && (best_uniform < 0 || flops[i] < flops[best_uniform])) best_uniform = i;
+    int rc = 0;
+    if (best_uniform >= 0 && !(L * flops[best_uniform] > dp_flops)) {
+        for (int l = 0; l < L; l++) policies[l] = kCandidates[best_uniform];
+    } else if (isfinite(dp_flops)) {
+        // Walk back; the DP fills layers from the last, so the heaviest recompute lands on the
+        // first layers.
+        int u = UNITS;
+        for (int l = L; l >= 1; l--) {
+            int c = choice[(size_t)l * (UNITS + 1) + u];
+            policies[l - 1] = kCandidates[c];
+            u -= units[c];
+        }
+    } else {
+        rc = -1;
+    }
+    free(best);
+    free(choice);
+    return rc;
+}

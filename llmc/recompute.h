@@ -1,0 +1,55 @@
+// Selective activation recomputation: per layer, what the forward pass keeps for the backward
+// pass and what the backward pass recomputes. A policy is a set of these bits:
+//   RC_NORM   drop the LayerNorm outputs ln1, ln2; recompute them from the kept input, mean, rstd
+//   RC_GELU   drop the GELU output; recompute it from the kept fc pre-activation
+//   RC_ATTN   drop the attention output and probabilities; keep q, k, v and the softmax
+//             statistics (log-sum-exp per row) and redo the attention forward in backward
+//   RC_MLP    keep only the MLP input (residual2); recompute ln2, fc, GELU
+//   RC_BLOCK  keep only the block's input (the previous block's output); recompute the block
+// A block's output (residual3) is always kept: it is the next block's input.
+//
+// Memory is counted in activation elements per token (multiply by B*T and the element size);
+// recompute work in FLOPs per token, counting a matmul of m x k by k x n as 2mkn.
+#ifndef LLMC_RECOMPUTE_H
+#define LLMC_RECOMPUTE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { RC_NONE = 0, RC_NORM = 1, RC_GELU = 2, RC_ATTN = 4, RC_MLP = 8, RC_BLOCK = 16 };
+
+// "none", "gelu", "norm", "attn", "mlp", "block" or combinations joined by '+' ("norm+gelu").
+// Returns 0 and the canonical policy (MLP implies GELU and the ln2 half of NORM is recomputed;
+// BLOCK implies everything), or -1.
+int recompute_parse_policy(const char *s, int *policy);
+// Canonical name of a policy, e.g. "attn+gelu"; buf of at least 32 bytes.
+const char *recompute_policy_name(int policy, char *buf, size_t n);
+// "0-5:block,6-11:gelu" (ranges may be single layers, must cover every layer 0..L-1 exactly
+// once). Returns 0, or -1 with a one-line reason in err.
+int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t errlen);
+
+// The shapes the cost model needs. att_probs_per_head_token: elements of saved attention
+// probabilities per head and token (T for the CPU's full (T x T) softmax, 0 for a fused kernel
+// that keeps only the log-sum-exp).
+typedef struct {
+    int C, NH, T;
+    int att_probs_per_head_token;
+} RecomputeShape;
+
+// Activation elements per token one layer keeps under `policy` (the block output included).
+double recompute_layer_elements(const RecomputeShape *s, int policy);
+// Extra forward FLOPs per token the backward pass spends recomputing under `policy`.
+double recompute_layer_flops(const RecomputeShape *s, int policy);
+
+// Chooses a policy per layer (L of them into policies) whose total activation elements per
+// token stay within budget_elements and whose total recompute FLOPs are least. Returns 0, or -1
+// when even recomputing every block does not fit.
+int recompute_plan_budget(const RecomputeShape *s, int L, double budget_elements, int *policies);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

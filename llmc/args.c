@@ -44,6 +44,10 @@ static const Option kOptions[] = {
     {NULL, "update-clip", OPT_FLOAT, F(update_clip), 0, 1e9, "StableAdamW update-clipping threshold (0: off)"},
     {"-sl", "skip-loss-z", OPT_FLOAT, F(skip_loss_z), 0, 1e9, "skip the update when the loss z-score exceeds this (0: off)"},
     {"-sg", "skip-norm-z", OPT_FLOAT, F(skip_norm_z), 0, 1e9, "skip the update when the grad-norm z-score exceeds this (0: off)"},
+    {"-sm", "max-skips", OPT_INT, F(max_skips), 0, 1 << 30, "stop with an error after this many skipped updates in a row (0: never)"},
+    {"-nk", "keep-ckpts", OPT_INT, F(keep_ckpts), 0, 1 << 30, "keep only the newest this many complete checkpoints (0: all)"},
+    {"-nf", "stop-on-save-error", OPT_INT, F(stop_on_save_error), 0, 1, "1: a checkpoint that cannot be written stops the run (exit 1); 0: warn, go on"},
+    {"-w", "watchdog", OPT_INT, F(watchdog_s), 0, 1 << 30, "exit 124 naming the phase when a step takes longer than this many seconds (0: off)"},
     {NULL, "seed", OPT_U64, F(seed), 0, 0, "seed of the initialization and of sampling"},
     {NULL, "max-seq-len", OPT_INT, F(max_seq_len), 1, 1 << 20, "maxT of a randomly initialized model"},
     {NULL, "vocab-size", OPT_INT, F(vocab_size), 1, 1 << 24, "V of a randomly initialized model"},
@@ -52,6 +56,7 @@ static const Option kOptions[] = {
     {"-s", "sample-every", OPT_INT, F(sample_every), 0, 1 << 30, "print a sample every this many steps (0: off)"},
     {"-g", "gen-tokens", OPT_INT, F(gen_tokens), 0, 1 << 20, "tokens per sample"},
     {"-n", "ckpt-every", OPT_INT, F(ckpt_every), 0, 1 << 30, "checkpoint every this many steps (0: off)"},
+    {"-z", "zero", OPT_INT, F(zero_stage), 0, 3, "ZeRO stage under mpirun: 0 all-reduce, 1 shard optimizer, 2 + gradients, 3 + parameters"},
     {NULL, "tokenizer", OPT_STRING, F(tokenizer_dir), 0, 0, "directory with encoder.json and vocab.bpe"},
     {NULL, "bench", OPT_SWITCH, F(bench), 0, 0, "time steps on random tokens (no data files); prints bench_tokens_per_s"},
 };
@@ -86,6 +91,7 @@ static void set_defaults(TrainConfig *c) {
     c->sample_every = 20;
     c->gen_tokens = 64;
     c->ckpt_every = 0;
+    c->max_skips = 10;
 }
 
 static void print_help(FILE *out) {

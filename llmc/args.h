@@ -35,6 +35,11 @@ typedef struct {
     float update_clip;          // --update-clip  StableAdamW threshold, 0 = off
     float skip_loss_z;          // -sl  skip the update when the loss z-score exceeds this, 0 = off
     float skip_norm_z;          // -sg  same for the gradient norm
+    // fault tolerance
+    int max_skips;              // -sm  stop (exit 1) after this many skipped updates in a row, 0 = never
+    int keep_ckpts;             // -nk  keep the newest this many complete checkpoints, 0 = all
+    int stop_on_save_error;     // -nf  1: a checkpoint that cannot be written stops the run
+    int watchdog_s;             // -w   a step longer than this many seconds exits 124, 0 = off
     uint64_t seed;              // --seed  initialization and sampling
     // random initialization only
     int max_seq_len;            // --max-seq-len
@@ -45,6 +50,7 @@ typedef struct {
     int sample_every;           // -s
     int gen_tokens;             // -g
     int ckpt_every;             // -n
+    int zero_stage;             // -z  ZeRO stage 0..3 (sharding across the ranks of mpirun)
     // measurement
     int bench;                  // --bench  random tokens, no files; prints bench_tokens_per_s
 } TrainConfig;

@@ -1,5 +1,6 @@
 #include "dataloader.h"
 
+#include <errno.h>
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,12 @@ void dataloader_next_batch(DataLoader *dl, int *inputs, int *targets) {
         dl->open_shard = dl->pos.shard;
     }
     int64_t first = dl->pos.position + window * dl->rank;
-    fseek_check(dl->file, kHeaderBytes + 2 * first, SEEK_SET, path);
-    fread_check(dl->buffer, sizeof(uint16_t), (size_t)window + 1, dl->file, path);
+    // The shard was whole at open time; it can still be cut short or vanish under a running job.
+    if (fseek(dl->file, kHeaderBytes + 2 * first, SEEK_SET) != 0 ||
+        fread(dl->buffer, sizeof(uint16_t), (size_t)window + 1, dl->file) != (size_t)window + 1)
+        die("shard '%s' became unreadable during the run: cannot read %lld tokens at token offset %lld "
+            "(byte %lld): %s", path, (long long)window + 1, (long long)first, (long long)(kHeaderBytes + 2 * first),
+            feof(dl->file) ? "the file is now shorter than its header says" : strerror(errno));
     for (int64_t i = 0; i <= window; i++) {
         if (dl->buffer[i] >= dl->vocab_size)
             die("shard '%s' is corrupt: token %u at offset %lld is outside the vocabulary (V=%d)", path,

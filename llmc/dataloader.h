@@ -39,7 +39,8 @@ typedef struct {
 // mislabelled shard is refused here, naming the file). Dies if nothing matches or a shard holds
 // fewer tokens than one micro-step of the whole world needs.
 void dataloader_init(DataLoader *dl, const char *pattern, int B, int T, int rank, int num_ranks, int vocab_size);
-// Fills inputs and targets (B*T each). Dies naming the shard and offset if a token is >= V.
+// Fills inputs and targets (B*T each). Dies naming the shard and token offset if a token is >= V
+// or the shard was truncated after it was opened.
 void dataloader_next_batch(DataLoader *dl, int *inputs, int *targets);
 void dataloader_reset(DataLoader *dl);
 int64_t dataloader_total_tokens(const DataLoader *dl);

@@ -26,6 +26,50 @@ static char *dup_string(const char *s) {
     return d;
 }
 
+// The test hooks of fileio.h, read on first use.
+typedef struct {
+    int loaded;
+    long long fail_after_bytes;  // -1: off
+    long long bytes_written;
+    unsigned delay_us;
+} WriteHooks;
+static WriteHooks g_hooks;
+
+static long long env_nonnegative(const char *name, long long if_unset) {
+    const char *v = getenv(name);
+    if (!v) return if_unset;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || errno || x < 0) die("%s: '%s' is not a non-negative integer", name, v);
+    return x;
+}
+
+static WriteHooks *hooks(void) {
+    if (!g_hooks.loaded) {
+        g_hooks.fail_after_bytes = env_nonnegative("LLMC_TEST_FAIL_WRITE_AFTER_BYTES", -1);
+        g_hooks.delay_us = (unsigned)env_nonnegative("LLMC_TEST_WRITE_DELAY_MS", 0) * 1000u;
+        g_hooks.loaded = 1;
+    }
+    return &g_hooks;
+}
+
+static void test_delay(void) {
+    if (hooks()->delay_us) usleep(hooks()->delay_us);
+}
+
+// 1 when the injected full disk refuses n more bytes (errno is then ENOSPC, as a real one sets).
+static int injected_disk_full(size_t n) {
+    WriteHooks *h = hooks();
+    if (h->fail_after_bytes < 0) return 0;
+    if (h->bytes_written + (long long)n > h->fail_after_bytes) {
+        errno = ENOSPC;
+        return 1;
+    }
+    h->bytes_written += (long long)n;
+    return 0;
+}
+
 static void set_error(AtomicFile *af, const char *what) {
     if (af->failed) return;
     af->failed = 1;
@@ -51,7 +95,8 @@ int atomic_open(AtomicFile *af, const char *path) {
 
 void atomic_write(AtomicFile *af, const void *data, size_t n) {
     if (af->failed || n == 0) return;
-    if (fwrite(data, 1, n, af->f) != n) set_error(af, "cannot write");
+    test_delay();
+    if (injected_disk_full(n) || fwrite(data, 1, n, af->f) != n) set_error(af, "cannot write");
 }
 
 void atomic_pwrite(AtomicFile *af, const void *data, size_t n, long offset) {
@@ -80,6 +125,7 @@ int atomic_commit(AtomicFile *af) {
     if (!af->failed && fsync(fileno(af->f)) != 0) set_error(af, "cannot fsync");
     if (fclose(af->f) != 0) set_error(af, "cannot close");
     af->f = NULL;
+    test_delay();
     if (!af->failed && rename(af->tmp_path, af->path) != 0) set_error(af, "cannot rename");
     if (af->failed) {
         unlink(af->tmp_path);
@@ -88,14 +134,28 @@ int atomic_commit(AtomicFile *af) {
     }
     // Make the rename itself durable: fsync the directory that holds the entry.
     char *dir_copy = dup_string(af->path);
-    int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    sync_directory(dirname(dir_copy));
     free(dir_copy);
     release(af);
     return 0;
+}
+
+int sync_directory(const char *dir) {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0) return -1;
+    int rc = fsync(dfd);
+    close(dfd);
+    return rc;
+}
+
+int is_atomic_temporary(const char *name) {
+    const char *tag = strstr(name, ".tmp.");
+    if (!tag || tag == name) return 0;
+    const char *pid = tag + strlen(".tmp.");
+    if (!*pid) return 0;
+    for (; *pid; pid++)
+        if (*pid < '0' || *pid > '9') return 0;
+    return 1;
 }
 
 void *read_file_or_die(const char *path, size_t *size) {

@@ -3,6 +3,13 @@
 // directory is fsync'ed, so a reader sees either the previous complete file or the new complete
 // file, never a torn one. Errors (a full disk, an unwritable directory) are returned, not fatal:
 // the trainer decides whether to go on; the temporary file is removed on failure.
+//
+// Test hooks (environment variables, read once; unset in normal runs), so that the tests can
+// reproduce a full disk and kill a process in the middle of a checkpoint:
+//   LLMC_TEST_FAIL_WRITE_AFTER_BYTES=N  atomic writes of this process fail with ENOSPC once N
+//                                       bytes in all have been written (the disk stays "full")
+//   LLMC_TEST_WRITE_DELAY_MS=D          sleep D ms in every atomic_write and before each rename,
+//                                       which stretches checkpoint writing for the kill -9 test
 #ifndef LLMC_FILEIO_H
 #define LLMC_FILEIO_H
 
@@ -38,6 +45,12 @@ void atomic_pwrite(AtomicFile *af, const void *data, size_t n, long offset);
 int atomic_commit(AtomicFile *af);
 // Abandons the file: removes the temporary, frees resources.
 void atomic_abort(AtomicFile *af);
+
+// fsyncs a directory, making the creation, rename or removal of its entries durable. Returns 0,
+// or -1 with errno set.
+int sync_directory(const char *dir);
+// 1 when name is a temporary left by atomic_open ("<name>.tmp.<pid>"), say by a killed writer.
+int is_atomic_temporary(const char *name);
 
 // Reads a whole file into a malloc'ed buffer; dies with a clear message on failure.
 void *read_file_or_die(const char *path, size_t *size);

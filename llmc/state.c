@@ -84,10 +84,14 @@ static void parse_header(const char *path, const int64_t *h, long file_size, Tra
     st->sample_rng.seed = (uint64_t)h[10];
     st->sample_rng.counter = (uint64_t)h[11];
     *has_master = h[12] != 0;
-    if (st->step < 0 || st->num_ranks < 1 || st->rank < 0 || st->rank >= st->num_ranks || st->num_params < 1 ||
+    // Ranges checked on the stored int64s, before narrowing to int can hide a wild value.
+    if (st->step < 0 || h[4] < 1 || h[4] > INT32_MAX || h[3] < 0 || h[3] >= h[4] || st->num_params < 1 ||
         st->begin < 0 || st->end < st->begin || st->end - st->begin > st->num_params || h[12] < 0 || h[12] > 1)
         die("'%s' is corrupt: impossible values in the header", path);
     int64_t n = st->end - st->begin;
+    // The slice must fit in the file before its byte count is computed (n * 12 can overflow).
+    if (n > file_size / (int64_t)sizeof(float))
+        die("'%s' is truncated: %ld bytes, its header's slice of %lld parameters needs more", path, file_size, (long long)n);
     int64_t want = (int64_t)(128 * sizeof(int64_t)) + n * (int64_t)sizeof(float) * (2 + *has_master) + 2 * (int64_t)sizeof(SavedOutliers);
     if (file_size != want)
         die("'%s' is %s: %ld bytes, its header needs %lld", path, file_size < want ? "truncated" : "longer than its header says",

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dataloader.h"
+#include "fault.h"
 #include "fileio.h"
 #include "logger.h"
 #include "optimizer.h"
@@ -29,19 +30,20 @@ static void make_output_dir(const char *dir) {
     unlink(probe);
 }
 
-// The newest step with a DONE_<step> marker in dir, or -1.
-static long newest_complete_checkpoint(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    long best = -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long step;
-        int end = 0;
-        if (sscanf(e->d_name, "DONE_%8ld%n", &step, &end) == 1 && e->d_name[end] == '\0' && step > best) best = step;
+// Checkpoint file names. A name's step, or -1 when it is not one of ours; *is_marker tells DONE_.
+static long checkpoint_file_step(const char *name, int *is_marker) {
+    long step = -1;
+    int rank, end = 0;
+    *is_marker = 0;
+    if (sscanf(name, "DONE_%8ld%n", &step, &end) == 1 && end > 0 && name[end] == '\0') {
+        *is_marker = 1;
+        return step;
     }
-    closedir(d);
-    return best;
+    end = 0;
+    if (sscanf(name, "model_%8ld.bin%n", &step, &end) == 1 && end > 0 && name[end] == '\0') return step;
+    end = 0;
+    if (sscanf(name, "state_%8ld_%5d.bin%n", &step, &rank, &end) == 2 && end > 0 && name[end] == '\0') return step;
+    return -1;
 }
 
 static void checkpoint_paths(const char *dir, long step, int rank, char *model, char *state, char *done, size_t n) {
@@ -50,23 +52,141 @@ static void checkpoint_paths(const char *dir, long step, int rank, char *model, 
     snprintf(done, n, "%s/DONE_%08ld", dir, step);
 }
 
+static void remove_file(const char *dir, const char *name) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (unlink(path) != 0 && errno != ENOENT)
+        fprintf(stderr, "%s: warning: cannot remove '%s': %s\n", program_name(), path, strerror(errno));
+}
+
+static int compare_steps_descending(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x < y) - (x > y);
+}
+
+// The steps that have a DONE_<step> marker in dir, newest first, in a malloc'ed array (NULL if none).
+static long *complete_checkpoints(const char *dir, int *count) {
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    long *steps = NULL;
+    int cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int is_marker;
+        long step = checkpoint_file_step(e->d_name, &is_marker);
+        if (step < 0 || !is_marker) continue;
+        if (*count == cap) {
+            cap = cap ? 2 * cap : 16;
+            long *grown = (long *)realloc(steps, (size_t)cap * sizeof(long));
+            if (!grown) die("out of memory listing the checkpoints in '%s'", dir);
+            steps = grown;
+        }
+        steps[(*count)++] = step;
+    }
+    closedir(d);
+    if (*count > 1) qsort(steps, (size_t)*count, sizeof(long), compare_steps_descending);
+    return steps;
+}
+
+// The newest step with a DONE_<step> marker in dir, or -1.
+static long newest_complete_checkpoint(const char *dir) {
+    int n;
+    long *steps = complete_checkpoints(dir, &n);
+    long newest = n > 0 ? steps[0] : -1;
+    free(steps);
+    return newest;
+}
+
+// Deletes every checkpoint file older than the keep newest complete checkpoints (torn ones too,
+// such as the leftovers of an interrupted deletion), so the newest complete one always stays.
+// Markers go first, in a pass of their own: a checkpoint stops being complete before its files
+// go, so a kill in the middle never leaves a marker that names missing files.
+static void prune_checkpoints(const char *dir, int keep) {
+    int n;
+    long *steps = complete_checkpoints(dir, &n);
+    long oldest_kept = n > keep ? steps[keep - 1] : -1;
+    free(steps);
+    if (oldest_kept < 0) return;
+    for (int markers = 1; markers >= 0; markers--) {
+        DIR *d = opendir(dir);
+        if (!d) return;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            int is_marker;
+            long step = checkpoint_file_step(e->d_name, &is_marker);
+            if (step >= 0 && step < oldest_kept && is_marker == markers) remove_file(dir, e->d_name);
+        }
+        closedir(d);
+    }
+}
+
+// Removes the temporaries of checkpoint files that a killed run was writing (fileio.h).
+static void remove_stale_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int is_marker;
+        char final_name[256];
+        const char *tag = strstr(e->d_name, ".tmp.");
+        if (!tag || !is_atomic_temporary(e->d_name) || (size_t)(tag - e->d_name) >= sizeof(final_name)) continue;
+        memcpy(final_name, e->d_name, (size_t)(tag - e->d_name));
+        final_name[tag - e->d_name] = '\0';
+        if (checkpoint_file_step(final_name, &is_marker) >= 0) remove_file(dir, e->d_name);
+    }
+    closedir(d);
+}
+
+// Writes the checkpoint of `step` on every rank; returns 0 when it is complete, the same answer
+// on every rank. On failure (a full disk, say) the step's partial files are removed, so that they
+// neither take the space nor pass for a checkpoint, and the previous checkpoints stay untouched.
 static int save_checkpoint(Trainer *t, int step, const TrainState *st) {
+    const char *dir = t->tc->output_dir;
+    const int main_rank = t->comm->rank == 0;
     char model[4096], state[4096], done[4096], err[512] = "";
-    checkpoint_paths(t->tc->output_dir, step, t->comm->rank, model, state, done, sizeof(model));
+    watchdog_set_phase(PHASE_CHECKPOINT);
+    checkpoint_paths(dir, step, t->comm->rank, model, state, done, sizeof(model));
+    // A marker that an earlier run left for this step would vouch for a mix of its files and ours
+    // while ours replace them: it goes (durably) before any rank writes, or nothing is written.
+    double blocked = 0;
+    if (main_rank && file_exists(done) && (unlink(done) != 0 || sync_directory(dir) != 0)) {
+        fprintf(stderr, "%s: warning: checkpoint at step %d not written: cannot remove the old marker '%s': %s\n",
+                program_name(), step, done, strerror(errno));
+        blocked = 1;
+    }
+    t->comm->broadcast_bytes(t->comm, &blocked, sizeof(blocked));  // also: no rank writes before the removal
+    if (blocked != 0) return -1;
     int rc = t->backend->save(t->backend->self, model, state, st, err, sizeof(err));
+    if (rc != 0) fprintf(stderr, "%s: warning: checkpoint at step %d not written: %s\n", program_name(), step, err);
     double failed = rc != 0;
     t->comm->allreduce_sum_f64(t->comm, &failed, 1);  // the marker only when every rank succeeded
-    if (failed == 0 && t->comm->rank == 0) {
+    if (failed == 0 && main_rank) {
         AtomicFile af;
         if (atomic_open(&af, done) != 0 || atomic_commit(&af) != 0) {
-            snprintf(err, sizeof(err), "%s", af.error);
+            fprintf(stderr, "%s: warning: checkpoint at step %d not completed: %s\n", program_name(), step, af.error);
+            failed = 1;
             rc = -1;
         }
     }
-    if (rc != 0) fprintf(stderr, "%s: warning: checkpoint at step %d not written: %s\n", program_name(), step, err);
-    else if (failed != 0 && t->comm->rank == 0)
-        fprintf(stderr, "%s: warning: checkpoint at step %d incomplete: another rank failed to write\n", program_name(), step);
-    return rc;
+    t->comm->broadcast_bytes(t->comm, &failed, sizeof(failed));
+    if (failed != 0 && rc == 0 && main_rank)
+        fprintf(stderr, "%s: warning: checkpoint at step %d not written: another rank failed (see its message)\n",
+                program_name(), step);
+    if (failed != 0) {
+        unlink(state);
+        if (main_rank) {
+            unlink(model);
+            long newest = newest_complete_checkpoint(dir);
+            if (newest >= 0)
+                fprintf(stderr, "%s: warning: the newest complete checkpoint is still step %ld in %s\n", program_name(),
+                        newest, dir);
+            else fprintf(stderr, "%s: warning: there is no complete checkpoint in %s\n", program_name(), dir);
+        }
+        return -1;
+    }
+    if (main_rank && t->tc->keep_ckpts > 0) prune_checkpoints(dir, t->tc->keep_ckpts);
+    return 0;
 }
 
 // Mean of the ranks' values.
@@ -76,6 +196,7 @@ static double mean_over_ranks(Comm *c, double x) {
 }
 
 static float evaluate(Trainer *t, DataLoader *val, int *inputs, int *targets) {
+    watchdog_set_phase(PHASE_VALIDATION);
     dataloader_reset(val);
     double sum = 0.0;
     for (int i = 0; i < t->tc->val_batches; i++) {
@@ -89,6 +210,7 @@ static float evaluate(Trainer *t, DataLoader *val, int *inputs, int *targets) {
 // so all must run the forward passes); the same generator gives every rank the same tokens.
 static void sample(Trainer *t, Rng *rng, const Tokenizer *tok, float *logits) {
     const GPT2Config *cfg = t->cfg;
+    watchdog_set_phase(PHASE_SAMPLING);
     int n = t->tc->gen_tokens;
     if (n > t->tc->T - 1) n = t->tc->T - 1;
     int *tokens = (int *)malloc_check((size_t)(n + 1) * sizeof(int));
@@ -132,6 +254,9 @@ int trainer_run(Trainer *t) {
     Comm *comm = t->comm;
     const int rank = comm->rank, B = tc->B, T = tc->T;
     const int main_rank = rank == 0;
+    stop_signals_install();
+    watchdog_init(tc->watchdog_s);
+    watchdog_begin_step(0);  // step 0: opening the data and resuming
 
     const int64_t micro_tokens = (int64_t)B * T * comm->size;
     const int64_t total_batch = tc->total_batch ? tc->total_batch : micro_tokens;
@@ -173,7 +298,10 @@ int trainer_run(Trainer *t) {
     outlier_init(&st.norm_outliers);
     int start_step = 0;
     const int writes_files = !tc->bench && tc->output_dir[0];
-    if (writes_files && main_rank) make_output_dir(tc->output_dir);
+    if (writes_files && main_rank) {
+        make_output_dir(tc->output_dir);
+        remove_stale_temporaries(tc->output_dir);
+    }
     comm->barrier(comm);
     if (tc->resume) {
         double newest = main_rank ? (double)newest_complete_checkpoint(tc->output_dir) : 0.0;
@@ -204,7 +332,10 @@ int trainer_run(Trainer *t) {
     float *step_ms = (float *)malloc_check((size_t)(steps + 1) * sizeof(float));
     int timed = 0;
     double elapsed = 0.0;
+    int skipped_in_a_row = 0, skipped_nonfinite = 0, skipped_spikes = 0;
+    int stopped_at = -1;  // the step after which a stop signal ended the run
     for (int step = start_step; step < steps; step++) {
+        watchdog_begin_step(step + 1);
         if (have_val && step % tc->val_every == 0) {
             float vl = evaluate(t, &val_loader, inputs, targets);
             if (main_rank) printf("val loss %.6f\n", vl);
@@ -216,27 +347,43 @@ int trainer_run(Trainer *t) {
         be->zero_grads(be->self);
         double loss_sum = 0.0;
         for (int micro = 0; micro < accum; micro++) {
+            watchdog_set_phase(PHASE_DATA);
             if (tc->bench) {
                 for (int i = 0; i < B * T; i++) inputs[i] = (int)(rng_next_uniform(&bench_rng) * cfg->vocab_size);
                 for (int i = 0; i < B * T; i++) targets[i] = (int)(rng_next_uniform(&bench_rng) * cfg->vocab_size);
             } else {
                 dataloader_next_batch(&train_loader, inputs, targets);
             }
-            loss_sum += be->forward_backward(be->self, inputs, targets, 1.0f / (float)accum);
+            watchdog_set_phase(PHASE_FORWARD_BACKWARD);
+            const int inject_nan = micro == 0 && test_hook_nan_step(step + 1);
+            loss_sum += be->forward_backward(be->self, inputs, targets, inject_nan ? NAN : 1.0f / (float)accum);
         }
+        watchdog_set_phase(PHASE_GRADIENT_REDUCTION);
         float loss = (float)mean_over_ranks(comm, loss_sum / accum);
         double norm = be->grad_norm(be->self);
         float lr = lr_at_step(&sched, step);
 
         // Every rank sees the same global loss and norm, so all make the same decision.
+        const int nonfinite = !isfinite(loss) || !isfinite(norm);
         const char *skip = NULL;
-        if (!isfinite(loss) || !isfinite(norm)) skip = "non-finite loss or gradient";
+        if (nonfinite) skip = "non-finite loss or gradient";
         else if (tc->skip_loss_z > 0 && outlier_zscore(&st.loss_outliers, loss) > tc->skip_loss_z) skip = "loss spike";
         else if (tc->skip_norm_z > 0 && outlier_zscore(&st.norm_outliers, norm) > tc->skip_norm_z) skip = "grad-norm spike";
         if (skip) {
-            if (main_rank) printf("step %d: update skipped (%s: loss %f, norm %f)\n", step + 1, skip, loss, norm);
+            skipped_in_a_row++;
+            if (nonfinite) skipped_nonfinite++;
+            else skipped_spikes++;
+            if (main_rank)
+                printf("step %d: update skipped (%s: loss %f, norm %f); %d skipped in a row, %d non-finite and %d "
+                       "spikes in all\n", step + 1, skip, loss, norm, skipped_in_a_row, skipped_nonfinite, skipped_spikes);
             logger_skip(&logger, step + 1, skip);
+            if (tc->max_skips > 0 && skipped_in_a_row >= tc->max_skips)
+                die("%d updates in a row were skipped (the last at step %d: %s): stopping rather than training on "
+                    "garbage (-sm); resume from the newest checkpoint with a lower -l or check the data",
+                    skipped_in_a_row, step + 1, skip);
         } else {
+            skipped_in_a_row = 0;
+            watchdog_set_phase(PHASE_UPDATE);
             outlier_push(&st.loss_outliers, loss);
             outlier_push(&st.norm_outliers, norm);
             be->update(be->self, step + 1, lr, grad_clip_scale(tc->grad_clip, norm));
@@ -250,24 +397,50 @@ int trainer_run(Trainer *t) {
                            elapsed / done * (steps - step - 1));
         logger_train(&logger, step + 1, loss, lr, (float)norm);
 
+        int saved = 0;  // a complete checkpoint of this step exists
         if (writes_files && tc->ckpt_every > 0 && ((step + 1) % tc->ckpt_every == 0 || step + 1 == steps)) {
             st.step = step + 1;
             st.train_pos = train_loader.pos;
-            save_checkpoint(t, step + 1, &st);
+            saved = save_checkpoint(t, step + 1, &st) == 0;
+            if (!saved && tc->stop_on_save_error)
+                die("stopping: the checkpoint at step %d could not be written (-nf 1)", step + 1);
+        }
+        // A stop signal on any rank stops every rank after the same step.
+        double stop = stop_signal_received();
+        comm->allreduce_sum_f64(comm, &stop, 1);
+        if (stop != 0) {
+            stopped_at = step + 1;
+            if (writes_files && !saved) {
+                st.step = step + 1;
+                st.train_pos = train_loader.pos;
+                if (save_checkpoint(t, step + 1, &st) != 0)
+                    die("stopped by a signal after step %d, but its checkpoint could not be written", step + 1);
+            }
+            break;
         }
     }
-    if (have_val && start_step < steps) {
+    watchdog_begin_step(stopped_at < 0 ? steps : stopped_at);
+    if (stopped_at >= 0 && main_rank) {
+        if (writes_files)
+            printf("stopped by a signal after step %d; the checkpoint is in %s: continue with -y 1\n", stopped_at,
+                   tc->output_dir);
+        else printf("stopped by a signal after step %d; no checkpoint written (no -o)\n", stopped_at);
+    }
+    if (main_rank && skipped_nonfinite + skipped_spikes > 0)
+        printf("updates skipped: %d non-finite, %d spikes\n", skipped_nonfinite, skipped_spikes);
+    if (have_val && start_step < steps && stopped_at < 0) {
         float vl = evaluate(t, &val_loader, inputs, targets);
         if (main_rank) printf("val loss %.6f\n", vl);
         logger_val(&logger, steps, vl);
     }
-    if (sampling && start_step < steps) sample(t, &st.sample_rng, tok, logits);
+    if (sampling && start_step < steps && stopped_at < 0) sample(t, &st.sample_rng, tok, logits);
     if (tc->bench && timed > 0 && main_rank) {
         qsort(step_ms, (size_t)timed, sizeof(float), compare_floats);
         float median = step_ms[timed / 2];
         printf("bench_tokens_per_s %.1f\n", (double)total_batch / (median * 1e-3));
         printf("bench_median_step_ms %.2f over %d timed steps\n", median, timed);
     }
+    watchdog_disarm();
     free(step_ms);
     free(inputs);
     free(targets);

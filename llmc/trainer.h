@@ -6,6 +6,18 @@
 //
 // Checkpoint at step s in the output directory: model_<s>.bin (rank 0), state_<s>_<rank>.bin (each
 // rank), then DONE_<s> (rank 0, after a barrier): a checkpoint is complete when its marker exists.
+//
+// Faults it survives (llmc/fault.h for the mechanisms):
+//   - SIGTERM/SIGINT: the step in progress finishes, a checkpoint is written (with -o), and
+//     trainer_run returns 0; a second signal exits at once. -y 1 then resumes bit for bit.
+//   - a checkpoint that cannot be written (ENOSPC...): its partial files are removed, the older
+//     checkpoints stay, and the run goes on with a warning or, with -nf 1, stops with exit 1.
+//   - -nk N keeps the newest N complete checkpoints; older ones (and torn leftovers) are deleted
+//     after each successful save. Temporaries of a killed writer are removed at startup.
+//   - a non-finite loss or gradient norm, or a z-score spike (-sl/-sg): the update is skipped,
+//     counted and logged; -sm K stops the run (exit 1) after K skipped updates in a row.
+//   - -w S: a step (with its validation, sampling and checkpoint) that takes longer than S seconds
+//     exits 124 naming the step and its phase.
 #ifndef LLMC_TRAINER_H
 #define LLMC_TRAINER_H
 
@@ -51,7 +63,8 @@ typedef struct {
     int64_t shard_begin, shard_end;  // this rank's slice of the optimizer state (whole model without ZeRO)
 } Trainer;
 
-// Validates the batch flags against the model (exit 2 with a message), then trains. Returns 0.
+// Validates the batch flags against the model (exit 2 with a message), then trains. Returns 0,
+// also when a stop signal ended the run early (the message says so).
 int trainer_run(Trainer *t);
 
 #ifdef __cplusplus

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Stop signals (llmc/fault.h): SIGTERM or SIGINT finishes the step, writes a checkpoint and exits
+# 0; `-y 1` then continues bit for bit: the main.log and the final model and state equal those of
+# an uninterrupted run. A second signal exits at once (128 + signal) and leaves the previous
+# checkpoint as the newest complete one. Without -o the run still stops cleanly. About 5 s.
+cd "$(dirname "$0")/../.."
+source dev/test/fault/common.sh
+fault_setup signals
+steps=30
+RANDOM=60  # seeds the signal timing
+
+# wait_for FILE: polls until FILE exists (at most 20 s).
+wait_for() {
+    for _ in $(seq 2000); do [ -e "$1" ] && return 0; sleep 0.01; done
+    echo "FAIL timed out waiting for $1"; return 1
+}
+
+./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$dir/ref" > "$dir/ref.out"
+
+for sig in TERM INT; do
+    run=$dir/run_$sig
+    # Checkpoints slowed to ~0.1 s each so that the signal lands at a varying point of a step.
+    LLMC_TEST_WRITE_DELAY_MS=3 ./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$run" > "$run.out1" 2> "$run.err1" &
+    pid=$!
+    wait_for "$run/main.log"
+    sleep 0.0$((RANDOM % 5))
+    kill -$sig $pid
+    wait $pid; rc=$?
+    check "SIG$sig: exit 0 (got $rc)" test $rc -eq 0
+    check "SIG$sig: says it stopped" grep -q "stopped by a signal after step" "$run.out1"
+    check "SIG$sig: acknowledges the signal" grep -q "received SIG$sig" "$run.err1"
+    stopped=$(sed -n 's/.*stopped by a signal after step \([0-9]*\).*/\1/p' "$run.out1")
+    check "SIG$sig: stopped early (step $stopped of $steps)" test "${stopped:-$steps}" -lt $steps
+    check "SIG$sig: the stopping checkpoint is complete" test -f "$run/DONE_$(printf %08d "${stopped:-0}")"
+    ./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$run" -y 1 > "$run.out2"
+    check "SIG$sig: resumes from step $stopped" grep -q "resumed from step $stopped of" "$run.out2"
+    check "SIG$sig: main.log equals the uninterrupted run's" cmp "$dir/ref/main.log" "$run/main.log"
+    check "SIG$sig: final model bit-identical" cmp "$dir/ref/model_00000030.bin" "$run/model_00000030.bin"
+    check "SIG$sig: final state bit-identical" cmp "$dir/ref/state_00000030_00000.bin" "$run/state_00000030_00000.bin"
+done
+
+# A second signal during the stopping checkpoint (stretched to ~2 s) exits at once.
+run=$dir/twice
+LLMC_TEST_WRITE_DELAY_MS=50 ./train_gpt "${tiny[@]}" -x $steps -n 2 -o "$run" > "$run.out" 2> "$run.err" &
+pid=$!
+wait_for "$run/DONE_00000002"
+kill -TERM $pid
+sleep 0.3
+start=$(date +%s.%N)
+kill -TERM $pid
+wait $pid; rc=$?
+secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+check "second SIGTERM: exit 143 (got $rc)" test $rc -eq 143
+check "second SIGTERM: exits at once (${secs} s)" awk -v s="$secs" 'BEGIN { exit !(s < 0.5) }'
+check "second SIGTERM: says so" grep -q "second SIGTERM: exiting now" "$run.err"
+newest=$(ls "$run" | grep '^DONE_' | tail -1)
+./train_gpt "${tiny[@]}" -x 4 -o "$run" -y 1 > "$run.out2" 2>&1
+check "second SIGTERM: the newest complete checkpoint ($newest) resumes" grep -q "resumed from step $((10#${newest#DONE_})) of" "$run.out2"
+
+# Without -o: stops after the step, exit 0, says that nothing was saved.
+LLMC_TEST_WRITE_DELAY_MS=0 ./train_gpt "${tiny[@]}" -x 100000 > "$dir/noout.out" 2>&1 &
+pid=$!
+sleep 0.5
+kill -INT $pid
+wait $pid; rc=$?
+check "no -o: exit 0 (got $rc)" test $rc -eq 0
+check "no -o: says no checkpoint was written" grep -q "no checkpoint written (no -o)" "$dir/noout.out"
+finish

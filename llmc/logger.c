@@ -5,12 +5,33 @@
 
 #include "utils.h"
 
-void logger_init(Logger *lg, const char *dir, int append) {
+// Keeps the lines of an earlier run up to the resumed step: training lines of steps <= step and
+// validation lines of steps < step (the resumed loop validates at `step` again).
+static void keep_lines_up_to(const char *path, int step) {
+    FILE *in = fopen(path, "r");
+    if (!in) return;
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *out = fopen(tmp, "w");
+    if (!out) die("cannot rewrite the log '%s': %s", path, strerror(errno));
+    char line[1024];
+    while (fgets(line, sizeof(line), in)) {
+        int s, end = 0;
+        if (sscanf(line, "s:%d %n", &s, &end) != 1) continue;
+        int is_val = strncmp(line + end, "tel:", 4) == 0;
+        if (s < step || (s == step && !is_val)) fputs(line, out);
+    }
+    fclose(in);
+    if (fclose(out) != 0 || rename(tmp, path) != 0) die("cannot rewrite the log '%s': %s", path, strerror(errno));
+}
+
+void logger_init(Logger *lg, const char *dir, int resume_step) {
     lg->f = NULL;
     if (!dir || !dir[0]) return;
     char path[4096];
     snprintf(path, sizeof(path), "%s/main.log", dir);
-    lg->f = fopen(path, append ? "a" : "w");
+    if (resume_step >= 0) keep_lines_up_to(path, resume_step);
+    lg->f = fopen(path, resume_step >= 0 ? "a" : "w");
     if (!lg->f) die("cannot open the log '%s': %s", path, strerror(errno));
 }
 

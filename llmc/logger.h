@@ -16,8 +16,10 @@ typedef struct {
     FILE *f;  // NULL when there is no output directory
 } Logger;
 
-// Opens <dir>/main.log (appending when resuming); dir "" means no log file.
-void logger_init(Logger *lg, const char *dir, int append);
+// Opens <dir>/main.log; dir "" means no log file. resume_step >= 0 keeps the earlier run's
+// lines up to that step (a run killed mid-way may have logged steps past its checkpoint) and
+// appends; -1 starts a new log.
+void logger_init(Logger *lg, const char *dir, int resume_step);
 void logger_train(Logger *lg, int step, float loss, float lr, float norm);
 void logger_val(Logger *lg, int step, float loss);
 void logger_skip(Logger *lg, int step, const char *reason);

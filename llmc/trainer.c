@@ -319,7 +319,7 @@ int trainer_run(Trainer *t) {
     }
 
     Logger logger;
-    logger_init(&logger, writes_files && main_rank ? tc->output_dir : "", start_step > 0);
+    logger_init(&logger, writes_files && main_rank ? tc->output_dir : "", tc->resume ? start_step : -1);
     LRScheduleConfig sched = {tc->schedule, tc->lr, tc->warmup < steps ? tc->warmup : steps, steps, tc->final_frac};
     if (main_rank)
         printf("training: %d steps of %lld tokens (B=%d T=%d, %d micro-step(s), %d rank(s))\n", steps,

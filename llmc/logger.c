@@ -10,7 +10,7 @@
 static void keep_lines_up_to(const char *path, int step) {
     FILE *in = fopen(path, "r");
     if (!in) return;
-    char tmp[4096];
+    char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE *out = fopen(tmp, "w");
     if (!out) die("cannot rewrite the log '%s': %s", path, strerror(errno));

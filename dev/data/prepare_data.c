@@ -1,0 +1,565 @@
+// prepare_data: text -> GPT-2 token shards.
+//
+// Input: plain text files (one document each), directories of them (every file below, sorted by
+// path, hidden names skipped), or JSON lines (one document per record, its text in a field).
+// Output: shards in the common format (256 x int32 header: magic 20240520, version 1, token
+// count; then the tokens as uint16), each document preceded by <|endoftext|>:
+//   PREFIX_val_000000.bin ...   the validation split: the first shard, or the first documents
+//                               making up --val-fraction of the input bytes
+//   PREFIX_train_000000.bin ... the rest
+// Memory is bounded: documents are read in batches of about 16 pieces; a long document is cut
+// into pieces of about --chunk-bytes at line breaks where the cut provably does not change the
+// tokens (see safe_cut); only a stretch of text without such a line break, or one JSON line, is
+// held whole. The pieces of a batch are encoded in parallel (OpenMP) and written in
+// input order, so the shards do not depend on the number of threads. Shards are written under
+// temporary names and renamed only when everything succeeded: a failed run leaves no shard.
+#include "../../llmc/tokenizer.h"
+#include "../../llmc/utils.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <omp.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { SHARD_MAGIC = 20240520, SHARD_VERSION = 1, HEADER_INTS = 256 };
+enum Split { VAL = 0, TRAIN = 1 };
+static const char *SPLIT_NAME[2] = {"val", "train"};
+
+typedef struct {
+    const char **inputs;
+    int n_inputs;
+    const char *prefix;
+    const char *tokenizer_dir;
+    const char *format;  // auto, text or jsonl
+    const char *jsonl_field;
+    size_t shard_tokens;
+    double val_fraction;  // < 0: the first shard is the validation split
+    size_t chunk_bytes;
+} Options;
+
+static void print_usage(void) {
+    printf(
+        "usage: prepare_data -i INPUT [-i INPUT ...] -o PREFIX [options]\n"
+        "Encodes text with the GPT-2 tokenizer into token shards PREFIX_val_%%06d.bin and\n"
+        "PREFIX_train_%%06d.bin; every document is preceded by <|endoftext|>.\n"
+        "  -i, --input PATH        a text file (one document), a directory (all files below it, sorted)\n"
+        "                          or a JSON lines file (one document per record); repeatable\n"
+        "  -o, --output PREFIX     output path prefix, e.g. data/mydata/mydata (its directory must exist)\n"
+        "  -t, --tokenizer DIR     directory with encoder.json and vocab.bpe (default data/gpt2)\n"
+        "  -f, --format FORMAT     auto (default: *.jsonl is JSON lines, anything else text), text, jsonl\n"
+        "      --jsonl-field NAME  the record field holding the text (default text)\n"
+        "  -s, --shard-tokens N    tokens per shard (default 100000000)\n"
+        "  -v, --val-fraction F    validation = the first documents up to fraction F of the input bytes,\n"
+        "                          0 <= F < 1 (default: validation = the first shard)\n"
+        "      --chunk-bytes N     a long document is encoded in pieces of about N bytes, cut at line\n"
+        "                          breaks that cannot change the tokens (default 1048576)\n"
+        "  -h, --help              this help\n"
+        "Threads: OpenMP (OMP_NUM_THREADS); the output does not depend on their number.\n");
+}
+
+static size_t parse_size(const char *flag, const char *text, size_t min, size_t max) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end || text[0] == '-' || v < min || v > max)
+        usage_error("%s must be an integer in [%zu, %zu], got '%s'", flag, min, max, text);
+    return (size_t)v;
+}
+
+static Options parse_options(int argc, char **argv) {
+    Options o = {.prefix = NULL, .tokenizer_dir = "data/gpt2", .format = "auto", .jsonl_field = "text",
+                 .shard_tokens = 100000000, .val_fraction = -1, .chunk_bytes = 1 << 20};
+    o.inputs = malloc_check((size_t)argc * sizeof(char *));
+    enum { OPT_JSONL_FIELD = 1000, OPT_CHUNK_BYTES };
+    static const struct option longopts[] = {
+        {"input", required_argument, 0, 'i'},         {"output", required_argument, 0, 'o'},
+        {"tokenizer", required_argument, 0, 't'},     {"format", required_argument, 0, 'f'},
+        {"jsonl-field", required_argument, 0, OPT_JSONL_FIELD},
+        {"shard-tokens", required_argument, 0, 's'},  {"val-fraction", required_argument, 0, 'v'},
+        {"chunk-bytes", required_argument, 0, OPT_CHUNK_BYTES},
+        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":i:o:t:f:s:v:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'i': o.inputs[o.n_inputs++] = optarg; break;
+        case 'o': o.prefix = optarg; break;
+        case 't': o.tokenizer_dir = optarg; break;
+        case 'f':
+            if (strcmp(optarg, "auto") && strcmp(optarg, "text") && strcmp(optarg, "jsonl"))
+                usage_error("--format must be auto, text or jsonl, got '%s'", optarg);
+            o.format = optarg;
+            break;
+        case OPT_JSONL_FIELD: o.jsonl_field = optarg; break;
+        case 's': o.shard_tokens = parse_size("--shard-tokens", optarg, 1, 0x7FFFFFFF); break;
+        case 'v': {
+            char *end;
+            errno = 0;
+            o.val_fraction = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(o.val_fraction >= 0 && o.val_fraction < 1))
+                usage_error("--val-fraction must be a number in [0, 1), got '%s'", optarg);
+            break;
+        }
+        case OPT_CHUNK_BYTES: o.chunk_bytes = parse_size("--chunk-bytes", optarg, 16, (size_t)1 << 30); break;
+        case 'h': print_usage(); exit(0);
+        case ':': usage_error("option %s needs a value", argv[optind - 1]);
+        default: usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
+    if (o.n_inputs == 0) usage_error("no input: give -i PATH");
+    if (!o.prefix || !*o.prefix) usage_error("no output: give -o PREFIX");
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input files
+
+typedef struct {
+    char *path;
+    size_t size;
+    bool jsonl;
+} InputFile;
+
+typedef struct {
+    InputFile *files;
+    size_t count, cap;
+} FileList;
+
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int compare_paths(const void *a, const void *b) {
+    return strcmp(((const InputFile *)a)->path, ((const InputFile *)b)->path);
+}
+
+static void add_path(FileList *list, const char *path, const char *format) {
+    struct stat st;
+    if (stat(path, &st) != 0) die("cannot read input '%s': %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        DIR *dir = opendir(path);
+        if (!dir) die("cannot list directory '%s': %s", path, strerror(errno));
+        size_t first = list->count;
+        for (struct dirent *entry; (entry = readdir(dir));) {
+            if (entry->d_name[0] == '.') continue;
+            char *child = malloc_check(strlen(path) + strlen(entry->d_name) + 2);
+            sprintf(child, "%s/%s", path, entry->d_name);
+            add_path(list, child, format);
+            free(child);
+        }
+        closedir(dir);
+        // Sorted, so that the output does not depend on the order readdir happens to return.
+        qsort(list->files + first, list->count - first, sizeof(InputFile), compare_paths);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) die("input '%s' is neither a regular file nor a directory", path);
+    if (list->count == list->cap) {
+        list->cap = list->cap ? 2 * list->cap : 16;
+        InputFile *grown = realloc(list->files, list->cap * sizeof(InputFile));
+        if (!grown) die("out of memory listing input files");
+        list->files = grown;
+    }
+    char *copy = malloc_check(strlen(path) + 1);
+    strcpy(copy, path);
+    bool jsonl = strcmp(format, "jsonl") == 0 || (strcmp(format, "auto") == 0 && has_suffix(path, ".jsonl"));
+    list->files[list->count++] = (InputFile){.path = copy, .size = (size_t)st.st_size, .jsonl = jsonl};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output shards
+
+// Paths of shards written under temporary names and not yet renamed; removed if the program
+// exits before the end (die() exits through exit(), which runs atexit handlers).
+static char **g_temp_paths;
+static size_t g_n_temp;
+
+static void remove_temp_shards(void) {
+    for (size_t i = 0; i < g_n_temp; i++) unlink(g_temp_paths[i]);
+}
+
+typedef struct {
+    const char *prefix;
+    size_t shard_tokens;
+    bool first_shard_is_val;
+    enum Split split;
+    int next_index[2];
+    FILE *file;  // the open shard
+    char *path;  // its temporary path
+    size_t count;
+    uint16_t buffer[1 << 15];
+    size_t buffered;
+    char **final_paths;  // final_paths[i] is the final name of g_temp_paths[i]
+    size_t tokens[2];
+} ShardWriter;
+
+static char *shard_path(const char *prefix, enum Split split, int index, bool temp) {
+    size_t n = strlen(prefix) + 32;
+    char *path = malloc_check(n);
+    snprintf(path, n, "%s_%s_%06d.bin%s", prefix, SPLIT_NAME[split], index, temp ? ".tmp" : "");
+    return path;
+}
+
+static void open_shard(ShardWriter *w) {
+    int index = w->next_index[w->split]++;
+    w->path = shard_path(w->prefix, w->split, index, true);
+    w->file = fopen(w->path, "wb");
+    if (!w->file) die("cannot create shard '%s': %s", w->path, strerror(errno));
+    g_temp_paths = realloc(g_temp_paths, (g_n_temp + 1) * sizeof(char *));
+    w->final_paths = realloc(w->final_paths, (g_n_temp + 1) * sizeof(char *));
+    if (!g_temp_paths || !w->final_paths) die("out of memory");
+    g_temp_paths[g_n_temp] = w->path;
+    w->final_paths[g_n_temp] = shard_path(w->prefix, w->split, index, false);
+    g_n_temp++;
+    int32_t header[HEADER_INTS] = {0};  // rewritten with the count when the shard is complete
+    fwrite_check(header, sizeof header, 1, w->file, w->path);
+    w->count = 0;
+}
+
+static void flush_tokens(ShardWriter *w) {
+    fwrite_check(w->buffer, sizeof(uint16_t), w->buffered, w->file, w->path);
+    w->buffered = 0;
+}
+
+// Completes the open shard; an empty one is dropped (its index is given back).
+static void close_shard(ShardWriter *w) {
+    flush_tokens(w);
+    if (w->count == 0) {
+        fclose_check(w->file, w->path);
+        unlink(w->path);
+        free(w->path);
+        g_n_temp--;
+        free(w->final_paths[g_n_temp]);
+        w->next_index[w->split]--;
+    } else {
+        int32_t header[HEADER_INTS] = {SHARD_MAGIC, SHARD_VERSION, (int32_t)w->count};
+        fseek_check(w->file, 0, SEEK_SET, w->path);
+        fwrite_check(header, sizeof header, 1, w->file, w->path);
+        fclose_check(w->file, w->path);
+    }
+    w->file = NULL;
+}
+
+static void writer_switch_split(ShardWriter *w, enum Split split) {
+    if (split == w->split) return;
+    close_shard(w);
+    w->split = split;
+    open_shard(w);
+}
+
+static void writer_put(ShardWriter *w, int token) {
+    if (w->count == w->shard_tokens) {
+        close_shard(w);
+        if (w->first_shard_is_val) w->split = TRAIN;
+        open_shard(w);
+    }
+    w->buffer[w->buffered++] = (uint16_t)token;
+    if (w->buffered == sizeof w->buffer / sizeof w->buffer[0]) flush_tokens(w);
+    w->count++;
+    w->tokens[w->split]++;
+}
+
+// Completes the last shard and gives every shard its final name, the first one (PREFIX_val_000000
+// or PREFIX_train_000000) last: scripts take its presence to mean that all shards are there.
+static void writer_finish(ShardWriter *w) {
+    close_shard(w);
+    size_t n_shards = g_n_temp;
+    for (size_t i = n_shards; i-- > 0;) {
+        if (rename(g_temp_paths[i], w->final_paths[i]) != 0)
+            die("cannot rename '%s' to '%s': %s", g_temp_paths[i], w->final_paths[i], strerror(errno));
+        g_n_temp = i;  // the exit handler removes only the shards still under temporary names
+    }
+    for (size_t i = 0; i < n_shards; i++) {
+        printf("%s\n", w->final_paths[i]);
+        free(w->final_paths[i]);
+        free(g_temp_paths[i]);
+    }
+    free(w->final_paths);
+    free(g_temp_paths);
+    g_temp_paths = NULL;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pieces: documents, or parts of long ones, collected in a batch and encoded in parallel
+
+typedef struct {
+    size_t offset, len;  // in the batch's text
+    bool starts_document;
+    enum Split split;    // with --val-fraction: the split of the piece's document
+    TokenList tokens;
+} Piece;
+
+typedef struct {
+    uint8_t *text;
+    size_t used, cap;
+    Piece *pieces;
+    size_t count, cap_pieces;
+} Batch;
+
+typedef struct {
+    Options opt;
+    const Tokenizer *tokenizer;
+    TokenEncoder **encoders;  // one per thread
+    Batch batch;
+    ShardWriter writer;
+    size_t total_bytes, consumed_bytes, documents, empty_documents;
+    double start_time, last_progress;
+    enum Split document_split;
+} Run;
+
+static void print_progress(Run *r, bool final) {
+    double now = wall_time(), elapsed = now - r->start_time;
+    if (!final && now - r->last_progress < 1.0) return;
+    r->last_progress = now;
+    size_t tokens = r->writer.tokens[VAL] + r->writer.tokens[TRAIN];
+    fprintf(stderr, "%s%.1f of %.1f MB, %zu documents, %zu tokens, %.2f M tokens/s%s",
+            isatty(2) ? "\r" : "", r->consumed_bytes / 1e6, r->total_bytes / 1e6, r->documents, tokens,
+            elapsed > 0 ? tokens / elapsed / 1e6 : 0.0, (final || !isatty(2)) ? "\n" : "");
+}
+
+static void encode_batch(Run *r) {
+    Batch *b = &r->batch;
+#pragma omp parallel
+    {
+        TokenEncoder *e = r->encoders[omp_get_thread_num()];
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < b->count; i++) {
+            Piece *p = &b->pieces[i];
+            p->tokens.len = 0;
+            token_encoder_encode(e, b->text + p->offset, p->len, &p->tokens);
+        }
+    }
+    int eot = tokenizer_eot(r->tokenizer);
+    for (size_t i = 0; i < b->count; i++) {
+        Piece *p = &b->pieces[i];
+        if (p->starts_document) {
+            if (r->opt.val_fraction >= 0) writer_switch_split(&r->writer, p->split);
+            writer_put(&r->writer, eot);
+        }
+        for (size_t k = 0; k < p->tokens.len; k++) writer_put(&r->writer, p->tokens.data[k]);
+        // Bounded memory: a slot that once held a long piece does not keep its buffer.
+        if (p->tokens.cap > (1 << 16)) token_list_free(&p->tokens);
+    }
+    b->count = 0;
+    b->used = 0;
+    print_progress(r, false);
+}
+
+static void add_piece(Run *r, const uint8_t *text, size_t len, bool starts_document) {
+    Batch *b = &r->batch;
+    if (b->count > 0 && (b->used + len > b->cap || b->count == b->cap_pieces)) encode_batch(r);
+    if (len > b->cap) {  // one piece larger than a batch (a long stretch without a safe cut)
+        free(b->text);
+        b->text = malloc_check(len);
+        b->cap = len;
+    }
+    memcpy(b->text + b->used, text, len);
+    b->pieces[b->count].offset = b->used;
+    b->pieces[b->count].len = len;
+    b->pieces[b->count].starts_document = starts_document;
+    b->pieces[b->count].split = r->document_split;
+    b->count++;
+    b->used += len;
+}
+
+static bool is_graphic_ascii(uint8_t c) { return c > 0x20 && c < 0x7F; }
+
+// Cutting text before position p leaves the tokens unchanged when text[p-2] and text[p] are
+// printable ASCII and text[p-1] is '\n': the token holding text[p-2] ends there (a letter,
+// number or symbol run stops at whitespace), "\n" is a token of its own both when a non-space
+// follows and at the end of a text (the pattern's \s+(?!\S) and \s+ give the same one-character
+// match), and matching resumes at p either way; the pattern looks ahead at most one character
+// and never behind. No UTF-8 sequence is split, and the validity of those before p-2 does not
+// depend on what follows an ASCII byte.
+static bool safe_cut(const uint8_t *text, size_t p) {
+    return is_graphic_ascii(text[p - 2]) && text[p - 1] == '\n' && is_graphic_ascii(text[p]);
+}
+
+// Length of the next piece of text[0..len): up to the last safe cut at or before max_len, else
+// up to the first one after it; at the end of the document everything that is left; 0 when more
+// text is needed to find a cut.
+static size_t next_piece_length(const uint8_t *text, size_t len, size_t max_len, bool at_end) {
+    if (at_end && len <= max_len) return len;
+    size_t limit = len - 1 < max_len ? len - 1 : max_len;  // safe_cut(p) reads text[p]
+    for (size_t p = limit; p >= 2; p--) {
+        if (safe_cut(text, p)) return p;
+    }
+    for (size_t p = limit + 1; p < len; p++) {
+        if (safe_cut(text, p)) return p;
+    }
+    return at_end ? len : 0;
+}
+
+// Splits one document held in memory into pieces.
+static void add_document(Run *r, const uint8_t *text, size_t len, size_t document_bytes) {
+    if (len == 0) {
+        r->empty_documents++;
+        r->consumed_bytes += document_bytes;
+        return;
+    }
+    // --val-fraction: a document belongs to validation while the input before it is < F.
+    r->document_split = r->consumed_bytes < r->opt.val_fraction * (double)r->total_bytes ? VAL : TRAIN;
+    bool first = true;
+    while (len > 0) {
+        size_t n = next_piece_length(text, len, r->opt.chunk_bytes, true);
+        add_piece(r, text, n, first);
+        first = false;
+        text += n;
+        len -= n;
+    }
+    r->documents++;
+    r->consumed_bytes += document_bytes;
+}
+
+// A text file is one document, read in blocks so that its size does not matter.
+static void read_text_file(Run *r, const InputFile *in) {
+    FILE *f = fopen_check(in->path, "rb");
+    size_t cap = 2 * r->opt.chunk_bytes, len = 0, total = 0;
+    uint8_t *buf = malloc_check(cap);
+    bool first = true, at_end = false;
+    r->document_split = r->consumed_bytes < r->opt.val_fraction * (double)r->total_bytes ? VAL : TRAIN;
+    while (!at_end) {
+        if (cap - len < r->opt.chunk_bytes) {  // a long stretch without a safe cut: hold more
+            cap *= 2;
+            uint8_t *grown = realloc(buf, cap);
+            if (!grown) die("out of memory reading '%s'", in->path);
+            buf = grown;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        if (got < cap - len) {
+            if (ferror(f)) die("reading '%s' failed: %s", in->path, strerror(errno));
+            at_end = true;
+        }
+        len += got;
+        total += got;
+        size_t n;
+        while (len > 0 && (n = next_piece_length(buf, len, r->opt.chunk_bytes, at_end)) > 0) {
+            add_piece(r, buf, n, first);
+            first = false;
+            memmove(buf, buf + n, len - n);
+            len -= n;
+            if (!at_end && len < r->opt.chunk_bytes) break;  // read more before cutting again
+        }
+    }
+    fclose(f);
+    free(buf);
+    if (first) r->empty_documents++;
+    else r->documents++;
+    r->consumed_bytes += total;
+}
+
+// JSON lines: every non-blank line is an object whose field opt.jsonl_field is a string.
+static void read_jsonl_file(Run *r, const InputFile *in) {
+    FILE *f = fopen_check(in->path, "rb");
+    struct json_tokener *tok = json_tokener_new();
+    if (!tok) die("out of memory creating a JSON parser");
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long number = 0;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        number++;
+        size_t len = (size_t)n;
+        while (len > 0 && memchr(" \t\r\n", line[len - 1], 4)) len--;
+        if (len == 0) {
+            r->consumed_bytes += (size_t)n;
+            continue;
+        }
+        if (len > 0x7FFFFFFF) die("%s:%ld: line too long for the JSON parser", in->path, number);
+        json_tokener_reset(tok);
+        json_object *record = json_tokener_parse_ex(tok, line, (int)len);
+        enum json_tokener_error err = json_tokener_get_error(tok);
+        if (!record || err != json_tokener_success || json_tokener_get_parse_end(tok) != len)
+            die("%s:%ld: malformed JSON: %s", in->path, number,
+                record && err == json_tokener_success ? "trailing characters"
+                : err == json_tokener_continue     ? "unexpected end of line"
+                                                   : json_tokener_error_desc(err));
+        json_object *field;
+        if (!json_object_is_type(record, json_type_object) ||
+            !json_object_object_get_ex(record, r->opt.jsonl_field, &field) ||
+            !json_object_is_type(field, json_type_string))
+            die("%s:%ld: the record has no string field \"%s\" (set it with --jsonl-field)", in->path, number,
+                r->opt.jsonl_field);
+        add_document(r, (const uint8_t *)json_object_get_string(field), (size_t)json_object_get_string_len(field),
+                     (size_t)n);
+        json_object_put(record);
+    }
+    if (ferror(f)) die("reading '%s' failed: %s", in->path, strerror(errno));
+    free(line);
+    json_tokener_free(tok);
+    fclose(f);
+}
+
+static void refuse_existing_output(const char *prefix) {
+    for (int s = VAL; s <= TRAIN; s++) {
+        char *path = shard_path(prefix, s, 0, false);
+        if (access(path, F_OK) == 0)
+            die("'%s' already exists: remove the old shards or choose another -o prefix", path);
+        free(path);
+    }
+}
+
+int main(int argc, char **argv) {
+    set_program_name(argv[0]);
+    Run r = {.opt = parse_options(argc, argv)};
+    refuse_existing_output(r.opt.prefix);
+    FileList files = {0};
+    for (int i = 0; i < r.opt.n_inputs; i++) add_path(&files, r.opt.inputs[i], r.opt.format);
+    for (size_t i = 0; i < files.count; i++) r.total_bytes += files.files[i].size;
+
+    char reason[512];
+    Tokenizer *tokenizer = tokenizer_load(r.opt.tokenizer_dir, reason, sizeof reason);
+    if (!tokenizer) die("cannot load the tokenizer: %s", reason);
+    if (tokenizer_vocab_size(tokenizer) > 65536)
+        die("the vocabulary has %d tokens; shards store uint16 tokens", tokenizer_vocab_size(tokenizer));
+    r.tokenizer = tokenizer;
+    int threads = omp_get_max_threads();
+    r.encoders = malloc_check((size_t)threads * sizeof(TokenEncoder *));
+    for (int i = 0; i < threads; i++) r.encoders[i] = token_encoder_new(tokenizer);
+    r.batch.cap = 16 * r.opt.chunk_bytes;
+    r.batch.text = malloc_check(r.batch.cap);
+    r.batch.cap_pieces = 1 << 16;
+    r.batch.pieces = calloc_check(r.batch.cap_pieces, sizeof(Piece));
+
+    atexit(remove_temp_shards);
+    ShardWriter *w = &r.writer;
+    w->prefix = r.opt.prefix;
+    w->shard_tokens = r.opt.shard_tokens;
+    w->first_shard_is_val = r.opt.val_fraction < 0;
+    w->split = r.opt.val_fraction == 0 ? TRAIN : VAL;
+    open_shard(w);  // before reading: an unwritable output fails at once
+
+    r.start_time = r.last_progress = wall_time();
+    for (size_t i = 0; i < files.count; i++) {
+        if (files.files[i].jsonl) read_jsonl_file(&r, &files.files[i]);
+        else read_text_file(&r, &files.files[i]);
+    }
+    if (r.batch.count) encode_batch(&r);
+    if (r.documents == 0) die("the input holds no text (%zu empty documents)", r.empty_documents);
+    print_progress(&r, true);
+    if (w->tokens[TRAIN] == 0)
+        fprintf(stderr, "%s: warning: all %zu tokens went to the validation split; for training shards use a "
+                "smaller --shard-tokens or --val-fraction\n", program_name(), w->tokens[VAL]);
+    writer_finish(w);
+    fprintf(stderr, "%zu documents (%zu empty ones skipped), %zu validation and %zu training tokens, %d threads\n",
+            r.documents, r.empty_documents, w->tokens[VAL], w->tokens[TRAIN], threads);
+
+    for (int i = 0; i < threads; i++) token_encoder_free(r.encoders[i]);
+    free(r.encoders);
+    for (size_t i = 0; i < r.batch.cap_pieces; i++) token_list_free(&r.batch.pieces[i].tokens);
+    free(r.batch.pieces);
+    free(r.batch.text);
+    for (size_t i = 0; i < files.count; i++) free(files.files[i].path);
+    free(files.files);
+    free(r.opt.inputs);
+    tokenizer_free(tokenizer);
+    return 0;
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The tokenizer's round trip and safe printing, and the data preparation tool: shard format,
+# inputs (text, directories, JSON lines), output independent of threads and chunking, and bad
+# inputs (a clear one-line error, exit 2 for flags and 1 otherwise, no shard left behind under a
+# final or temporary name). Every run of the tool here is the AddressSanitizer/UBSan build.
+# About 15 s on 2 cores.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bash dev/data/nlpcorpus.sh > /dev/null || { echo "FAIL: dev/data/nlpcorpus.sh"; exit 1; }
+make -s prepare_data build/san/prepare_data build/tokenizer_check || exit 1
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=2
+tool=build/san/prepare_data check=build/tokenizer_check vocab=data/gpt2
+dir=build/test/tokenizer_data
+rm -rf "$dir" && mkdir -p "$dir"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+echo "== round trip on random bytes (seeded)"
+$check roundtrip $vocab 30 1000 || fail "round trip, seed 30"
+
+echo "== the safe printer"
+# expect_print HEX_WANTED TEXT_FOR_THE_LOG IDS...
+expect_print() {
+    local want=$1 what=$2; shift 2
+    local got
+    got=$($check print $vocab "$@" | xxd -p | tr -d '\n')
+    if [ "$got" = "$want" ]; then echo "ok   $what"; else fail "printing $what: got $got, want $want"; fi
+}
+emoji=$(printf '\xf0\x9f\x98\x80' | xxd -p | $check encode $vocab)   # one character, several tokens
+byte_ff=$(echo ff | $check encode $vocab)
+escape=$(echo 1b5b33316d | $check encode $vocab)                        # ESC [ 3 1 m
+expect_print "48656c6c6f2c20776f726c64" "plain text" 15496 11 995
+# shellcheck disable=SC2086
+expect_print "f09f9880" "a character split across tokens" $emoji
+expect_print "efbfbd" "an unfinished character at the end" "${emoji%% *}"
+expect_print "efbfbd" "an ill-formed byte" "$byte_ff"
+expect_print "efbfbd41" "an ill-formed subpart of two bytes" "$(echo e2 | $check encode $vocab)" \
+    "$(echo 82 | $check encode $vocab)" 32
+# shellcheck disable=SC2086
+expect_print "efbfbd5b33316d" "a terminal escape (ESC replaced)" $escape
+expect_print "0a093c7c656e646f66746578747c3e" "newline, tab, <|endoftext|>" 198 197 50256
+expect_print "3c7c696e76616c696420746f6b656e2035303235377c3e3c7c696e76616c696420746f6b656e202d317c3e" \
+    "ids outside the vocabulary" 50257 -1
+
+echo "== shards: format and contents"
+head -n 3000 data/nlpcorpus/nlpcorpus.jsonl > "$dir/small.jsonl"
+node -e '
+const fs = require("fs");
+const lines = fs.readFileSync(process.argv[1], "utf8").split("\n").filter(l => l !== "");
+fs.writeFileSync(process.argv[2], lines.map(l => Buffer.from(JSON.parse(l).text).toString("hex")).join("\n") + "\n");
+fs.writeFileSync(process.argv[3], lines.map(l => JSON.parse(l).text).join("\n") + "\n");
+' "$dir/small.jsonl" "$dir/small.hex" "$dir/small.txt"
+$check encode $vocab < "$dir/small.hex" > "$dir/small.ids"
+$tool -i "$dir/small.jsonl" -o "$dir/a" --shard-tokens 20000 > /dev/null 2> "$dir/log" || fail "prepare_data on JSON lines: $(tail -1 "$dir/log")"
+node dev/test/tokenizer/check_shards.js "$dir/small.ids" "$dir/a" || fail "JSON lines shards"
+ls "$dir"/a_val_*.bin | wc -l | grep -qx 1 || fail "the first shard alone should be validation"
+grep -q "documents, .* tokens, .* M tokens/s" "$dir/log" || fail "no progress line"
+
+echo "== the same shards on 1 thread and with 16-byte pieces"
+OMP_NUM_THREADS=1 $tool -i "$dir/small.jsonl" -o "$dir/b" --shard-tokens 20000 > /dev/null 2>&1 || fail "1 thread"
+for f in "$dir"/a_*.bin; do cmp -s "$f" "${f/\/a_/\/b_}" || fail "1 thread differs: $f"; done
+# A text file is one document; pieces of 16 bytes cut only where the tokens cannot change.
+xxd -p "$dir/small.txt" | tr -d '\n' > "$dir/whole.hex" && echo >> "$dir/whole.hex"
+$check encode $vocab < "$dir/whole.hex" > "$dir/whole.ids"
+$tool -i "$dir/small.txt" -o "$dir/c" -v 0 --chunk-bytes 16 > /dev/null 2>&1 || fail "text file in 16-byte pieces"
+node dev/test/tokenizer/check_shards.js "$dir/whole.ids" "$dir/c" || fail "text file in 16-byte pieces"
+
+echo "== a directory of text files: one document each, sorted by path"
+mkdir -p "$dir/docs/sub" && printf 'first doc\n' > "$dir/docs/a.txt" && printf 'third doc' > "$dir/docs/sub/c.txt"
+printf 'second  doc \xff' > "$dir/docs/b.txt" && printf 'hidden' > "$dir/docs/.hidden"
+printf '%s\n' 666972737420646f630a 7365636f6e642020646f6320ff 746869726420646f63 | $check encode $vocab > "$dir/docs.ids"
+$tool -i "$dir/docs" -o "$dir/d" > /dev/null 2>&1 || fail "directory input"
+node dev/test/tokenizer/check_shards.js "$dir/docs.ids" "$dir/d" || fail "directory input"
+
+echo "== bad inputs"
+# expect CODE PATTERN ARGS...: exit status CODE, stderr one line matching PATTERN, no sanitizer
+# report, and no shard of the prefix -o $dir/bad under any name.
+expect() {
+    local code=$1 pattern=$2; shift 2
+    rm -f "$dir"/bad_*
+    $tool "$@" > "$dir/out" 2> "$dir/err"
+    local rc=$? left
+    left=$(ls "$dir"/bad_* 2> /dev/null | wc -l)
+    if [ $rc -ne "$code" ] || ! grep -qE -e "$pattern" "$dir/err" || [ "$(grep -vc '^$' "$dir/err")" -ne 1 ] ||
+        grep -qE "Sanitizer|runtime error" "$dir/err" || [ "$left" -ne 0 ]; then
+        fail "$* -> exit $rc (want $code), $left shard files left, stderr:"; sed 's/^/      /' "$dir/err" | head -5
+    else
+        echo "ok   exit $rc: $(head -1 "$dir/err")"
+    fi
+}
+out=(-o "$dir/bad")
+expect 2 "unknown option '--bogus'" -i "$dir/small.jsonl" "${out[@]}" --bogus
+expect 2 "--shard-tokens must be an integer" -i "$dir/small.jsonl" "${out[@]}" --shard-tokens 0
+expect 2 "--val-fraction must be a number in \[0, 1\)" -i "$dir/small.jsonl" "${out[@]}" --val-fraction 1.5
+expect 2 "--format must be auto, text or jsonl" -i "$dir/small.jsonl" "${out[@]}" -f xml
+expect 2 "option -i needs a value" "${out[@]}" -i
+expect 2 "no output" -i "$dir/small.jsonl"
+expect 1 "cannot read input '.*missing.txt'" -i "$dir/missing.txt" "${out[@]}"
+expect 1 "'.*a_val_000000.bin' already exists" -i "$dir/small.jsonl" -o "$dir/a"
+expect 1 "cannot create shard '/dev/null/x_val_000000.bin.tmp'" -i "$dir/small.jsonl" -o /dev/null/x
+expect 1 "cannot create shard '.*no_such_dir/x_val_000000.bin.tmp'" -i "$dir/small.jsonl" -o "$dir/no_such_dir/x"
+
+: > "$dir/empty.txt"
+expect 1 "the input holds no text" -i "$dir/empty.txt" "${out[@]}"
+printf '{"text": ""}\n\n' > "$dir/empty.jsonl"
+expect 1 "the input holds no text" -i "$dir/empty.jsonl" "${out[@]}"
+# A malformed line after enough text for several shards: nothing may be left behind.
+{ cat "$dir/small.jsonl"; echo '{"text": "unterminated'; } > "$dir/malformed.jsonl"
+expect 1 "malformed.jsonl:3001: malformed JSON" -i "$dir/malformed.jsonl" "${out[@]}" --shard-tokens 1000
+{ head -n 10 "$dir/small.jsonl"; echo '{"body": "x"}'; } > "$dir/nofield.jsonl"
+expect 1 "nofield.jsonl:11: the record has no string field \"text\"" -i "$dir/nofield.jsonl" "${out[@]}"
+expect 1 "nofield.jsonl:1: the record has no string field \"body\"" -i "$dir/nofield.jsonl" "${out[@]}" --jsonl-field body
+{ head -n 2 "$dir/small.jsonl"; echo '{"text": "a"} trailing'; } > "$dir/trailing.jsonl"
+expect 1 "trailing.jsonl:3: malformed JSON" -i "$dir/trailing.jsonl" "${out[@]}"
+
+# Vocabulary files: missing, corrupt, truncated.
+v=$dir/vocab && mkdir -p "$v"
+expect 1 "cannot load the tokenizer: cannot open '.*vocab/encoder.json'" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
+cp $vocab/encoder.json "$v/" 
+expect 1 "cannot load the tokenizer: cannot open '.*vocab/vocab.bpe'" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
+head -c 100000 $vocab/vocab.bpe > "$v/vocab.bpe"
+expect 1 "vocab.bpe has no merge making token .* truncated file" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
+{ head -n 5 $vocab/vocab.bpe; echo 'one two three'; tail -n +6 $vocab/vocab.bpe; } > "$v/vocab.bpe"
+expect 1 "vocab.bpe line 6: expected two symbols, found 3" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
+cp $vocab/vocab.bpe "$v/" && head -c 300000 $vocab/encoder.json > "$v/encoder.json"
+expect 1 "encoder.json is not valid JSON" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
+echo '[1, 2, 3]' > "$v/encoder.json"
+expect 1 "encoder.json is not a JSON object" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
+sed 's/"<|endoftext|>": 50256/"<|endoftext|>": 7/' $vocab/encoder.json > "$v/encoder.json"
+expect 1 "has id 7, already taken|token .* has id 50256" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
+
+[ $fails -eq 0 ] && echo "all data tool checks passed"
+[ $fails -eq 0 ]

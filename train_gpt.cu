@@ -425,24 +425,12 @@ static void gpu_load(void *self, const char *model_path, const char *state_path,
 }
 
 // ----------------------------------------------------------------------------------------------
-// Model FLOPs utilization: model FLOPs per token over the GPU's dense bf16 peak.
+// Model FLOPs utilization: model FLOPs per token (trainer_flops_per_token) over the peak.
 
-// 6 N for the matmuls with the parameters (forward 2, backward 4) plus attention's QK^T and PV,
-// 12 L C T (the PaLM convention: the causal mask's saving is not subtracted).
-static double flops_per_token(const GPT2Config *cfg, size_t num_params, int T) {
-    return 6.0 * (double)num_params + 12.0 * cfg->num_layers * (double)cfg->channels * T;
-}
-
-// Dense bf16 tensor-core peak in FLOP/s from the device name (data sheets), or from the
-// environment variable GPU_PEAK_TFLOPS for any other GPU; 0 when unknown.
-static double gpu_peak_flops(const char *name) {
-    const char *env = getenv("GPU_PEAK_TFLOPS");
-    if (env && env[0]) {
-        char *end;
-        double tf = strtod(env, &end);
-        if (*end != '\0' || !(tf > 0)) die("GPU_PEAK_TFLOPS='%s' is not a positive number", env);
-        return tf * 1e12;
-    }
+// Dense bf16 tensor-core peak in FLOP/s: --peak-tflops, or from the device name (data sheets);
+// 0 when unknown.
+static double gpu_peak_flops(const char *name, float peak_tflops) {
+    if (peak_tflops > 0) return peak_tflops * 1e12;
     if (strstr(name, "H200")) return 989.4e12;
     if (strstr(name, "H100")) return strstr(name, "PCIe") ? 756.5e12 : strstr(name, "NVL") ? 835.5e12 : 989.4e12;
     if (strstr(name, "A100")) return 312e12;
@@ -459,18 +447,7 @@ int main(int argc, char **argv) {
     if (comm.size > 1) die("train_gptcu runs as one process for now: multi-GPU (NCCL, ZeRO) is not built yet");
 
     GPT2Config cfg;
-    int from_checkpoint = gpt2_config_from_string(tc.model, &cfg) != 0;
-    if (from_checkpoint) {
-        if (tc.bench) usage_error("--bench needs a model description for -e (such as d12 or L4C256NH4), not a file");
-        checkpoint_read_config(tc.model, &cfg);
-    } else {
-        cfg.max_seq_len = tc.max_seq_len;
-        cfg.vocab_size = tc.vocab_size;
-        cfg.padded_vocab_size = gpt2_pad_vocab(tc.vocab_size);
-        const char *bad = gpt2_config_error(&cfg);
-        if (bad) usage_error("-e (--model) '%s': %s", tc.model, bad);
-    }
-    if (tc.T > cfg.max_seq_len) usage_error("-t (--seq-len): %d is larger than the model's maxT %d", tc.T, cfg.max_seq_len);
+    const int from_checkpoint = trainer_model_config(&tc, &cfg);
 
     cudaCheck(cudaSetDevice(comm.local_rank));
     cudaDeviceProp prop;
@@ -493,14 +470,17 @@ int main(int argc, char **argv) {
                cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, g.num_params);
         printf("memory: params %.1f MiB (bf16), grads %.1f MiB, master + AdamW state %.1f MiB, activations %.1f MiB\n",
                P * 2 * mib, P * 4 * mib, P * 12 * mib, (double)g.acts_bytes * mib);
-        const double fpt = flops_per_token(&cfg, g.num_params, tc.T), peak = gpu_peak_flops(prop.name);
-        printf("mfu_flops_per_token %.6e\n", fpt);
+    }
+    const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);
+    if (comm.rank == 0) {
+        printf("mfu_flops_per_token %.6e\n", flops_per_token);
         if (peak > 0) printf("mfu_peak_flops %.6e\n", peak);
-        else printf("mfu: unknown GPU '%s': set GPU_PEAK_TFLOPS to report MFU\n", prop.name);
+        else printf("mfu: unknown GPU '%s': pass --peak-tflops to report MFU\n", prop.name);
     }
     TrainerBackend backend = {&g, gpu_zero_grads, gpu_forward_backward, gpu_forward_loss, gpu_next_token_logits,
                               gpu_backend_grad_norm, gpu_backend_update, gpu_save, gpu_load};
-    Trainer trainer = {&tc, &cfg, &backend, &comm, (int64_t)g.num_params, 0, (int64_t)g.num_params};
+    Trainer trainer = {&tc, &cfg, &backend, &comm, (int64_t)g.num_params, 0, (int64_t)g.num_params,
+                       flops_per_token, peak};
     trainer_run(&trainer);
     gpu_model_free(&g);
     comm.finalize(&comm);

@@ -58,6 +58,7 @@ static const Option kOptions[] = {
     {"-n", "ckpt-every", OPT_INT, F(ckpt_every), 0, 1 << 30, "checkpoint every this many steps (0: off)"},
     {"-z", "zero", OPT_INT, F(zero_stage), 0, 3, "ZeRO stage under mpirun: 0 all-reduce, 1 shard optimizer, 2 + gradients, 3 + parameters"},
     {NULL, "tokenizer", OPT_STRING, F(tokenizer_dir), 0, 0, "directory with encoder.json and vocab.bpe"},
+    {NULL, "peak-tflops", OPT_FLOAT, F(peak_tflops), 0, 1e6, "accelerator peak TFLOP/s for MFU (0: from the GPU's name)"},
     {NULL, "bench", OPT_SWITCH, F(bench), 0, 0, "time steps on random tokens (no data files); prints bench_tokens_per_s"},
 };
 #undef F

@@ -53,6 +53,7 @@ typedef struct {
     int zero_stage;             // -z  ZeRO stage 0..3 (sharding across the ranks of mpirun)
     // measurement
     int bench;                  // --bench  random tokens, no files; prints bench_tokens_per_s
+    float peak_tflops;          // --peak-tflops  for MFU; 0 = known GPUs by name
 } TrainConfig;
 
 // Fills cfg from argv (defaults first). Prints help and exits 0 on -h; exits 2 on a bad flag.

@@ -67,10 +67,11 @@ static void format_duration(double s, char *buf, size_t n) {
 }
 
 void print_progress(int step, int total_steps, float loss, float norm, float lr, double step_ms, double tokens_per_s,
-                    double eta_s) {
-    char eta[32];
+                    double eta_s, double mfu) {
+    char eta[32], mfu_field[32] = "";
     format_duration(eta_s, eta, sizeof(eta));
-    printf("step %5d/%d | loss %.6f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s | ETA %s\n", step, total_steps, loss,
-           norm, lr, step_ms, tokens_per_s, eta);
+    if (mfu >= 0) snprintf(mfu_field, sizeof(mfu_field), " | MFU %.1f%%", 100.0 * mfu);
+    printf("step %5d/%d | loss %.6f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s%s | ETA %s\n", step, total_steps,
+           loss, norm, lr, step_ms, tokens_per_s, mfu_field, eta);
     fflush(stdout);
 }

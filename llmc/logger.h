@@ -25,9 +25,10 @@ void logger_val(Logger *lg, int step, float loss);
 void logger_skip(Logger *lg, int step, const char *reason);
 void logger_close(Logger *lg);
 
-// "step   12/100 | loss 5.123456 | norm 1.2345 | lr 6.00e-04 | 123.4 ms | 4567 tok/s | ETA 1m23s"
+// "step   12/100 | loss 5.123456 | norm 1.2345 | lr 6.00e-04 | 123.4 ms | 4567 tok/s | MFU 41.2% | ETA 1m23s"
+// (the MFU field only when mfu >= 0, as a fraction).
 void print_progress(int step, int total_steps, float loss, float norm, float lr, double step_ms, double tokens_per_s,
-                    double eta_s);
+                    double eta_s, double mfu);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "dataloader.h"
 #include "fault.h"
 #include "fileio.h"
@@ -242,6 +243,26 @@ static void sample(Trainer *t, Rng *rng, const Tokenizer *tok, float *logits) {
     free(tokens);
 }
 
+double trainer_flops_per_token(const GPT2Config *cfg, int T) {
+    return 6.0 * (double)gpt2_num_params(cfg) + 12.0 * cfg->num_layers * (double)cfg->channels * T;
+}
+
+int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg) {
+    int from_checkpoint = gpt2_config_from_string(tc->model, cfg) != 0;
+    if (from_checkpoint) {
+        if (tc->bench) usage_error("--bench needs a model description for -e (such as d12 or L4C256NH4), not a file");
+        checkpoint_read_config(tc->model, cfg);
+    } else {
+        cfg->max_seq_len = tc->max_seq_len;
+        cfg->vocab_size = tc->vocab_size;
+        cfg->padded_vocab_size = gpt2_pad_vocab(tc->vocab_size);
+        const char *bad = gpt2_config_error(cfg);
+        if (bad) usage_error("-e (--model) '%s': %s", tc->model, bad);
+    }
+    if (tc->T > cfg->max_seq_len) usage_error("-t (--seq-len): %d is larger than the model's maxT %d", tc->T, cfg->max_seq_len);
+    return from_checkpoint;
+}
+
 static int compare_floats(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
@@ -394,7 +415,8 @@ int trainer_run(Trainer *t) {
         int done = step + 1 - start_step;
         if (main_rank)
             print_progress(step + 1, steps, loss, (float)norm, lr, dt * 1e3, (double)total_batch / dt,
-                           elapsed / done * (steps - step - 1));
+                           elapsed / done * (steps - step - 1),
+                           t->peak_flops > 0 ? t->flops_per_token * total_batch / dt / t->peak_flops : -1.0);
         logger_train(&logger, step + 1, loss, lr, (float)norm);
 
         int saved = 0;  // a complete checkpoint of this step exists

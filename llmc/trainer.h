@@ -61,7 +61,19 @@ typedef struct {
     Comm *comm;
     int64_t num_params;
     int64_t shard_begin, shard_end;  // this rank's slice of the optimizer state (whole model without ZeRO)
+    double flops_per_token;          // model FLOPs per token (trainer_flops_per_token), for MFU
+    double peak_flops;               // the device's peak FLOP/s; 0 shows no MFU
 } Trainer;
+
+// Model FLOPs per token of a training step: 6 N for the matmuls with the N parameters (forward 2,
+// backward 4) plus attention's QK^T and PV, 12 L C T (the PaLM convention: the causal mask's
+// saving is not subtracted).
+double trainer_flops_per_token(const GPT2Config *cfg, int T);
+
+// The model the flags describe: -e as a description (d12, L4C256NH4; random initialization with
+// --max-seq-len and --vocab-size) or a checkpoint file. Checks -t against maxT (exit 2). Returns 1
+// when -e is a checkpoint to load, 0 for a random initialization.
+int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg);
 
 // Validates the batch flags against the model (exit 2 with a message), then trains. Returns 0,
 // also when a stop signal ended the run early (the message says so).

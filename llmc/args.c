@@ -10,12 +10,15 @@
 #include "schedule.h"
 #include "utils.h"
 
-typedef enum { OPT_INT, OPT_INT64, OPT_U64, OPT_FLOAT, OPT_STRING, OPT_SCHEDULE, OPT_SWITCH } OptType;
+typedef enum { OPT_INT, OPT_INT64, OPT_U64, OPT_FLOAT, OPT_STRING, OPT_ENUM, OPT_SWITCH } OptType;
+
+const char *const matmul_mode_names[NUM_MATMUL_MODES] = {"auto", "fp32", "bf16", "fp8", "int8"};
 
 typedef struct {
     const char *flag;   // short form, e.g. "-b"
     const char *name;   // long form without dashes, e.g. "batch"
     OptType type;
+    const char *const *names;  // OPT_ENUM: the accepted values, stored as their index
     size_t offset;      // field in TrainConfig
     double min, max;    // valid range for numbers
     const char *help;
@@ -23,43 +26,49 @@ typedef struct {
 
 #define F(field) offsetof(TrainConfig, field)
 static const Option kOptions[] = {
-    {"-i", "train", OPT_STRING, F(train_pattern), 0, 0, "glob of training token shards"},
-    {"-j", "val", OPT_STRING, F(val_pattern), 0, 0, "glob of validation token shards"},
-    {"-o", "out", OPT_STRING, F(output_dir), 0, 0, "output directory for checkpoints and main.log (\"\" for none)"},
-    {"-e", "model", OPT_STRING, F(model), 0, 0, "d<depth> or L<l>C<c>NH<h> for a random GPT-2, or a checkpoint .bin"},
-    {"-y", "resume", OPT_INT, F(resume), 0, 1, "1: resume from the newest complete checkpoint in -o"},
-    {"-b", "batch", OPT_INT, F(B), 1, 1 << 20, "micro-batch size in sequences"},
-    {"-t", "seq-len", OPT_INT, F(T), 1, 1 << 20, "sequence length (at most the model's maxT)"},
-    {"-d", "total-batch", OPT_INT64, F(total_batch), 0, 1e12, "tokens per optimizer step (0: B*T*ranks); a multiple of B*T*ranks"},
-    {"-x", "steps", OPT_INT, F(max_steps), -1, 1 << 30, "optimizer steps (-1: one pass over the training data)"},
-    {"-l", "lr", OPT_FLOAT, F(lr), 0, 10, "peak learning rate"},
-    {"-u", "warmup", OPT_INT, F(warmup), 0, 1 << 30, "learning-rate warmup steps"},
-    {"-q", "final-lr-frac", OPT_FLOAT, F(final_frac), 0, 1, "final learning rate as a fraction of -l"},
-    {"-k", "schedule", OPT_SCHEDULE, F(schedule), 0, 0, "learning-rate schedule: cosine, linear, constant or wsd"},
-    {"-c", "weight-decay", OPT_FLOAT, F(weight_decay), 0, 10, "AdamW weight decay (2-D weights only)"},
-    {NULL, "beta1", OPT_FLOAT, F(beta1), 0, 0.999999, "AdamW beta1"},
-    {NULL, "beta2", OPT_FLOAT, F(beta2), 0, 0.999999, "AdamW beta2"},
-    {NULL, "eps", OPT_FLOAT, F(eps), 1e-30, 1, "AdamW epsilon"},
-    {NULL, "grad-clip", OPT_FLOAT, F(grad_clip), 0, 1e9, "global gradient-norm clipping threshold (0: off)"},
-    {NULL, "update-clip", OPT_FLOAT, F(update_clip), 0, 1e9, "StableAdamW update-clipping threshold (0: off)"},
-    {"-sl", "skip-loss-z", OPT_FLOAT, F(skip_loss_z), 0, 1e9, "skip the update when the loss z-score exceeds this (0: off)"},
-    {"-sg", "skip-norm-z", OPT_FLOAT, F(skip_norm_z), 0, 1e9, "skip the update when the grad-norm z-score exceeds this (0: off)"},
-    {"-sm", "max-skips", OPT_INT, F(max_skips), 0, 1 << 30, "stop with an error after this many skipped updates in a row (0: never)"},
-    {"-nk", "keep-ckpts", OPT_INT, F(keep_ckpts), 0, 1 << 30, "keep only the newest this many complete checkpoints (0: all)"},
-    {"-nf", "stop-on-save-error", OPT_INT, F(stop_on_save_error), 0, 1, "1: a checkpoint that cannot be written stops the run (exit 1); 0: warn, go on"},
-    {"-w", "watchdog", OPT_INT, F(watchdog_s), 0, 1 << 30, "exit 124 naming the phase when a step takes longer than this many seconds (0: off)"},
-    {NULL, "seed", OPT_U64, F(seed), 0, 0, "seed of the initialization and of sampling"},
-    {NULL, "max-seq-len", OPT_INT, F(max_seq_len), 1, 1 << 20, "maxT of a randomly initialized model"},
-    {NULL, "vocab-size", OPT_INT, F(vocab_size), 1, 1 << 24, "V of a randomly initialized model"},
-    {"-v", "val-every", OPT_INT, F(val_every), 0, 1 << 30, "validation loss every this many steps (0: off)"},
-    {"-m", "val-batches", OPT_INT, F(val_batches), 0, 1 << 30, "micro-batches per validation"},
-    {"-s", "sample-every", OPT_INT, F(sample_every), 0, 1 << 30, "print a sample every this many steps (0: off)"},
-    {"-g", "gen-tokens", OPT_INT, F(gen_tokens), 0, 1 << 20, "tokens per sample"},
-    {"-n", "ckpt-every", OPT_INT, F(ckpt_every), 0, 1 << 30, "checkpoint every this many steps (0: off)"},
-    {"-z", "zero", OPT_INT, F(zero_stage), 0, 3, "ZeRO stage under mpirun: 0 all-reduce, 1 shard optimizer, 2 + gradients, 3 + parameters"},
-    {NULL, "tokenizer", OPT_STRING, F(tokenizer_dir), 0, 0, "directory with encoder.json and vocab.bpe"},
-    {NULL, "peak-tflops", OPT_FLOAT, F(peak_tflops), 0, 1e6, "accelerator peak TFLOP/s for MFU (0: from the GPU's name)"},
-    {NULL, "bench", OPT_SWITCH, F(bench), 0, 0, "time steps on random tokens (no data files); prints bench_tokens_per_s"},
+    {"-i", "train", OPT_STRING, NULL, F(train_pattern), 0, 0, "glob of training token shards"},
+    {"-j", "val", OPT_STRING, NULL, F(val_pattern), 0, 0, "glob of validation token shards"},
+    {"-o", "out", OPT_STRING, NULL, F(output_dir), 0, 0, "output directory for checkpoints and main.log (\"\" for none)"},
+    {"-e", "model", OPT_STRING, NULL, F(model), 0, 0, "d<depth> or L<l>C<c>NH<h> for a random GPT-2, or a checkpoint .bin"},
+    {"-y", "resume", OPT_INT, NULL, F(resume), 0, 1, "1: resume from the newest complete checkpoint in -o"},
+    {"-b", "batch", OPT_INT, NULL, F(B), 1, 1 << 20, "micro-batch size in sequences"},
+    {"-t", "seq-len", OPT_INT, NULL, F(T), 1, 1 << 20, "sequence length (at most the model's maxT)"},
+    {"-d", "total-batch", OPT_INT64, NULL, F(total_batch), 0, 1e12, "tokens per optimizer step (0: B*T*ranks); a multiple of B*T*ranks"},
+    {"-x", "steps", OPT_INT, NULL, F(max_steps), -1, 1 << 30, "optimizer steps (-1: one pass over the training data)"},
+    {"-l", "lr", OPT_FLOAT, NULL, F(lr), 0, 10, "peak learning rate"},
+    {"-u", "warmup", OPT_INT, NULL, F(warmup), 0, 1 << 30, "learning-rate warmup steps"},
+    {"-q", "final-lr-frac", OPT_FLOAT, NULL, F(final_frac), 0, 1, "final learning rate as a fraction of -l"},
+    {"-k", "schedule", OPT_ENUM, lr_schedule_names, F(schedule), 0, NUM_LR_SCHEDULES - 1, "learning-rate schedule: cosine, linear, constant or wsd"},
+    {"-c", "weight-decay", OPT_FLOAT, NULL, F(weight_decay), 0, 10, "AdamW weight decay (2-D weights only)"},
+    {NULL, "beta1", OPT_FLOAT, NULL, F(beta1), 0, 0.999999, "AdamW beta1"},
+    {NULL, "beta2", OPT_FLOAT, NULL, F(beta2), 0, 0.999999, "AdamW beta2"},
+    {NULL, "eps", OPT_FLOAT, NULL, F(eps), 1e-30, 1, "AdamW epsilon"},
+    {NULL, "grad-clip", OPT_FLOAT, NULL, F(grad_clip), 0, 1e9, "global gradient-norm clipping threshold (0: off)"},
+    {NULL, "update-clip", OPT_FLOAT, NULL, F(update_clip), 0, 1e9, "StableAdamW update-clipping threshold (0: off)"},
+    {"-sl", "skip-loss-z", OPT_FLOAT, NULL, F(skip_loss_z), 0, 1e9, "skip the update when the loss z-score exceeds this (0: off)"},
+    {"-sg", "skip-norm-z", OPT_FLOAT, NULL, F(skip_norm_z), 0, 1e9, "skip the update when the grad-norm z-score exceeds this (0: off)"},
+    {"-sm", "max-skips", OPT_INT, NULL, F(max_skips), 0, 1 << 30, "stop with an error after this many skipped updates in a row (0: never)"},
+    {"-nk", "keep-ckpts", OPT_INT, NULL, F(keep_ckpts), 0, 1 << 30, "keep only the newest this many complete checkpoints (0: all)"},
+    {"-nf", "stop-on-save-error", OPT_INT, NULL, F(stop_on_save_error), 0, 1, "1: a checkpoint that cannot be written stops the run (exit 1); 0: warn, go on"},
+    {"-w", "watchdog", OPT_INT, NULL, F(watchdog_s), 0, 1 << 30, "exit 124 naming the phase when a step takes longer than this many seconds (0: off)"},
+    {NULL, "seed", OPT_U64, NULL, F(seed), 0, 0, "seed of the initialization and of sampling"},
+    {NULL, "max-seq-len", OPT_INT, NULL, F(max_seq_len), 1, 1 << 20, "maxT of a randomly initialized model"},
+    {NULL, "vocab-size", OPT_INT, NULL, F(vocab_size), 1, 1 << 24, "V of a randomly initialized model"},
+    {"-v", "val-every", OPT_INT, NULL, F(val_every), 0, 1 << 30, "validation loss every this many steps (0: off)"},
+    {"-m", "val-batches", OPT_INT, NULL, F(val_batches), 0, 1 << 30, "micro-batches per validation"},
+    {"-s", "sample-every", OPT_INT, NULL, F(sample_every), 0, 1 << 30, "print a sample every this many steps (0: off)"},
+    {"-g", "gen-tokens", OPT_INT, NULL, F(gen_tokens), 0, 1 << 20, "tokens per sample"},
+    {"-n", "ckpt-every", OPT_INT, NULL, F(ckpt_every), 0, 1 << 30, "checkpoint every this many steps (0: off)"},
+    {"-z", "zero", OPT_INT, NULL, F(zero_stage), 0, 3, "ZeRO stage under mpirun: 0 all-reduce, 1 shard optimizer, 2 + gradients, 3 + parameters"},
+    {NULL, "tokenizer", OPT_STRING, NULL, F(tokenizer_dir), 0, 0, "directory with encoder.json and vocab.bpe"},
+    {NULL, "matmul", OPT_ENUM, matmul_mode_names, F(matmul), 0, NUM_MATMUL_MODES - 1, "precision of the block matmuls: auto (fp32 on the CPU, bf16 on a GPU), fp32, bf16, fp8, int8"},
+    {NULL, "fp8-wgrad", OPT_INT, NULL, F(fp8_wgrad), 0, 1, "1: the weight-gradient matmul in FP8 too (E5M2 x E4M3)"},
+    {NULL, "amax-history", OPT_INT, NULL, F(amax_history), 0, 1024, "FP8 delayed scaling from the max amax of this many steps (0: current scaling)"},
+    {"-r", "recompute-level", OPT_STRING, NULL, F(recompute_level), 0, 0, "recompute policy of every layer: none, gelu, norm, attn, mlp, block, or a+b"},
+    {NULL, "recompute", OPT_STRING, NULL, F(recompute_list), 0, 0, "recompute policies by layer range, e.g. 0-5:block,6-11:gelu"},
+    {NULL, "mem-budget", OPT_FLOAT, NULL, F(mem_budget_gib), 0, 1e6, "activation memory budget in GiB: choose the cheapest recompute plan that fits (0: off)"},
+    {NULL, "peak-tflops", OPT_FLOAT, NULL, F(peak_tflops), 0, 1e6, "accelerator peak TFLOP/s for MFU (0: from the GPU's name)"},
+    {NULL, "bench", OPT_SWITCH, NULL, F(bench), 0, 0, "time steps on random tokens (no data files); prints bench_tokens_per_s"},
 };
 #undef F
 #define NUM_OPTIONS (sizeof(kOptions) / sizeof(kOptions[0]))
@@ -71,6 +80,8 @@ static void set_defaults(TrainConfig *c) {
     c->output_dir = "";
     c->model = "d12";
     c->tokenizer_dir = "data/gpt2";
+    c->recompute_level = "none";
+    c->recompute_list = "";
     c->B = 4;
     c->T = 1024;
     c->max_steps = -1;
@@ -111,7 +122,7 @@ static void print_help(FILE *out) {
         case OPT_U64: snprintf(def, sizeof(def), "%" PRIu64, *(const uint64_t *)field); break;
         case OPT_FLOAT: snprintf(def, sizeof(def), "%g", *(const float *)field); break;
         case OPT_STRING: snprintf(def, sizeof(def), "\"%s\"", *(const char *const *)field); break;
-        case OPT_SCHEDULE: snprintf(def, sizeof(def), "%s", lr_schedule_names[*(const int *)field]); break;
+        case OPT_ENUM: snprintf(def, sizeof(def), "%s", o->names[*(const int *)field]); break;
         case OPT_SWITCH: snprintf(def, sizeof(def), "off"); break;
         }
         fprintf(out, "  %-22s %s [%s]\n", forms, o->help, def);
@@ -156,10 +167,14 @@ static void set_value(TrainConfig *cfg, const Option *o, const char *value) {
         break;
     }
     case OPT_STRING: *(const char **)field = value; break;
-    case OPT_SCHEDULE: {
-        for (int k = 0; k < NUM_LR_SCHEDULES; k++)
-            if (strcmp(value, lr_schedule_names[k]) == 0) { *(int *)field = k; return; }
-        usage_error("%s: '%s' is not one of cosine, linear, constant, wsd", label, value);
+    case OPT_ENUM: {
+        char list[256] = "";
+        for (int k = 0; k <= (int)o->max; k++) {
+            if (strcmp(value, o->names[k]) == 0) { *(int *)field = k; return; }
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof(list) - used, "%s%s", k ? ", " : "", o->names[k]);
+        }
+        usage_error("%s: '%s' is not one of %s", label, value, list);
     }
     case OPT_SWITCH: break;
     }
@@ -212,7 +227,7 @@ void print_train_config(const TrainConfig *cfg, FILE *out) {
         case OPT_U64: fprintf(out, "%" PRIu64 "\n", *(const uint64_t *)field); break;
         case OPT_FLOAT: fprintf(out, "%g\n", *(const float *)field); break;
         case OPT_STRING: fprintf(out, "%s\n", *(const char *const *)field); break;
-        case OPT_SCHEDULE: fprintf(out, "%s\n", lr_schedule_names[*(const int *)field]); break;
+        case OPT_ENUM: fprintf(out, "%s\n", o->names[*(const int *)field]); break;
         }
     }
 }

@@ -11,6 +11,10 @@
 extern "C" {
 #endif
 
+// --matmul: AUTO is fp32 on the CPU and bf16 on a GPU.
+enum MatmulMode { MATMUL_MODE_AUTO, MATMUL_MODE_FP32, MATMUL_MODE_BF16, MATMUL_MODE_FP8, MATMUL_MODE_INT8, NUM_MATMUL_MODES };
+extern const char *const matmul_mode_names[NUM_MATMUL_MODES];
+
 typedef struct {
     // data and files
     const char *train_pattern;  // -i  glob of training shards
@@ -54,6 +58,14 @@ typedef struct {
     // measurement
     int bench;                  // --bench  random tokens, no files; prints bench_tokens_per_s
     float peak_tflops;          // --peak-tflops  for MFU; 0 = known GPUs by name
+    // low-precision matmuls (llmc/quant.h)
+    int matmul;                 // --matmul  enum MatmulMode
+    int fp8_wgrad;              // --fp8-wgrad  1: the weight-gradient matmul in FP8 too
+    int amax_history;           // --amax-history  FP8 delayed scaling window, 0 = current scaling
+    // selective recomputation (llmc/recompute.h); at most one of these is not the default
+    const char *recompute_level;  // -r  one policy for every layer
+    const char *recompute_list;   // --recompute  policies by layer range
+    float mem_budget_gib;         // --mem-budget  choose the plan from an activation budget
 } TrainConfig;
 
 // Fills cfg from argv (defaults first). Prints help and exits 0 on -h; exits 2 on a bad flag.

@@ -2,6 +2,8 @@
 // matmuls through OpenBLAS. It is the correctness oracle for the GPU trainer and the default job
 // on a machine without a GPU. The shared, non-arithmetic parts (flags, model description, files,
 // data, schedule, optimizer, logging) live in llmc/.
+// Under mpirun it trains data-parallel with ZeRO stage 0..3 (-z; llmc/zero.h, llmc/comm.h):
+//     mpirun -np 4 ./train_gpt -z 3 ...
 //
 // Shapes: B sequences of T tokens, C channels, NH heads of HS = C / NH, vocabulary V padded to Vp.
 // Activations are row-major (B, T, channels); linear weights are (out, in) as torch.nn.Linear.
@@ -21,6 +23,7 @@
 #include "llmc/state.h"
 #include "llmc/trainer.h"
 #include "llmc/utils.h"
+#include "llmc/zero.h"
 
 // ----------------------------------------------------------------------------------------------
 // Layers. Each *_backward accumulates (+=) into parameter gradients; into activation gradients it
@@ -123,10 +126,14 @@ static void matmul_forward(float *out, const float *inp, const float *weight, co
         for (int o = 0; o < OC; o++) out[(size_t)i * OC + o] += bias[o];
 }
 
-// dinp (N, IC) = dout @ weight (overwritten); dweight += dout^T @ inp; dbias += column sums of dout.
-static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, int N, int IC, int OC) {
+// dinp (N, IC) = dout @ weight (overwritten).
+static void matmul_backward_input(float *dinp, const float *dout, const float *weight, int N, int IC, int OC) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC, 0.0f, dinp, IC);
+}
+
+// dweight += dout^T @ inp; dbias += column sums of dout (when dbias).
+static void matmul_backward_weight(float *dweight, float *dbias, const float *dout, const float *inp, int N, int IC,
+                                   int OC) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
     if (!dbias) return;
     #pragma omp parallel
@@ -136,6 +143,12 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
         for (int i = 0; i < N; i++)
             for (int o = o0; o < o1; o++) dbias[o] += dout[(size_t)i * OC + o];
     }
+}
+
+static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                            const float *weight, int N, int IC, int OC) {
+    matmul_backward_input(dinp, dout, weight, N, IC, OC);
+    matmul_backward_weight(dweight, dbias, dout, inp, N, IC, OC);
 }
 
 // Causal self-attention. qkv (B, T, 3C) holds [q | k | v] per token, each split into NH heads of
@@ -283,6 +296,76 @@ static void crossentropy_softmax_backward_inplace(float *logits, const int *targ
 }
 
 // ----------------------------------------------------------------------------------------------
+// ZeRO on the CPU: the buffers a rank keeps at each stage and the two per-segment steps the
+// model's passes call (llmc/zero.h has the plan, the segments and the memory formula):
+//   stage 3 gathers a segment's weights from the ranks' slices into scratch before each use;
+//   stages 2 and 3 reduce-scatter a segment's gradient as soon as the backward pass finished it
+//   and add this rank's part into its gradient slice (the step's sum over micro-steps).
+// The tied embedding is the largest segment; the final LayerNorm, used beside it by the output
+// head, has a small scratch of its own, so at most one large segment is ever gathered.
+
+typedef struct {
+    ZeroPlan plan;
+    GPT2Config cfg;
+    Comm *comm;
+    size_t *counts;         // W counts for zero_split
+    float *gathered;        // stage 3: M floats for one segment, then 2C for the final LayerNorm
+    float *grad_scratch;    // stage 2, 3: M floats, the gradient of one segment in one micro-step
+    int gathered_segment;   // the segment in gathered's first M floats, -1 for none
+    int scratch_segment;    // the segment in grad_scratch, -1 for none
+} Zero;
+
+static int zero_shards_weights(const Zero *z) { return z && z->plan.stage >= 3; }
+static int zero_shards_grads(const Zero *z) { return z && z->plan.stage >= 2; }
+
+// Gathers segment seg's weights from every rank's slice (this rank's: `slice`, S floats from
+// the slice's first element); returns the scratch that holds them, valid until the release.
+static float *zero_gather(Zero *z, const float *slice, int seg) {
+    int final = seg == zero_final_segment(&z->cfg);
+    if (!final) {
+        if (z->gathered_segment >= 0)
+            die("internal error: ZeRO-3 gathers segment %d while segment %d is held", seg, z->gathered_segment);
+        z->gathered_segment = seg;
+    }
+    float *dst = final ? z->gathered + z->plan.max_segment : z->gathered;
+    ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
+    size_t slice_begin = zero_slice(&z->plan, z->plan.rank).begin;
+    if (own.end > own.begin)
+        memcpy(dst + (own.begin - r.begin), slice + (own.begin - slice_begin), (own.end - own.begin) * sizeof(float));
+    zero_split(&z->plan, r, z->counts);
+    z->comm->allgather_f32(z->comm, dst, z->counts);
+    return dst;
+}
+
+static void zero_release(Zero *z, int seg) {
+    if (seg != zero_final_segment(&z->cfg)) z->gathered_segment = -1;
+}
+
+// The zeroed scratch where segment seg's gradient of this micro-step accumulates.
+static float *zero_grad_scratch(Zero *z, int seg) {
+    if (z->scratch_segment >= 0)
+        die("internal error: ZeRO gradient scratch asked for segment %d while it holds %d", seg, z->scratch_segment);
+    z->scratch_segment = seg;
+    ZeroRange r = zero_segment(&z->cfg, seg);
+    memset(z->grad_scratch, 0, (r.end - r.begin) * sizeof(float));
+    return z->grad_scratch;
+}
+
+// Sums segment seg's gradient over the ranks into each owner's part and adds this rank's part to
+// its gradient slice (`grad_slice`, S floats from the slice's first element).
+static void zero_reduce_segment(Zero *z, float *grad_slice, int seg) {
+    ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
+    zero_split(&z->plan, r, z->counts);
+    z->comm->reduce_scatter_sum_f32(z->comm, z->grad_scratch, z->counts);
+    const float *sum = z->grad_scratch + (own.begin - r.begin);
+    float *dst = grad_slice + (own.begin - zero_slice(&z->plan, z->plan.rank).begin);
+    size_t n = own.end - own.begin;
+    #pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) dst[i] += sum[i];
+    z->scratch_segment = -1;
+}
+
+// ----------------------------------------------------------------------------------------------
 // The model
 
 typedef struct {  // what one block keeps for its backward pass
@@ -299,7 +382,12 @@ typedef struct {  // what one block keeps for its backward pass
 typedef struct {
     GPT2Config cfg;
     size_t num_params;
+    // The weights, gradients and AdamW moments this process keeps: the whole flat buffers
+    // (gpt2_alloc), or under ZeRO (zero != NULL) the stage's part of each, slices starting at
+    // this rank's first element. The passes reach weights and gradients only a segment at a
+    // time, through weights_acquire and grads_acquire.
     float *params, *grads, *m, *v;
+    Zero *zero;
     int B, T;                         // capacity of the activation buffers
     float *acts_memory;
     size_t acts_floats;
@@ -314,16 +402,45 @@ typedef struct {
     float mean_loss;
 } GPT2;
 
-static float *param(GPT2 *m, float *base, int kind, int layer) { return base + gpt2_param_offset(&m->cfg, kind, layer); }
+// One segment's weights or gradients (llmc/zero.h): `data` holds its elements from flat index
+// `first` on, so tensor (kind, layer) of the segment starts at data + offset - first.
+typedef struct {
+    float *data;
+    size_t first;
+} Segment;
 
-static void gpt2_alloc(GPT2 *m, const GPT2Config *cfg, int B, int T) {
+static float *at(const GPT2 *m, Segment s, int kind, int layer) {
+    return s.data + (gpt2_param_offset(&m->cfg, kind, layer) - s.first);
+}
+
+// The weights of segment seg until weights_release: a range of params, or gathered (ZeRO-3).
+static Segment weights_acquire(GPT2 *m, int seg) {
+    size_t first = zero_segment(&m->cfg, seg).begin;
+    if (zero_shards_weights(m->zero)) return (Segment){zero_gather(m->zero, m->params, seg), first};
+    return (Segment){m->params + first, first};
+}
+
+static void weights_release(GPT2 *m, int seg) {
+    if (zero_shards_weights(m->zero)) zero_release(m->zero, seg);
+}
+
+// Where segment seg's gradient accumulates (+=) until grads_release: a range of grads, or a
+// zeroed scratch (ZeRO-2, 3) that the release reduces into this rank's slice.
+static Segment grads_acquire(GPT2 *m, int seg) {
+    size_t first = zero_segment(&m->cfg, seg).begin;
+    if (zero_shards_grads(m->zero)) return (Segment){zero_grad_scratch(m->zero, seg), first};
+    return (Segment){m->grads + first, first};
+}
+
+static void grads_release(GPT2 *m, int seg) {
+    if (zero_shards_grads(m->zero)) zero_reduce_segment(m->zero, m->grads, seg);
+}
+
+// The activations and backward scratch for B x T tokens; the parameter buffers are the caller's.
+static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T) {
     memset(m, 0, sizeof(*m));
     m->cfg = *cfg;
     m->num_params = gpt2_num_params(cfg);
-    m->params = (float *)malloc_check(m->num_params * sizeof(float));
-    m->grads = (float *)calloc_check(m->num_params, sizeof(float));
-    m->m = (float *)calloc_check(m->num_params, sizeof(float));
-    m->v = (float *)calloc_check(m->num_params, sizeof(float));
     m->B = B;
     m->T = T;
     size_t L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads, BT = (size_t)B * T;
@@ -368,6 +485,20 @@ static void gpt2_alloc(GPT2 *m, const GPT2Config *cfg, int B, int T) {
     m->targets = (int *)malloc_check(BT * sizeof(int));
 }
 
+#ifdef TESTING
+// The whole model in one process (dev/test/test_model.c): activations plus full parameter,
+// gradient and moment buffers.
+static void gpt2_alloc(GPT2 *m, const GPT2Config *cfg, int B, int T) {
+    gpt2_alloc_activations(m, cfg, B, T);
+    m->params = (float *)malloc_check(m->num_params * sizeof(float));
+    m->grads = (float *)calloc_check(m->num_params, sizeof(float));
+    m->m = (float *)calloc_check(m->num_params, sizeof(float));
+    m->v = (float *)calloc_check(m->num_params, sizeof(float));
+}
+
+static double gpt2_grad_norm(const GPT2 *m) { return sqrt(sum_of_squares(m->grads, m->num_params)); }
+#endif
+
 static void gpt2_free(GPT2 *m) {
     free(m->params); free(m->grads); free(m->m); free(m->v);
     free(m->acts_memory); free(m->blocks); free(m->scratch_memory);
@@ -378,26 +509,33 @@ static void gpt2_free(GPT2 *m) {
 static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, int T) {
     const GPT2Config *c = &m->cfg;
     const int C = c->channels, NH = c->num_heads, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
-    float *P = m->params;
+    const int EMB = 0, FINAL = zero_final_segment(c);
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
-    encoder_forward(m->encoded, inputs, param(m, P, PT_WTE, -1), param(m, P, PT_WPE, -1), B, T, C);
+    Segment w = weights_acquire(m, EMB);
+    encoder_forward(m->encoded, inputs, at(m, w, PT_WTE, -1), at(m, w, PT_WPE, -1), B, T, C);
+    weights_release(m, EMB);
     const float *residual = m->encoded;
     for (int l = 0; l < c->num_layers; l++) {
         BlockActs *a = &m->blocks[l];
-        layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, residual, param(m, P, PT_LN1W, l), param(m, P, PT_LN1B, l), N, C);
-        matmul_forward(a->qkv, a->ln1, param(m, P, PT_QKVW, l), param(m, P, PT_QKVB, l), N, C, 3 * C);
+        w = weights_acquire(m, zero_layer_segment(l));
+        layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, residual, at(m, w, PT_LN1W, l), at(m, w, PT_LN1B, l), N, C);
+        matmul_forward(a->qkv, a->ln1, at(m, w, PT_QKVW, l), at(m, w, PT_QKVB, l), N, C, 3 * C);
         attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
-        matmul_forward(a->residual2, a->atty, param(m, P, PT_ATTPROJW, l), param(m, P, PT_ATTPROJB, l), N, C, C);
+        matmul_forward(a->residual2, a->atty, at(m, w, PT_ATTPROJW, l), at(m, w, PT_ATTPROJB, l), N, C, C);
         residual_forward(a->residual2, a->residual2, residual, (size_t)N * C);
-        layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, param(m, P, PT_LN2W, l), param(m, P, PT_LN2B, l), N, C);
-        matmul_forward(a->fch, a->ln2, param(m, P, PT_FCW, l), param(m, P, PT_FCB, l), N, C, 4 * C);
+        layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, at(m, w, PT_LN2W, l), at(m, w, PT_LN2B, l), N, C);
+        matmul_forward(a->fch, a->ln2, at(m, w, PT_FCW, l), at(m, w, PT_FCB, l), N, C, 4 * C);
         gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
-        matmul_forward(a->residual3, a->fch_gelu, param(m, P, PT_FCPROJW, l), param(m, P, PT_FCPROJB, l), N, 4 * C, C);
+        matmul_forward(a->residual3, a->fch_gelu, at(m, w, PT_FCPROJW, l), at(m, w, PT_FCPROJB, l), N, 4 * C, C);
         residual_forward(a->residual3, a->residual3, a->residual2, (size_t)N * C);
+        weights_release(m, zero_layer_segment(l));
         residual = a->residual3;
     }
-    layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, residual, param(m, P, PT_LNFW, -1), param(m, P, PT_LNFB, -1), N, C);
-    matmul_forward(m->logits, m->lnf, param(m, P, PT_WTE, -1), NULL, N, C, Vp);
+    Segment wf = weights_acquire(m, FINAL), we = weights_acquire(m, EMB);
+    layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, residual, at(m, wf, PT_LNFW, -1), at(m, wf, PT_LNFB, -1), N, C);
+    matmul_forward(m->logits, m->lnf, at(m, we, PT_WTE, -1), NULL, N, C, Vp);
+    weights_release(m, EMB);
+    weights_release(m, FINAL);
     if (!targets) return;
     memcpy(m->targets, targets, (size_t)N * sizeof(int));
     crossentropy_forward(m->losses, m->logits, targets, N, V, Vp);
@@ -406,61 +544,138 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
     m->mean_loss = (float)(sum / N);
 }
 
-// Backward of the last forward (which had targets), accumulating into m->grads the gradient of
+// Backward of the last forward (which had targets), accumulating the gradient of
 // loss_scale * (mean loss). Gradient accumulation over k micro-steps uses loss_scale = 1/k.
+// Segments finish in the order final LayerNorm, layers L-1..0, embeddings: the tied head's
+// weight gradient (dlogits^T lnf, both kept) is added to dwte at the end, after the encoder's,
+// so that the embeddings' gradient is one segment completed once.
 static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     const GPT2Config *c = &m->cfg;
     const int C = c->channels, NH = c->num_heads, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
-    float *P = m->params, *G = m->grads;
+    const int EMB = 0, FINAL = zero_final_segment(c);
     crossentropy_softmax_backward_inplace(m->logits, m->targets, loss_scale / (float)N, N, V, Vp);
     const float *last = c->num_layers > 0 ? m->blocks[c->num_layers - 1].residual3 : m->encoded;
-    matmul_backward(m->dbtc, param(m, G, PT_WTE, -1), NULL, m->logits, m->lnf, param(m, P, PT_WTE, -1), N, C, Vp);
+    Segment wf = weights_acquire(m, FINAL), we = weights_acquire(m, EMB);
+    matmul_backward_input(m->dbtc, m->logits, at(m, we, PT_WTE, -1), N, C, Vp);
+    weights_release(m, EMB);
+    Segment gf = grads_acquire(m, FINAL);
     memset(m->dresidual, 0, (size_t)N * C * sizeof(float));
-    layernorm_backward(m->dresidual, param(m, G, PT_LNFW, -1), param(m, G, PT_LNFB, -1), m->dbtc, last,
-                       param(m, P, PT_LNFW, -1), m->lnf_mean, m->lnf_rstd, N, C);
+    layernorm_backward(m->dresidual, at(m, gf, PT_LNFW, -1), at(m, gf, PT_LNFB, -1), m->dbtc, last,
+                       at(m, wf, PT_LNFW, -1), m->lnf_mean, m->lnf_rstd, N, C);
+    grads_release(m, FINAL);
+    weights_release(m, FINAL);
     for (int l = c->num_layers - 1; l >= 0; l--) {
         BlockActs *a = &m->blocks[l];
         const float *residual = l == 0 ? m->encoded : m->blocks[l - 1].residual3;
+        const int seg = zero_layer_segment(l);
+        Segment w = weights_acquire(m, seg), g = grads_acquire(m, seg);
         // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual holds d residual3.
-        matmul_backward(m->dfch, param(m, G, PT_FCPROJW, l), param(m, G, PT_FCPROJB, l), m->dresidual, a->fch_gelu,
-                        param(m, P, PT_FCPROJW, l), N, 4 * C, C);
+        matmul_backward(m->dfch, at(m, g, PT_FCPROJW, l), at(m, g, PT_FCPROJB, l), m->dresidual, a->fch_gelu,
+                        at(m, w, PT_FCPROJW, l), N, 4 * C, C);
         gelu_backward_inplace(m->dfch, a->fch, (size_t)N * 4 * C);
-        matmul_backward(m->dbtc, param(m, G, PT_FCW, l), param(m, G, PT_FCB, l), m->dfch, a->ln2,
-                        param(m, P, PT_FCW, l), N, C, 4 * C);
-        layernorm_backward(m->dresidual, param(m, G, PT_LN2W, l), param(m, G, PT_LN2B, l), m->dbtc, a->residual2,
-                           param(m, P, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C);
+        matmul_backward(m->dbtc, at(m, g, PT_FCW, l), at(m, g, PT_FCB, l), m->dfch, a->ln2, at(m, w, PT_FCW, l), N, C,
+                        4 * C);
+        layernorm_backward(m->dresidual, at(m, g, PT_LN2W, l), at(m, g, PT_LN2B, l), m->dbtc, a->residual2,
+                           at(m, w, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C);
         // Attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))); dresidual = d residual2.
-        matmul_backward(m->dbtc, param(m, G, PT_ATTPROJW, l), param(m, G, PT_ATTPROJB, l), m->dresidual, a->atty,
-                        param(m, P, PT_ATTPROJW, l), N, C, C);
+        matmul_backward(m->dbtc, at(m, g, PT_ATTPROJW, l), at(m, g, PT_ATTPROJB, l), m->dresidual, a->atty,
+                        at(m, w, PT_ATTPROJW, l), N, C, C);
         attention_backward(m->dqkv, m->dbtc, a->qkv, a->att, B, T, C, NH);
-        matmul_backward(m->dbtc, param(m, G, PT_QKVW, l), param(m, G, PT_QKVB, l), m->dqkv, a->ln1,
-                        param(m, P, PT_QKVW, l), N, C, 3 * C);
-        layernorm_backward(m->dresidual, param(m, G, PT_LN1W, l), param(m, G, PT_LN1B, l), m->dbtc, residual,
-                           param(m, P, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C);
+        matmul_backward(m->dbtc, at(m, g, PT_QKVW, l), at(m, g, PT_QKVB, l), m->dqkv, a->ln1, at(m, w, PT_QKVW, l), N,
+                        C, 3 * C);
+        layernorm_backward(m->dresidual, at(m, g, PT_LN1W, l), at(m, g, PT_LN1B, l), m->dbtc, residual,
+                           at(m, w, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C);
+        grads_release(m, seg);
+        weights_release(m, seg);
     }
-    encoder_backward(param(m, G, PT_WTE, -1), param(m, G, PT_WPE, -1), m->dresidual, m->inputs, B, T, C);
+    Segment ge = grads_acquire(m, EMB);
+    encoder_backward(at(m, ge, PT_WTE, -1), at(m, ge, PT_WPE, -1), m->dresidual, m->inputs, B, T, C);
+    matmul_backward_weight(at(m, ge, PT_WTE, -1), NULL, m->logits, m->lnf, N, C, Vp);
+    grads_release(m, EMB);
 }
 
-static double gpt2_grad_norm(const GPT2 *m) { return sqrt(sum_of_squares(m->grads, m->num_params)); }
 
 #ifndef TESTING  // dev/test/test_model.c includes everything above
 // ----------------------------------------------------------------------------------------------
-// The CPU backend of the shared training loop (llmc/trainer.h)
+// The CPU backend of the shared training loop (llmc/trainer.h), data-parallel over the ranks of
+// comm with the ZeRO stage of its plan. One process is the plan with one rank, where every
+// slice is the whole model and every collective the identity.
+//
+// The step's gradient is the sum over ranks of each rank's gradient of loss_scale / W times its
+// mean loss: the gradient of the global batch's mean loss. Every stage reduces it with the same
+// collectives (comm.h: the summation order of an element depends only on the rank that owns it,
+// here its slice), so at one micro-step per step stages 0..3 compute bit-identical gradients,
+// norms and (stages 1..3, which also split the update-clipping sums the same way) weights.
+// With several micro-steps, stages 0 and 1 add micro-steps first and ranks second, stages 2 and
+// 3 the other way round: equal up to fp32 rounding.
 
 typedef struct {
     GPT2 model;
+    Zero zero;
     AdamWConfig hp;
+    Comm *comm;
 } CPUTrainer;
 
+// This rank's slice (from its first element) of a buffer the stage keeps whole or sharded.
+static float *own_slice(const CPUTrainer *c, float *buf, int sharded) {
+    return sharded ? buf : buf + zero_slice(&c->zero.plan, c->zero.plan.rank).begin;
+}
+static float *own_params(const CPUTrainer *c) { return own_slice(c, c->model.params, c->zero.plan.stage >= 3); }
+static float *own_grads(const CPUTrainer *c) { return own_slice(c, c->model.grads, c->zero.plan.stage >= 2); }
+static float *own_moments(const CPUTrainer *c, float *mv) { return own_slice(c, mv, c->zero.plan.stage >= 1); }
+
+// The buffers of zero_memory(plan); the ZeRO-3 gather scratch follows the parameter slice and
+// the ZeRO-2/3 gradient scratch the gradient slice, in the same allocations.
+static void cpu_alloc(CPUTrainer *c, const GPT2Config *cfg, int B, int T, int stage, Comm *comm) {
+    GPT2 *m = &c->model;
+    Zero *z = &c->zero;
+    gpt2_alloc_activations(m, cfg, B, T);
+    zero_plan_init(&z->plan, cfg, stage, comm->rank, comm->size);
+    z->cfg = *cfg;
+    z->comm = comm;
+    z->counts = (size_t *)malloc_check((size_t)comm->size * sizeof(size_t));
+    z->gathered_segment = z->scratch_segment = -1;
+    ZeroMemory mem = zero_memory(&z->plan);
+    m->params = (float *)calloc_check(mem.params, sizeof(float));
+    m->grads = (float *)calloc_check(mem.grads, sizeof(float));
+    m->m = (float *)calloc_check(mem.optimizer / 2, sizeof(float));
+    m->v = (float *)calloc_check(mem.optimizer / 2, sizeof(float));
+    if (stage >= 3) z->gathered = m->params + z->plan.slice;
+    if (stage >= 2) z->grad_scratch = m->grads + z->plan.slice;
+    m->zero = z;
+    c->comm = comm;
+}
+
+static void cpu_free(CPUTrainer *c) {
+    gpt2_free(&c->model);
+    free(c->zero.counts);
+}
+
+// Where to put the whole model's parameters (from a file or the initialization): the parameter
+// buffer itself, or under ZeRO-3 a temporary one that params_commit reduces to this rank's slice.
+static float *params_staging(CPUTrainer *c) {
+    if (c->zero.plan.stage < 3) return c->model.params;
+    return (float *)malloc_check(c->model.num_params * sizeof(float));
+}
+
+static void params_commit(CPUTrainer *c, float *staging) {
+    if (staging == c->model.params) return;
+    ZeroRange own = zero_slice_params(&c->zero.plan, c->zero.plan.rank);
+    memcpy(c->model.params, staging + own.begin, (own.end - own.begin) * sizeof(float));
+    free(staging);
+}
+
 static void cpu_zero_grads(void *self) {
-    GPT2 *m = &((CPUTrainer *)self)->model;
-    memset(m->grads, 0, m->num_params * sizeof(float));
+    CPUTrainer *c = (CPUTrainer *)self;
+    size_t n = c->zero.plan.stage >= 2 ? c->zero.plan.slice : c->zero.plan.padded;
+    memset(c->model.grads, 0, n * sizeof(float));
 }
 
 static float cpu_forward_backward(void *self, const int *inputs, const int *targets, float loss_scale) {
-    GPT2 *m = &((CPUTrainer *)self)->model;
+    CPUTrainer *c = (CPUTrainer *)self;
+    GPT2 *m = &c->model;
     gpt2_forward(m, inputs, targets, m->B, m->T);
-    gpt2_backward(m, m->B, m->T, loss_scale);
+    gpt2_backward(m, m->B, m->T, loss_scale / (float)c->comm->size);
     return m->mean_loss;
 }
 
@@ -476,33 +691,136 @@ static void cpu_next_token_logits(void *self, const int *tokens, int n, float *l
     memcpy(logits, m->logits + (size_t)(n - 1) * m->cfg.padded_vocab_size, (size_t)m->cfg.vocab_size * sizeof(float));
 }
 
-static double cpu_grad_norm(void *self) { return gpt2_grad_norm(&((CPUTrainer *)self)->model); }
+// Stage 0 all-reduces the gradient, stage 1 reduce-scatters it (stages 2 and 3 did during the
+// backward pass); then the norm: each rank's sum of squares over its slice, summed over ranks.
+static double cpu_grad_norm(void *self) {
+    CPUTrainer *c = (CPUTrainer *)self;
+    const ZeroPlan *p = &c->zero.plan;
+    Comm *comm = c->comm;
+    if (p->stage == 0) comm->allreduce_sum_f32(comm, c->model.grads, p->padded);
+    if (p->stage == 1) {
+        zero_split(p, (ZeroRange){0, p->padded}, c->zero.counts);
+        comm->reduce_scatter_sum_f32(comm, c->model.grads, c->zero.counts);
+    }
+    ZeroRange own = zero_slice_params(p, p->rank);
+    double ss = sum_of_squares(own_grads(c), own.end - own.begin);
+    comm->allreduce_sum_f64(comm, &ss, 1);
+    return sqrt(ss);
+}
 
+static void allreduce_over_comm(double *buf, int n, void *ctx) {
+    Comm *comm = (Comm *)ctx;
+    comm->allreduce_sum_f64(comm, buf, n);
+}
+
+// Stage 0: every rank updates every weight. Stages 1..3: each rank its slice, with the update-
+// clipping sums completed across ranks; stages 1 and 2 then all-gather the updated weights.
 static int cpu_update(void *self, int t, float lr, float grad_scale) {
     CPUTrainer *c = (CPUTrainer *)self;
     GPT2 *m = &c->model;
-    return adamw_step(&m->cfg, &c->hp, m->params, m->grads, m->m, m->v, 0, m->num_params, t, lr, grad_scale, NULL, NULL);
+    const ZeroPlan *p = &c->zero.plan;
+    if (p->stage == 0)
+        return adamw_step(&m->cfg, &c->hp, m->params, m->grads, m->m, m->v, 0, m->num_params, t, lr, grad_scale, NULL,
+                          NULL);
+    ZeroRange own = zero_slice_params(p, p->rank);
+    int clipped = adamw_step(&m->cfg, &c->hp, own_params(c), own_grads(c), m->m, m->v, own.begin, own.end, t, lr,
+                             grad_scale, allreduce_over_comm, c->comm);
+    if (p->stage < 3) {
+        zero_split(p, (ZeroRange){0, p->padded}, c->zero.counts);
+        c->comm->allgather_f32(c->comm, m->params, c->zero.counts);
+    }
+    return clipped;
 }
 
+// Rank 0 writes the model (under ZeRO-3 assembled segment by segment, every rank taking part in
+// the gathers); every rank writes its slice of the AdamW moments. Whatever the stage, state
+// file r holds rank r's slice, so any stage and world size can resume from it.
 static int cpu_save(void *self, const char *model_path, const char *state_path, const TrainState *st, char *err,
                     size_t errlen) {
-    GPT2 *m = &((CPUTrainer *)self)->model;
-    if (checkpoint_write(model_path, &m->cfg, m->params, err, errlen) != 0) return -1;
-    return state_write(state_path, st, m->m, m->v, NULL, err, errlen);
+    CPUTrainer *c = (CPUTrainer *)self;
+    GPT2 *m = &c->model;
+    const int main_rank = c->comm->rank == 0;
+    float *whole = m->params, *assembled = NULL;
+    if (zero_shards_weights(m->zero)) {
+        if (main_rank) whole = assembled = (float *)malloc_check(m->num_params * sizeof(float));
+        for (int seg = 0; seg < c->zero.plan.num_segments; seg++) {
+            ZeroRange r = zero_segment(&m->cfg, seg);
+            const float *w = zero_gather(m->zero, m->params, seg);
+            if (main_rank) memcpy(assembled + r.begin, w, (r.end - r.begin) * sizeof(float));
+            zero_release(m->zero, seg);
+        }
+    }
+    int rc = main_rank ? checkpoint_write(model_path, &m->cfg, whole, err, errlen) : 0;
+    free(assembled);
+    if (rc != 0) return rc;
+    return state_write(state_path, st, own_moments(c, m->m), own_moments(c, m->v), NULL, err, errlen);
+}
+
+// The state file of rank q of the checkpoint whose file for this rank is state_path: trainer.c
+// names them <dir>/state_<step>_<rank>.bin with the rank in 5 digits.
+static void state_path_of_rank(const char *state_path, int q, char *out, size_t n) {
+    size_t len = strlen(state_path);
+    const size_t tail = strlen("_00000.bin");
+    if (len < tail || strcmp(state_path + len - 4, ".bin") != 0 || state_path[len - tail] != '_')
+        die("internal error: '%s' is not named state_<step>_<rank>.bin", state_path);
+    snprintf(out, n, "%.*s_%05d.bin", (int)(len - tail), state_path, q);
+}
+
+// Reads the AdamW moments of the flat range `need` from the state files of the checkpoint,
+// which the run that wrote it sliced over its own number of ranks (any number: each file's
+// header says its range), into this rank's moment buffers. st gets the run's shared state
+// (step, data position, sampling RNG, outlier windows) from rank 0's file.
+static void load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, TrainState *st) {
+    GPT2 *m = &c->model;
+    const size_t dst_first = c->zero.plan.stage >= 1 ? zero_slice(&c->zero.plan, c->zero.plan.rank).begin : 0;
+    char path[4096];
+    state_path_of_rank(state_path, 0, path, sizeof(path));
+    TrainState first;
+    int has_master;
+    state_read_header(path, &first, &has_master);
+    size_t covered = 0;
+    for (int q = 0; q < first.num_ranks; q++) {
+        state_path_of_rank(state_path, q, path, sizeof(path));
+        TrainState s;
+        state_read_header(path, &s, &has_master);
+        if (s.num_params != (int64_t)m->num_params || s.num_ranks != first.num_ranks || s.rank != q || s.step != first.step)
+            die("'%s' does not belong with '%s' (another model, step or number of ranks)", path, state_path);
+        size_t lo = (size_t)s.begin > need.begin ? (size_t)s.begin : need.begin;
+        size_t hi = (size_t)s.end < need.end ? (size_t)s.end : need.end;
+        if (q != 0 && lo >= hi) continue;
+        size_t n = (size_t)(s.end - s.begin);
+        float *fm = (float *)malloc_check(n * sizeof(float)), *fv = (float *)malloc_check(n * sizeof(float));
+        state_read(path, &s, fm, fv, NULL);
+        if (lo < hi) {
+            memcpy(m->m + (lo - dst_first), fm + (lo - (size_t)s.begin), (hi - lo) * sizeof(float));
+            memcpy(m->v + (lo - dst_first), fv + (lo - (size_t)s.begin), (hi - lo) * sizeof(float));
+            covered += hi - lo;
+        }
+        if (q == 0) *st = s;
+        free(fm);
+        free(fv);
+    }
+    if (covered != need.end - need.begin)
+        die("the training-state files next to '%s' do not cover parameters [%zu, %zu) exactly once", state_path,
+            need.begin, need.end);
 }
 
 static void cpu_load(void *self, const char *model_path, const char *state_path, TrainState *st) {
-    GPT2 *m = &((CPUTrainer *)self)->model;
+    CPUTrainer *c = (CPUTrainer *)self;
+    GPT2 *m = &c->model;
+    const ZeroPlan *p = &c->zero.plan;
     GPT2Config saved;
     checkpoint_read_config(model_path, &saved);
     if (memcmp(&saved, &m->cfg, sizeof(saved)) != 0) die("'%s' holds a different model than -e describes", model_path);
-    checkpoint_read_params(model_path, &m->cfg, m->params);
-    TrainState header;
-    int has_master;
-    state_read_header(state_path, &header, &has_master);
-    if (header.num_params != (int64_t)m->num_params || header.begin != 0 || header.end != (int64_t)m->num_params)
-        die("'%s' was written for another model or sharding", state_path);
-    state_read(state_path, st, m->m, m->v, NULL);
+    float *staging = params_staging(c);
+    checkpoint_read_params(model_path, &m->cfg, staging);
+    params_commit(c, staging);
+    ZeroRange own = zero_slice_params(p, p->rank);
+    load_moments(c, state_path, p->stage == 0 ? (ZeroRange){0, m->num_params} : own, st);
+    st->rank = p->rank;
+    st->num_ranks = p->world;
+    st->begin = (int64_t)own.begin;
+    st->end = (int64_t)own.end;
 }
 
 int main(int argc, char **argv) {
@@ -529,24 +847,34 @@ int main(int argc, char **argv) {
 
     CPUTrainer cpu;
     cpu.hp = (AdamWConfig){tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
+    cpu_alloc(&cpu, &cfg, tc.B, tc.T, tc.zero_stage, &comm);
     GPT2 *m = &cpu.model;
-    gpt2_alloc(m, &cfg, tc.B, tc.T);
-    if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, m->params);
-    else gpt2_init_params(&cfg, m->params, tc.seed);
+    float *staging = params_staging(&cpu);
+    if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, staging);
+    else gpt2_init_params(&cfg, staging, tc.seed);
+    params_commit(&cpu, staging);
 
+    const ZeroPlan *plan = &cpu.zero.plan;
     if (comm.rank == 0) {
-        double mib = 1.0 / (1 << 20), pbytes = (double)m->num_params * sizeof(float);
+        ZeroMemory mem = zero_memory(plan);
+        double mib = sizeof(float) / (double)(1 << 20);
         printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
                cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, m->num_params);
-        printf("memory: params %.1f MiB, grads %.1f MiB, AdamW state %.1f MiB, activations %.1f MiB; %d threads\n",
-               pbytes * mib, pbytes * mib, 2 * pbytes * mib, (double)m->acts_floats * sizeof(float) * mib,
-               omp_get_max_threads());
+        printf("memory per rank (ZeRO stage %d, %d rank(s)): params %.1f MiB, grads %.1f MiB, AdamW state %.1f MiB, "
+               "activations %.1f MiB; %d threads\n", plan->stage, plan->world, mem.params * mib, mem.grads * mib,
+               mem.optimizer * mib, m->acts_floats * mib, omp_get_max_threads());
+        printf("zero: stage %d ranks %d params %zu padded %zu slice %zu max_segment %zu | floats per rank: params %zu "
+               "grads %zu optimizer %zu\n", plan->stage, plan->world, plan->num_params, plan->padded, plan->slice,
+               plan->max_segment, mem.params, mem.grads, mem.optimizer);
     }
     TrainerBackend backend = {&cpu, cpu_zero_grads, cpu_forward_backward, cpu_forward_loss, cpu_next_token_logits,
                               cpu_grad_norm, cpu_update, cpu_save, cpu_load};
-    Trainer trainer = {&tc, &cfg, &backend, &comm, (int64_t)m->num_params, 0, (int64_t)m->num_params};
+    ZeroRange own = zero_slice_params(plan, comm.rank);
+    Trainer trainer = {.tc = &tc, .cfg = &cfg, .backend = &backend, .comm = &comm, .num_params = (int64_t)m->num_params,
+                       .shard_begin = (int64_t)own.begin, .shard_end = (int64_t)own.end,
+                       .flops_per_token = trainer_flops_per_token(&cfg, tc.T)};
     trainer_run(&trainer);
-    gpt2_free(m);
+    cpu_free(&cpu);
     comm.finalize(&comm);
     return 0;
 }

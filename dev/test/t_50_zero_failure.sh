@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# A rank that dies or hangs must end the whole run with a non-zero status within the
+# collective timeout (LLMC_COMM_TIMEOUT, here 5 s), never hang it. Three ranks train at ZeRO-3
+# (a collective per segment, so the others are always about to wait on the victim):
+#   killed:  rank 1 gets SIGKILL mid-run; mpirun must exit non-zero;
+#   hung:    rank 1 gets SIGSTOP mid-run (alive but silent); the others must give up with the
+#            one-line "did not complete within 5 s" error and mpirun exit non-zero.
+# Each case must end within 5 s + 15 s of slack. About 15 s.
+set -eu
+cd "$(dirname "$0")/../.."
+source dev/test/zero/common.sh
+dir=build/test/zero_failure
+rm -rf "$dir" && mkdir -p "$dir"
+export LLMC_COMM_TIMEOUT=5
+limit=20
+
+# Whatever happens, the processes this test started do not outlive it.
+launcher="" victim=""
+stop_run() {
+    [ -n "$victim" ] && kill -KILL "$victim" 2>/dev/null
+    [ -n "$launcher" ] && kill -TERM "$launcher" 2>/dev/null && sleep 1 && kill -KILL "$launcher" 2>/dev/null
+    return 0
+}
+trap stop_run EXIT
+
+run_case() {  # run_case NAME SIGNAL
+    local name=$1 signal=$2
+    "${mpirun_cmd[@]}" -np 3 ./train_gpt "${model[@]}" --bench -x 1000000 -z 3 > "$dir/$name.out" 2> "$dir/$name.err" &
+    launcher=$!
+    for _ in $(seq 300); do grep -q "^step *3/" "$dir/$name.out" && break; sleep 0.1; done
+    grep -q "^step *3/" "$dir/$name.out" || { echo "FAIL: $name: training did not start"; return 1; }
+    # The ranks are mpirun's train_gpt children; rank order is start order.
+    victim=$(ps -o pid=,comm= --ppid $launcher | awk '$2 == "train_gpt" { print $1 }' | sort -n | sed -n 2p)
+    [ -n "$victim" ] || { echo "FAIL: $name: no rank process found under mpirun (pid $launcher)"; return 1; }
+    kill -"$signal" "$victim"
+    local start=$SECONDS
+    while kill -0 $launcher 2>/dev/null && [ $((SECONDS - start)) -lt $limit ]; do sleep 0.2; done
+    if kill -0 $launcher 2>/dev/null; then
+        echo "FAIL: $name: the run still goes on $limit s after SIG$signal to rank pid $victim"
+        return 1
+    fi
+    local rc=0
+    wait $launcher || rc=$?
+    echo "$name: SIG$signal to pid $victim: mpirun exited with status $rc after $((SECONDS - start)) s"
+    head -3 "$dir/$name.err" | sed 's/^/    /'
+    kill -KILL "$victim" 2>/dev/null || true
+    launcher="" victim=""
+    test $rc -ne 0
+}
+
+run_case killed KILL
+run_case hung STOP
+grep -q "did not complete within 5 s (LLMC_COMM_TIMEOUT): another rank has died or hangs" "$dir/hung.err"
+echo "zero failure: a killed and a hung rank both end the run with an error"

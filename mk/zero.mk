@@ -1,0 +1,17 @@
+# ZeRO over MPI (llmc/comm_mpi.c, llmc/zero.c, train_gpt -z): when mpicc is present every C object
+# is built with LLMC_HAVE_MPI and MPI's include path, and every program links MPI, so train_gpt
+# runs data-parallel under mpirun (and as one process without it: MPI is initialized only when a
+# process manager launched it). Without mpicc the same sources build single-process.
+MPICC := $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+CPPFLAGS += -DLLMC_HAVE_MPI $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile_info | cut -d' ' -f2-)
+LDLIBS   += $(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link_info | cut -d' ' -f2-)
+endif
+
+# Unit tests of the shard plan and of the collectives (dev/test/t_50_zero_comm.sh runs them as
+# one process and under mpirun).
+TEST_DEPS += $(BUILD)/test/zero/test_comm
+
+$(BUILD)/test/zero/test_comm: dev/test/zero/test_comm.c $(LLMC_OBJS) $(wildcard llmc/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) dev/test/zero/test_comm.c $(LLMC_OBJS) -o $@ $(LDLIBS)

@@ -41,7 +41,6 @@ for trial in $(seq $trials); do
             { echo "FAIL trial $trial: checkpoint $s incomplete or $markers markers"; ls "$run"; fails=$((fails + 1)); continue; }
     fi
     rm -rf "$dir/verify" && cp -r "$run" "$dir/verify"
-    logged=$(cat "$dir/verify/main.log" 2> /dev/null | wc -l)
     ./train_gpt "${tiny[@]}" -x $((s + 1 > 0 ? s + 1 : 1)) -n 0 -y 1 -o "$dir/verify" > "$dir/verify.out" 2>&1 ||
         { echo "FAIL trial $trial: the resume from step $s failed:"; tail -3 "$dir/verify.out"; fails=$((fails + 1)); continue; }
     if [ "$s" -ge 0 ]; then
@@ -49,8 +48,9 @@ for trial in $(seq $trials); do
             { echo "FAIL trial $trial: did not resume from step $s"; fails=$((fails + 1)); }
     fi
     if ls "$dir/verify" | grep -q '\.tmp\.'; then echo "FAIL trial $trial: temporaries left after the resume"; fails=$((fails + 1)); fi
-    # The one line the resumed run appended: the loss of step s + 1.
-    tail -n +$((logged + 1)) "$dir/verify/main.log" | grep -E "^s:$((s > 0 ? s + 1 : 1)) trl:" >> "$dir/resumed.losses" ||
+    # The resumed run rewrites main.log up to step s and appends the loss of step s + 1.
+    grep -E "^s:$((s > 0 ? s + 1 : 1)) trl:" "$dir/verify/main.log" | tail -1 >> "$dir/resumed.losses" &&
+        [ "$(grep -cE "^s:$((s > 0 ? s + 1 : 1)) trl:" "$dir/verify/main.log")" -eq 1 ] ||
         { echo "FAIL trial $trial: the resumed run logged no step $((s + 1))"; fails=$((fails + 1)); }
     echo "trial $trial: killed at step $s + part, markers $markers; resumed loss: $(tail -1 "$dir/resumed.losses")"
 done

@@ -19,6 +19,8 @@
 #include "llmc/comm.h"
 #include "llmc/model.h"
 #include "llmc/optimizer.h"
+#include "llmc/quant.h"
+#include "llmc/recompute.h"
 #include "llmc/rng.h"
 #include "llmc/state.h"
 #include "llmc/trainer.h"
@@ -58,9 +60,8 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dout, const 
     }
 }
 
-// y = (x - mean) * rstd * w + b over the C channels of each of the N rows; keeps mean and rstd.
-static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
-                              int N, int C) {
+// mean and rstd = 1 / sqrt(var + 1e-5) over the C channels of each of the N rows.
+static void layernorm_stats(float *mean, float *rstd, const float *inp, int N, int C) {
     const float eps = 1e-5f;
     #pragma omp parallel for
     for (int i = 0; i < N; i++) {
@@ -71,12 +72,27 @@ static void layernorm_forward(float *out, float *mean, float *rstd, const float 
         float v = 0.0f;
         for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
         v /= C;
-        float s = 1.0f / sqrtf(v + eps);
-        float *o = out + (size_t)i * C;
-        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * w[c] + b[c];
         mean[i] = m;
-        rstd[i] = s;
+        rstd[i] = 1.0f / sqrtf(v + eps);
     }
+}
+
+// y = (x - mean) * rstd * w + b, from given statistics (the recompute path uses kept ones).
+static void layernorm_apply(float *out, const float *inp, const float *mean, const float *rstd, const float *w,
+                            const float *b, int N, int C) {
+    #pragma omp parallel for
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C;
+        float *o = out + (size_t)i * C;
+        const float m = mean[i], s = rstd[i];
+        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * w[c] + b[c];
+    }
+}
+
+static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
+                              int N, int C) {
+    layernorm_stats(mean, rstd, inp, N, C);
+    layernorm_apply(out, inp, mean, rstd, w, b, N, C);
 }
 
 // With n = (x - mean) rstd and g = dout * w:  dx = rstd (g - mean(g) - n mean(g n))  (accumulated),
@@ -131,10 +147,10 @@ static void matmul_backward_input(float *dinp, const float *dout, const float *w
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC, 0.0f, dinp, IC);
 }
 
-// dweight += dout^T @ inp; dbias += column sums of dout (when dbias).
+// dweight += dout^T @ inp (when dweight); dbias += column sums of dout (when dbias).
 static void matmul_backward_weight(float *dweight, float *dbias, const float *dout, const float *inp, int N, int IC,
                                    int OC) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+    if (dweight) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
     if (!dbias) return;
     #pragma omp parallel
     {
@@ -368,7 +384,7 @@ static void zero_reduce_segment(Zero *z, float *grad_slice, int seg) {
 // ----------------------------------------------------------------------------------------------
 // The model
 
-typedef struct {  // what one block keeps for its backward pass
+typedef struct {  // one block's activations; a NULL pointer is not kept (see the recompute policy)
     float *ln1, *ln1_mean, *ln1_rstd;  // (B,T,C), (B,T), (B,T)
     float *qkv;                        // (B,T,3C)
     float *atty;                       // (B,T,C) attention output before the projection
@@ -376,8 +392,16 @@ typedef struct {  // what one block keeps for its backward pass
     float *residual2;                  // (B,T,C) residual after attention
     float *ln2, *ln2_mean, *ln2_rstd;
     float *fch, *fch_gelu;             // (B,T,4C) fc pre-activation and GELU output
-    float *residual3;                  // (B,T,C) block output
+    float *residual3;                  // (B,T,C) block output, always kept
 } BlockActs;
+
+// How the model computes: the recompute policy of each layer (llmc/recompute.h) and the
+// precision the four block matmuls emulate (llmc/quant.h). NULL options: keep everything, fp32.
+typedef struct {
+    const int *policies;          // L policies, or NULL for none
+    matmul_precision precision;
+    int fp8_wgrad;                // FP8 also for the weight-gradient matmul
+} ModelOptions;
 
 typedef struct {
     GPT2Config cfg;
@@ -389,15 +413,21 @@ typedef struct {
     float *params, *grads, *m, *v;
     Zero *zero;
     int B, T;                         // capacity of the activation buffers
+    int *policy;                      // L recompute policies
+    matmul_precision precision;
+    int fp8_wgrad;
     float *acts_memory;
-    size_t acts_floats;
+    size_t acts_floats;               // kept activations
     float *encoded;                   // (B,T,C)
-    BlockActs *blocks;                // L of them
+    BlockActs *blocks;                // L of them, with what each keeps
+    BlockActs work;                   // one block's worth of scratch for what is not kept
     float *lnf, *lnf_mean, *lnf_rstd;
     float *logits;                    // (B,T,Vp), dlogits in place during backward
     float *losses;                    // (B,T)
     float *scratch_memory;            // backward scratch, shared by all layers
+    size_t scratch_floats;            // backward, recompute and quantization scratch
     float *dresidual, *dbtc, *dqkv, *dfch;
+    float *quant_a, *quant_b;         // low-precision operands, max(B*T*4C, 4C*C) each
     int *inputs, *targets;            // the micro-batch of the last forward
     float mean_loss;
 } GPT2;
@@ -436,51 +466,90 @@ static void grads_release(GPT2 *m, int seg) {
     if (zero_shards_grads(m->zero)) zero_reduce_segment(m->zero, m->grads, seg);
 }
 
-// The activations and backward scratch for B x T tokens; the parameter buffers are the caller's.
-static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T) {
+// The cost model of llmc/recompute.h for this trainer: the CPU attention keeps its (T x T)
+// probabilities and, under RC_ATTN, recomputes them from q, k, v alone.
+static RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0};
+}
+
+// Carves one block's buffers from base + *used on (advancing *used): every buffer when keep_all
+// (the shared scratch), else only what `policy` keeps (the others stay NULL). A NULL base only
+// counts.
+static void take_block(BlockActs *a, float *base, size_t *used, int policy, int keep_all, size_t BT, size_t C,
+                       size_t att) {
+    memset(a, 0, sizeof(*a));
+#define TAKE(field, n, kept) if (keep_all || (kept)) { a->field = base ? base + *used : NULL; *used += (n); }
+    const int block = policy & RC_BLOCK, mlp = block || (policy & RC_MLP);
+    TAKE(ln1, BT * C, !block && !(policy & RC_NORM));
+    TAKE(ln1_mean, BT, !block);
+    TAKE(ln1_rstd, BT, !block);
+    TAKE(qkv, BT * 3 * C, !block);
+    TAKE(atty, BT * C, !block && !(policy & RC_ATTN));
+    TAKE(att, att, !block && !(policy & RC_ATTN));
+    TAKE(residual2, BT * C, !block);
+    TAKE(ln2, BT * C, !mlp && !(policy & RC_NORM));
+    TAKE(ln2_mean, BT, !mlp);
+    TAKE(ln2_rstd, BT, !mlp);
+    TAKE(fch, BT * 4 * C, !mlp);
+    TAKE(fch_gelu, BT * 4 * C, !mlp && !(policy & RC_GELU));
+    if (!keep_all) TAKE(residual3, BT * C, 1);
+#undef TAKE
+}
+
+// The activations and scratch for B x T tokens; the parameter buffers are the caller's.
+static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T, const ModelOptions *opt) {
     memset(m, 0, sizeof(*m));
     m->cfg = *cfg;
     m->num_params = gpt2_num_params(cfg);
     m->B = B;
     m->T = T;
-    size_t L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads, BT = (size_t)B * T;
-    size_t per_block = BT * (C + 2 + 3 * C + C + C + 2 + 4 * C + 4 * C + C + C) + (size_t)B * NH * T * T;
-    m->acts_floats = BT * C + L * per_block + BT * (C + 2) + BT * cfg->padded_vocab_size + BT;
+    const size_t L = cfg->num_layers, C = cfg->channels, BT = (size_t)B * T;
+    const size_t att = (size_t)B * cfg->num_heads * T * T;
+    m->policy = (int *)calloc_check(L, sizeof(int));
+    int recomputes = 0;
+    for (size_t l = 0; l < L && opt && opt->policies; l++) recomputes |= m->policy[l] = opt->policies[l];
+    m->precision = opt ? opt->precision : MATMUL_FP32;
+    m->fp8_wgrad = opt ? opt->fp8_wgrad : 0;
+
+    // Kept activations: sized by a dry run of the carving.
+    size_t kept = 0;
+    for (size_t l = 0; l < L; l++) take_block(&m->work, NULL, &kept, m->policy[l], 0, BT, C, att);
+    m->acts_floats = kept + BT * C + BT * (C + 2) + BT * cfg->padded_vocab_size + BT;
     m->acts_memory = (float *)malloc_check(m->acts_floats * sizeof(float));
     float *p = m->acts_memory;
-#define TAKE(n) (p += (n), p - (n))
-    m->encoded = TAKE(BT * C);
+    m->encoded = p, p += BT * C;
     m->blocks = (BlockActs *)malloc_check(L * sizeof(BlockActs));
-    for (size_t l = 0; l < L; l++) {
-        BlockActs *a = &m->blocks[l];
-        a->ln1 = TAKE(BT * C);
-        a->ln1_mean = TAKE(BT);
-        a->ln1_rstd = TAKE(BT);
-        a->qkv = TAKE(BT * 3 * C);
-        a->atty = TAKE(BT * C);
-        a->att = TAKE((size_t)B * NH * T * T);
-        a->residual2 = TAKE(BT * C);
-        a->ln2 = TAKE(BT * C);
-        a->ln2_mean = TAKE(BT);
-        a->ln2_rstd = TAKE(BT);
-        a->fch = TAKE(BT * 4 * C);
-        a->fch_gelu = TAKE(BT * 4 * C);
-        a->residual3 = TAKE(BT * C);
-    }
-    m->lnf = TAKE(BT * C);
-    m->lnf_mean = TAKE(BT);
-    m->lnf_rstd = TAKE(BT);
-    m->logits = TAKE(BT * cfg->padded_vocab_size);
-    m->losses = TAKE(BT);
+    size_t used = 0;
+    for (size_t l = 0; l < L; l++) take_block(&m->blocks[l], p, &used, m->policy[l], 0, BT, C, att);
+    p += used;
+    m->lnf = p, p += BT * C;
+    m->lnf_mean = p, p += BT;
+    m->lnf_rstd = p, p += BT;
+    m->logits = p, p += BT * cfg->padded_vocab_size;
+    m->losses = p, p += BT;
     if ((size_t)(p - m->acts_memory) != m->acts_floats) die("internal error: activation layout");
-    size_t scratch = BT * C * 2 + BT * 3 * C + BT * 4 * C;
-    m->scratch_memory = (float *)malloc_check(scratch * sizeof(float));
-    p = m->scratch_memory;
-    m->dresidual = TAKE(BT * C);
-    m->dbtc = TAKE(BT * C);
-    m->dqkv = TAKE(BT * 3 * C);
-    m->dfch = TAKE(BT * 4 * C);
-#undef TAKE
+
+    // Scratch: backward buffers, one block of recompute buffers (only if some layer recomputes;
+    // shared by all layers), and the operands of emulated low-precision matmuls.
+    size_t work = 0;
+    if (recomputes) take_block(&m->work, NULL, &work, RC_NONE, 1, BT, C, att);
+    const size_t quant = m->precision != MATMUL_FP32 ? (BT * 4 * C > 4 * C * C ? BT * 4 * C : 4 * C * C) : 0;
+    m->scratch_floats = BT * C * 2 + BT * 3 * C + BT * 4 * C + work + 2 * quant;
+    m->scratch_memory = (float *)malloc_check(m->scratch_floats * sizeof(float));
+    float *q = m->scratch_memory;
+    m->dresidual = q, q += BT * C;
+    m->dbtc = q, q += BT * C;
+    m->dqkv = q, q += BT * 3 * C;
+    m->dfch = q, q += BT * 4 * C;
+    used = 0;
+    if (recomputes) take_block(&m->work, q, &used, RC_NONE, 1, BT, C, att);
+    else memset(&m->work, 0, sizeof(m->work));
+    q += used;
+    if (quant) {
+        m->quant_a = q, q += quant;
+        m->quant_b = q, q += quant;
+    }
+    if ((size_t)(q - m->scratch_memory) != m->scratch_floats) die("internal error: scratch layout");
     m->inputs = (int *)malloc_check(BT * sizeof(int));
     m->targets = (int *)malloc_check(BT * sizeof(int));
 }
@@ -488,27 +557,120 @@ static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T)
 #ifdef TESTING
 // The whole model in one process (dev/test/test_model.c): activations plus full parameter,
 // gradient and moment buffers.
-static void gpt2_alloc(GPT2 *m, const GPT2Config *cfg, int B, int T) {
-    gpt2_alloc_activations(m, cfg, B, T);
+static void gpt2_alloc_with(GPT2 *m, const GPT2Config *cfg, int B, int T, const ModelOptions *opt) {
+    gpt2_alloc_activations(m, cfg, B, T, opt);
     m->params = (float *)malloc_check(m->num_params * sizeof(float));
     m->grads = (float *)calloc_check(m->num_params, sizeof(float));
     m->m = (float *)calloc_check(m->num_params, sizeof(float));
     m->v = (float *)calloc_check(m->num_params, sizeof(float));
 }
 
+static void gpt2_alloc(GPT2 *m, const GPT2Config *cfg, int B, int T) { gpt2_alloc_with(m, cfg, B, T, NULL); }
+
 static double gpt2_grad_norm(const GPT2 *m) { return sqrt(sum_of_squares(m->grads, m->num_params)); }
 #endif
 
 static void gpt2_free(GPT2 *m) {
     free(m->params); free(m->grads); free(m->m); free(m->v);
-    free(m->acts_memory); free(m->blocks); free(m->scratch_memory);
+    free(m->acts_memory); free(m->blocks); free(m->scratch_memory); free(m->policy);
     free(m->inputs); free(m->targets);
+}
+
+// A block's linear layers in the emulated matmul precision: forward quantizes the input
+// (activation) and the weight; the input gradient the output gradient and the weight; the weight
+// gradient stays fp32 except in bf16 mode (the GPU's bf16 matmul) and with --fp8-wgrad. The bias
+// gradient is always the plain column sum.
+static void linear_forward(GPT2 *m, float *out, const float *inp, const float *weight, const float *bias, int N, int IC,
+                           int OC) {
+    if (m->precision != MATMUL_FP32) {
+        quant_emulate_operand(m->quant_a, inp, N, IC, m->precision, QUANT_ACTIVATION, QUANT_SCALE_POW2);
+        quant_emulate_operand(m->quant_b, weight, OC, IC, m->precision, QUANT_WEIGHT, QUANT_SCALE_POW2);
+        inp = m->quant_a;
+        weight = m->quant_b;
+    }
+    matmul_forward(out, inp, weight, bias, N, IC, OC);
+}
+
+static void linear_backward(GPT2 *m, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                            const float *weight, int N, int IC, int OC) {
+    const matmul_precision prec = m->precision;
+    if (prec == MATMUL_FP32) {
+        matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, IC, OC);
+        return;
+    }
+    quant_emulate_operand(m->quant_a, dout, N, OC, prec, QUANT_GRADIENT, QUANT_SCALE_POW2);
+    quant_emulate_operand(m->quant_b, weight, OC, IC, prec, QUANT_WEIGHT, QUANT_SCALE_POW2);
+    matmul_backward_input(dinp, m->quant_a, m->quant_b, N, IC, OC);
+    if (prec == MATMUL_BF16 || (prec == MATMUL_FP8 && m->fp8_wgrad)) {
+        quant_emulate_operand(m->quant_b, inp, N, IC, prec, QUANT_ACTIVATION, QUANT_SCALE_POW2);
+        matmul_backward_weight(dweight, NULL, m->quant_a, m->quant_b, N, IC, OC);
+        matmul_backward_weight(NULL, dbias, dout, NULL, N, IC, OC);
+    } else {
+        matmul_backward_weight(dweight, dbias, dout, inp, N, IC, OC);
+    }
+}
+
+// The steps of a block's forward pass; the backward pass reruns some of them (recompute).
+enum {
+    STEP_LN1 = 1, STEP_QKV = 2, STEP_ATTN = 4, STEP_ATTPROJ = 8,
+    STEP_LN2 = 16, STEP_FC = 32, STEP_GELU = 64, STEP_FCPROJ = 128, ALL_STEPS = 255
+};
+
+// What the backward pass of a block under `policy` recomputes before it starts.
+static int recompute_steps(int policy) {
+    if (policy & RC_BLOCK) return ALL_STEPS & ~STEP_FCPROJ;
+    int steps = 0;
+    if (policy & RC_NORM) steps |= STEP_LN1 | STEP_LN2;
+    if (policy & RC_ATTN) steps |= STEP_ATTN;
+    if (policy & RC_MLP) steps |= STEP_LN2 | STEP_FC | STEP_GELU;
+    if (policy & RC_GELU) steps |= STEP_GELU;
+    return steps;
+}
+
+// Block l's buffers for a pass: what it keeps, and the shared scratch for the rest.
+static BlockActs block_buffers(const GPT2 *m, int l) {
+    BlockActs a = m->blocks[l];
+    const BlockActs *w = &m->work;
+    float **fields[] = {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.atty, &a.att, &a.residual2,
+                        &a.ln2, &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu};
+    float *const scratch[] = {w->ln1, w->ln1_mean, w->ln1_rstd, w->qkv, w->atty, w->att, w->residual2,
+                              w->ln2, w->ln2_mean, w->ln2_rstd, w->fch, w->fch_gelu};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (!*fields[i]) *fields[i] = scratch[i];
+    return a;
+}
+
+// The `steps` of block l's forward pass from its input `residual`. A LayerNorm whose statistics
+// the block keeps is recomputed from them (stats_kept), which gives the same bits as the forward.
+static void block_forward(GPT2 *m, int l, Segment w, const float *residual, const BlockActs *a, int steps,
+                          int stats_kept, int B, int T) {
+    const int C = m->cfg.channels, NH = m->cfg.num_heads, N = B * T;
+    if (steps & STEP_LN1) {
+        if (!(stats_kept & STEP_LN1)) layernorm_stats(a->ln1_mean, a->ln1_rstd, residual, N, C);
+        layernorm_apply(a->ln1, residual, a->ln1_mean, a->ln1_rstd, at(m, w, PT_LN1W, l), at(m, w, PT_LN1B, l), N, C);
+    }
+    if (steps & STEP_QKV) linear_forward(m, a->qkv, a->ln1, at(m, w, PT_QKVW, l), at(m, w, PT_QKVB, l), N, C, 3 * C);
+    if (steps & STEP_ATTN) attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
+    if (steps & STEP_ATTPROJ) {
+        linear_forward(m, a->residual2, a->atty, at(m, w, PT_ATTPROJW, l), at(m, w, PT_ATTPROJB, l), N, C, C);
+        residual_forward(a->residual2, a->residual2, residual, (size_t)N * C);
+    }
+    if (steps & STEP_LN2) {
+        if (!(stats_kept & STEP_LN2)) layernorm_stats(a->ln2_mean, a->ln2_rstd, a->residual2, N, C);
+        layernorm_apply(a->ln2, a->residual2, a->ln2_mean, a->ln2_rstd, at(m, w, PT_LN2W, l), at(m, w, PT_LN2B, l), N, C);
+    }
+    if (steps & STEP_FC) linear_forward(m, a->fch, a->ln2, at(m, w, PT_FCW, l), at(m, w, PT_FCB, l), N, C, 4 * C);
+    if (steps & STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
+    if (steps & STEP_FCPROJ) {
+        linear_forward(m, a->residual3, a->fch_gelu, at(m, w, PT_FCPROJW, l), at(m, w, PT_FCPROJB, l), N, 4 * C, C);
+        residual_forward(a->residual3, a->residual3, a->residual2, (size_t)N * C);
+    }
 }
 
 // Forward over B x T tokens (at most the allocated capacity). With targets, also the mean loss.
 static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, int T) {
     const GPT2Config *c = &m->cfg;
-    const int C = c->channels, NH = c->num_heads, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
+    const int C = c->channels, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
     const int EMB = 0, FINAL = zero_final_segment(c);
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
     Segment w = weights_acquire(m, EMB);
@@ -516,20 +678,11 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
     weights_release(m, EMB);
     const float *residual = m->encoded;
     for (int l = 0; l < c->num_layers; l++) {
-        BlockActs *a = &m->blocks[l];
+        BlockActs a = block_buffers(m, l);
         w = weights_acquire(m, zero_layer_segment(l));
-        layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, residual, at(m, w, PT_LN1W, l), at(m, w, PT_LN1B, l), N, C);
-        matmul_forward(a->qkv, a->ln1, at(m, w, PT_QKVW, l), at(m, w, PT_QKVB, l), N, C, 3 * C);
-        attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
-        matmul_forward(a->residual2, a->atty, at(m, w, PT_ATTPROJW, l), at(m, w, PT_ATTPROJB, l), N, C, C);
-        residual_forward(a->residual2, a->residual2, residual, (size_t)N * C);
-        layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, at(m, w, PT_LN2W, l), at(m, w, PT_LN2B, l), N, C);
-        matmul_forward(a->fch, a->ln2, at(m, w, PT_FCW, l), at(m, w, PT_FCB, l), N, C, 4 * C);
-        gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
-        matmul_forward(a->residual3, a->fch_gelu, at(m, w, PT_FCPROJW, l), at(m, w, PT_FCPROJB, l), N, 4 * C, C);
-        residual_forward(a->residual3, a->residual3, a->residual2, (size_t)N * C);
+        block_forward(m, l, w, residual, &a, ALL_STEPS, 0, B, T);
         weights_release(m, zero_layer_segment(l));
-        residual = a->residual3;
+        residual = a.residual3;
     }
     Segment wf = weights_acquire(m, FINAL), we = weights_acquire(m, EMB);
     layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, residual, at(m, wf, PT_LNFW, -1), at(m, wf, PT_LNFB, -1), N, C);
@@ -548,7 +701,8 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
 // loss_scale * (mean loss). Gradient accumulation over k micro-steps uses loss_scale = 1/k.
 // Segments finish in the order final LayerNorm, layers L-1..0, embeddings: the tied head's
 // weight gradient (dlogits^T lnf, both kept) is added to dwte at the end, after the encoder's,
-// so that the embeddings' gradient is one segment completed once.
+// so that the embeddings' gradient is one segment completed once. Each block first recomputes
+// what its policy did not keep, with the same functions as the forward pass: bit-identical.
 static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     const GPT2Config *c = &m->cfg;
     const int C = c->channels, NH = c->num_heads, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
@@ -565,26 +719,29 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     grads_release(m, FINAL);
     weights_release(m, FINAL);
     for (int l = c->num_layers - 1; l >= 0; l--) {
-        BlockActs *a = &m->blocks[l];
+        const BlockActs a = block_buffers(m, l);
         const float *residual = l == 0 ? m->encoded : m->blocks[l - 1].residual3;
-        const int seg = zero_layer_segment(l);
-        Segment w = weights_acquire(m, seg), g = grads_acquire(m, seg);
+        const int seg = zero_layer_segment(l), policy = m->policy[l];
+        Segment w = weights_acquire(m, seg);
+        const int stats_kept = (policy & RC_BLOCK ? 0 : STEP_LN1) | (policy & (RC_BLOCK | RC_MLP) ? 0 : STEP_LN2);
+        block_forward(m, l, w, residual, &a, recompute_steps(policy), stats_kept, B, T);
+        Segment g = grads_acquire(m, seg);
         // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual holds d residual3.
-        matmul_backward(m->dfch, at(m, g, PT_FCPROJW, l), at(m, g, PT_FCPROJB, l), m->dresidual, a->fch_gelu,
+        linear_backward(m, m->dfch, at(m, g, PT_FCPROJW, l), at(m, g, PT_FCPROJB, l), m->dresidual, a.fch_gelu,
                         at(m, w, PT_FCPROJW, l), N, 4 * C, C);
-        gelu_backward_inplace(m->dfch, a->fch, (size_t)N * 4 * C);
-        matmul_backward(m->dbtc, at(m, g, PT_FCW, l), at(m, g, PT_FCB, l), m->dfch, a->ln2, at(m, w, PT_FCW, l), N, C,
+        gelu_backward_inplace(m->dfch, a.fch, (size_t)N * 4 * C);
+        linear_backward(m, m->dbtc, at(m, g, PT_FCW, l), at(m, g, PT_FCB, l), m->dfch, a.ln2, at(m, w, PT_FCW, l), N, C,
                         4 * C);
-        layernorm_backward(m->dresidual, at(m, g, PT_LN2W, l), at(m, g, PT_LN2B, l), m->dbtc, a->residual2,
-                           at(m, w, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C);
+        layernorm_backward(m->dresidual, at(m, g, PT_LN2W, l), at(m, g, PT_LN2B, l), m->dbtc, a.residual2,
+                           at(m, w, PT_LN2W, l), a.ln2_mean, a.ln2_rstd, N, C);
         // Attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))); dresidual = d residual2.
-        matmul_backward(m->dbtc, at(m, g, PT_ATTPROJW, l), at(m, g, PT_ATTPROJB, l), m->dresidual, a->atty,
+        linear_backward(m, m->dbtc, at(m, g, PT_ATTPROJW, l), at(m, g, PT_ATTPROJB, l), m->dresidual, a.atty,
                         at(m, w, PT_ATTPROJW, l), N, C, C);
-        attention_backward(m->dqkv, m->dbtc, a->qkv, a->att, B, T, C, NH);
-        matmul_backward(m->dbtc, at(m, g, PT_QKVW, l), at(m, g, PT_QKVB, l), m->dqkv, a->ln1, at(m, w, PT_QKVW, l), N,
+        attention_backward(m->dqkv, m->dbtc, a.qkv, a.att, B, T, C, NH);
+        linear_backward(m, m->dbtc, at(m, g, PT_QKVW, l), at(m, g, PT_QKVB, l), m->dqkv, a.ln1, at(m, w, PT_QKVW, l), N,
                         C, 3 * C);
         layernorm_backward(m->dresidual, at(m, g, PT_LN1W, l), at(m, g, PT_LN1B, l), m->dbtc, residual,
-                           at(m, w, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C);
+                           at(m, w, PT_LN1W, l), a.ln1_mean, a.ln1_rstd, N, C);
         grads_release(m, seg);
         weights_release(m, seg);
     }
@@ -593,7 +750,6 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     matmul_backward_weight(at(m, ge, PT_WTE, -1), NULL, m->logits, m->lnf, N, C, Vp);
     grads_release(m, EMB);
 }
-
 
 #ifndef TESTING  // dev/test/test_model.c includes everything above
 // ----------------------------------------------------------------------------------------------
@@ -626,10 +782,11 @@ static float *own_moments(const CPUTrainer *c, float *mv) { return own_slice(c, 
 
 // The buffers of zero_memory(plan); the ZeRO-3 gather scratch follows the parameter slice and
 // the ZeRO-2/3 gradient scratch the gradient slice, in the same allocations.
-static void cpu_alloc(CPUTrainer *c, const GPT2Config *cfg, int B, int T, int stage, Comm *comm) {
+static void cpu_alloc(CPUTrainer *c, const GPT2Config *cfg, int B, int T, const ModelOptions *opt, int stage,
+                      Comm *comm) {
     GPT2 *m = &c->model;
     Zero *z = &c->zero;
-    gpt2_alloc_activations(m, cfg, B, T);
+    gpt2_alloc_activations(m, cfg, B, T, opt);
     zero_plan_init(&z->plan, cfg, stage, comm->rank, comm->size);
     z->cfg = *cfg;
     z->comm = comm;
@@ -830,24 +987,23 @@ int main(int argc, char **argv) {
     Comm comm;
     comm_init(&comm, &argc, &argv);
 
-    // The model: a description for random initialization, or a checkpoint.
     GPT2Config cfg;
-    int from_checkpoint = gpt2_config_from_string(tc.model, &cfg) != 0;
-    if (from_checkpoint) {
-        if (tc.bench) usage_error("--bench needs a model description for -e (such as d12 or L4C256NH4), not a file");
-        checkpoint_read_config(tc.model, &cfg);
-    } else {
-        cfg.max_seq_len = tc.max_seq_len;
-        cfg.vocab_size = tc.vocab_size;
-        cfg.padded_vocab_size = gpt2_pad_vocab(tc.vocab_size);
-        const char *bad = gpt2_config_error(&cfg);
-        if (bad) usage_error("-e (--model) '%s': %s", tc.model, bad);
-    }
-    if (tc.T > cfg.max_seq_len) usage_error("-t (--seq-len): %d is larger than the model's maxT %d", tc.T, cfg.max_seq_len);
+    const int from_checkpoint = trainer_model_config(&tc, &cfg);
+
+    // Recomputation and matmul precision. The activations outside the blocks (embedding output,
+    // final LayerNorm, logits, losses) are what no policy changes.
+    const RecomputeShape shape = cpu_recompute_shape(&cfg, tc.T);
+    const double tokens = (double)tc.B * tc.T;
+    const double fixed_bytes = sizeof(float) * tokens * (2.0 * cfg.channels + 3 + cfg.padded_vocab_size);
+    int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
+    trainer_recompute_plan(&tc, &cfg, &shape, sizeof(float), fixed_bytes, comm.rank, policies);
+    const ModelOptions options = {policies, trainer_matmul_precision(&tc, 0), tc.fp8_wgrad};
+    if (tc.amax_history > 0) usage_error("--amax-history: delayed FP8 scaling is not implemented on the CPU yet");
 
     CPUTrainer cpu;
     cpu.hp = (AdamWConfig){tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
-    cpu_alloc(&cpu, &cfg, tc.B, tc.T, tc.zero_stage, &comm);
+    cpu_alloc(&cpu, &cfg, tc.B, tc.T, &options, tc.zero_stage, &comm);
+    free(policies);
     GPT2 *m = &cpu.model;
     float *staging = params_staging(&cpu);
     if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, staging);
@@ -861,8 +1017,12 @@ int main(int argc, char **argv) {
         printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
                cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, m->num_params);
         printf("memory per rank (ZeRO stage %d, %d rank(s)): params %.1f MiB, grads %.1f MiB, AdamW state %.1f MiB, "
-               "activations %.1f MiB; %d threads\n", plan->stage, plan->world, mem.params * mib, mem.grads * mib,
-               mem.optimizer * mib, m->acts_floats * mib, omp_get_max_threads());
+               "activations %.1f MiB (counted), scratch %.1f MiB; %d threads\n", plan->stage, plan->world,
+               mem.params * mib, mem.grads * mib, mem.optimizer * mib, m->acts_floats * mib, m->scratch_floats * mib,
+               omp_get_max_threads());
+        if (m->precision != MATMUL_FP32)
+            printf("matmul: the block matmuls emulate %s (quantize, dequantize, fp32 matmul)\n",
+                   matmul_mode_names[tc.matmul]);
         printf("zero: stage %d ranks %d params %zu padded %zu slice %zu max_segment %zu | floats per rank: params %zu "
                "grads %zu optimizer %zu\n", plan->stage, plan->world, plan->num_params, plan->padded, plan->slice,
                plan->max_segment, mem.params, mem.grads, mem.optimizer);

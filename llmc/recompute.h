@@ -31,12 +31,14 @@ const char *recompute_policy_name(int policy, char *buf, size_t n);
 // once). Returns 0, or -1 with a one-line reason in err.
 int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t errlen);
 
-// The shapes the cost model needs. att_probs_per_head_token: elements of saved attention
-// probabilities per head and token (T for the CPU's full (T x T) softmax, 0 for a fused kernel
-// that keeps only the log-sum-exp).
+// The shapes the cost model needs, and what the attention keeps for its backward pass besides
+// its output, per head and token: att_kept when it is not recomputed (T probabilities on the CPU,
+// 1 log-sum-exp for a fused GPU kernel), att_stats under RC_ATTN (0 on the CPU, which recomputes
+// the softmax from q and k alone; 1 on the GPU, which keeps the log-sum-exp).
 typedef struct {
     int C, NH, T;
-    int att_probs_per_head_token;
+    int att_kept_per_head_token;
+    int att_stats_per_head_token;
 } RecomputeShape;
 
 // Activation elements per token one layer keeps under `policy` (the block output included).

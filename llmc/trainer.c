@@ -247,6 +247,60 @@ double trainer_flops_per_token(const GPT2Config *cfg, int T) {
     return 6.0 * (double)gpt2_num_params(cfg) + 12.0 * cfg->num_layers * (double)cfg->channels * T;
 }
 
+void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const RecomputeShape *shape,
+                            double bytes_per_element, double fixed_bytes, int rank, int *policies) {
+    const int L = cfg->num_layers;
+    const int by_level = strcmp(tc->recompute_level, "none") != 0, by_list = tc->recompute_list[0] != '\0',
+              by_budget = tc->mem_budget_gib > 0;
+    if (by_level + by_list + by_budget > 1) usage_error("-r, --recompute and --mem-budget: give at most one of them");
+    const double tokens = (double)tc->B * tc->T, budget_bytes = tc->mem_budget_gib * (double)(1ull << 30);
+    char err[256];
+    int p = RC_NONE;
+    if (by_level && recompute_parse_policy(tc->recompute_level, &p) != 0)
+        usage_error("-r (--recompute-level): '%s' is not a policy (none, gelu, norm, attn, mlp, block, or a+b)",
+                    tc->recompute_level);
+    for (int l = 0; l < L; l++) policies[l] = p;
+    if (by_list && recompute_parse_list(tc->recompute_list, L, policies, err, sizeof(err)) != 0)
+        usage_error("--recompute: %s", err);
+    if (by_budget) {
+        double per_token = (budget_bytes - fixed_bytes) / (bytes_per_element * tokens);
+        if (recompute_plan_budget(shape, L, per_token, policies) != 0)
+            usage_error("--mem-budget: %g GiB cannot hold the activations even recomputing every block (needs %.3f GiB)",
+                        tc->mem_budget_gib,
+                        (fixed_bytes + L * recompute_layer_elements(shape, RC_BLOCK) * bytes_per_element * tokens) /
+                            (double)(1ull << 30));
+    }
+    if (rank != 0) return;
+    double elements = 0.0, flops = 0.0;
+    for (int l = 0; l < L; l++) {
+        elements += recompute_layer_elements(shape, policies[l]);
+        flops += recompute_layer_flops(shape, policies[l]);
+    }
+    char plan[1024] = "", name[64];
+    for (int l = 0; l < L;) {
+        int e = l;
+        while (e + 1 < L && policies[e + 1] == policies[l]) e++;
+        size_t used = strlen(plan);
+        snprintf(plan + used, sizeof(plan) - used, "%s%d-%d:%s", used ? "," : "", l, e,
+                 recompute_policy_name(policies[l], name, sizeof(name)));
+        l = e + 1;
+    }
+    printf("recompute: %s | predicted activations %.1f MiB (blocks %.1f MiB) | extra %.3g FLOPs per token (%.1f%% of "
+           "the step's model FLOPs)\n", plan, (fixed_bytes + elements * bytes_per_element * tokens) / (1 << 20),
+           elements * bytes_per_element * tokens / (1 << 20), flops,
+           100.0 * flops / trainer_flops_per_token(cfg, tc->T));
+}
+
+matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu) {
+    switch (tc->matmul) {
+    case MATMUL_MODE_FP32: return MATMUL_FP32;
+    case MATMUL_MODE_BF16: return MATMUL_BF16;
+    case MATMUL_MODE_FP8: return MATMUL_FP8;
+    case MATMUL_MODE_INT8: return MATMUL_INT8;
+    default: return gpu ? MATMUL_BF16 : MATMUL_FP32;
+    }
+}
+
 int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg) {
     int from_checkpoint = gpt2_config_from_string(tc->model, cfg) != 0;
     if (from_checkpoint) {

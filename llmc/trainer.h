@@ -26,6 +26,8 @@
 #include "args.h"
 #include "comm.h"
 #include "model.h"
+#include "quant.h"
+#include "recompute.h"
 #include "state.h"
 
 #ifdef __cplusplus
@@ -69,6 +71,15 @@ typedef struct {
 // backward 4) plus attention's QK^T and PV, 12 L C T (the PaLM convention: the causal mask's
 // saving is not subtracted).
 double trainer_flops_per_token(const GPT2Config *cfg, int T);
+
+// The recompute policy of every layer from -r, --recompute or --mem-budget (at most one of them;
+// exit 2 on a bad value or a budget nothing fits). For the budget, an activation element takes
+// bytes_per_element and fixed_bytes are the activations outside the blocks. Rank 0 prints the
+// plan with its predicted activation memory and extra recompute FLOPs.
+void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const RecomputeShape *shape,
+                            double bytes_per_element, double fixed_bytes, int rank, int *policies);
+// --matmul auto is fp32 on the CPU and bf16 on a GPU.
+matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu);
 
 // The model the flags describe: -e as a description (d12, L4C256NH4; random initialization with
 // --max-seq-len and --vocab-size) or a checkpoint file. Checks -t against maxT (exit 2). Returns 1

@@ -3,6 +3,7 @@
 //                            on the same checkpoint and batch: logits, loss, every gradient, and
 //                            the losses and weights of the reference's optimizer steps
 //   test_model fd SEED       central finite differences of the loss on a tiny random model
+//   test_model recompute SEED  every recompute policy bit-identical to keeping everything
 // Exits 1 when any comparison is out of tolerance; prints every comparison.
 #define TESTING
 #include <stdarg.h>
@@ -201,10 +202,76 @@ static int run_fd(uint64_t seed) {
     return g_failures;
 }
 
+// Every recompute policy, and a mixed per-layer list, against keeping everything: the gradients
+// of one step and the losses and weights of 5 optimizer steps must be bit-identical; and the
+// activation floats the trainer allocates must equal the cost model's prediction.
+static int run_recompute(uint64_t seed) {
+    GPT2Config cfg = {.max_seq_len = 16, .vocab_size = 300, .padded_vocab_size = 384, .num_layers = 4, .num_heads = 4, .channels = 64};
+    const int B = 3, T = 16, L = cfg.num_layers, steps = 5;
+    const char *const levels[] = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", "attn+gelu", "attn+mlp+norm",
+                                  "0:block,1:attn+gelu,2:mlp,3:norm"};
+    const int nlevels = (int)(sizeof(levels) / sizeof(levels[0]));
+    int inputs[B * T], targets[B * T];
+    for (int i = 0; i < B * T; i++) {
+        inputs[i] = (int)(rng_uniform(seed, 7, i) * cfg.vocab_size);
+        targets[i] = (int)(rng_uniform(seed, 8, i) * cfg.vocab_size);
+    }
+    AdamWConfig hp = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1.0f};
+    const size_t P = gpt2_num_params(&cfg);
+    float *ref_grads = (float *)malloc_check(P * sizeof(float)), *ref_params = (float *)malloc_check(P * sizeof(float));
+    float ref_losses[5];
+    const RecomputeShape shape = cpu_recompute_shape(&cfg, T);
+    for (int k = 0; k < nlevels; k++) {
+        int policies[4], p;
+        char err[256];
+        if (strchr(levels[k], ':')) {
+            if (recompute_parse_list(levels[k], L, policies, err, sizeof(err)) != 0) die("%s", err);
+        } else {
+            if (recompute_parse_policy(levels[k], &p) != 0) die("bad policy %s", levels[k]);
+            for (int l = 0; l < L; l++) policies[l] = p;
+        }
+        ModelOptions opt = {policies, MATMUL_FP32, 0};
+        GPT2 m;
+        gpt2_alloc_with(&m, &cfg, B, T, &opt);
+        gpt2_init_params(&cfg, m.params, seed);
+        for (size_t i = 0; i < P; i++) m.params[i] += 0.1f * (float)rng_normal(seed, 99, i);
+        double predicted = 0;
+        for (int l = 0; l < L; l++) predicted += recompute_layer_elements(&shape, policies[l]);
+        predicted = predicted * B * T + (double)B * T * (2.0 * cfg.channels + 3 + cfg.padded_vocab_size);
+        float losses[5];
+        int same_grads = 1;
+        for (int step = 1; step <= steps; step++) {
+            memset(m.grads, 0, P * sizeof(float));
+            gpt2_forward(&m, inputs, targets, B, T);
+            losses[step - 1] = m.mean_loss;
+            gpt2_backward(&m, B, T, 1.0f);
+            if (step == 1 && k == 0) memcpy(ref_grads, m.grads, P * sizeof(float));
+            if (step == 1 && k > 0) same_grads = memcmp(ref_grads, m.grads, P * sizeof(float)) == 0;
+            double norm = gpt2_grad_norm(&m);
+            adamw_step(&cfg, &hp, m.params, m.grads, m.m, m.v, 0, P, step, 1e-3f, grad_clip_scale(hp.grad_clip, norm), NULL, NULL);
+        }
+        if (k == 0) {
+            memcpy(ref_losses, losses, sizeof(losses));
+            memcpy(ref_params, m.params, P * sizeof(float));
+        }
+        const int same_losses = memcmp(ref_losses, losses, sizeof(losses)) == 0;
+        const int same_params = memcmp(ref_params, m.params, P * sizeof(float)) == 0;
+        check(same_grads && same_losses && same_params && (double)m.acts_floats == predicted,
+              "recompute %-32s gradients, %d losses and weights bit-identical to none: %s; activations %zu floats "
+              "(predicted %.0f), scratch %zu", levels[k], steps, same_grads && same_losses && same_params ? "yes" : "NO",
+              m.acts_floats, predicted, m.scratch_floats);
+        gpt2_free(&m);
+    }
+    free(ref_grads);
+    free(ref_params);
+    return g_failures;
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
     if (argc == 3 && strcmp(argv[1], "case") == 0) return run_case(argv[2]) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fd") == 0) return run_fd(strtoull(argv[2], NULL, 10)) ? 1 : 0;
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED\n", argv[0]);
+    if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | recompute SEED\n", argv[0]);
     return 2;
 }

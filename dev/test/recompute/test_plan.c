@@ -39,9 +39,12 @@ int main(void) {
           "out-of-range layers are refused: %s", err);
 
     // d12 at T=1024 on the CPU (full softmax kept) and on the GPU (log-sum-exp only).
-    RecomputeShape cpu = {768, 12, 1024, 1024}, gpu = {768, 12, 1024, 0};
+    RecomputeShape cpu = {768, 12, 1024, 1024, 0}, gpu = {768, 12, 1024, 1, 1};
     double none = recompute_layer_elements(&cpu, RC_NONE), block = recompute_layer_elements(&cpu, RC_BLOCK);
-    CHECK(none == 768 * 16 + 4 + 12 * 1024 && block == 768, "elements per token: none %.0f, block %.0f", none, block);
+    CHECK(none == 768 * 16 + 4 + 12 * 1024 && block == 768 && recompute_layer_elements(&cpu, RC_ATTN) == none - 768 - 12 * 1024 &&
+          recompute_layer_elements(&gpu, RC_ATTN) == recompute_layer_elements(&gpu, RC_NONE) - 768,
+          "elements per token: none %.0f, block %.0f; attn drops the output and the probabilities (CPU) or the output (GPU)",
+          none, block);
     for (int i = 1; i < (int)(sizeof(kUniform) / sizeof(kUniform[0])); i++) {
         int q = kUniform[i];
         recompute_policy_name(q, name, sizeof(name));

@@ -468,7 +468,7 @@ static void grads_release(GPT2 *m, int seg) {
 
 // The cost model of llmc/recompute.h for this trainer: the CPU attention keeps its (T x T)
 // probabilities and, under RC_ATTN, recomputes them from q, k, v alone.
-static RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
+static inline RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
     return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0};
 }
 

@@ -3,8 +3,8 @@
 // fp32 CPU reference) computes, with the same flags, files, data loader and training loop
 // (llmc/trainer.h): this file only supplies the arithmetic as a TrainerBackend.
 //
-// STATUS: compiled and linked for sm_90; NOT YET RUN ON A GPU. test_gpt.cu checks it against the
-// CPU reference and dev/gpu_report.md records what has run where.
+// STATUS: compiled and linked for sm_90; short runs on one H100 in bf16, fp8 and int8 (d12, d48;
+// dev/gpu_report.md records what has run where). test_gpt.cu checks it against the CPU reference.
 //
 // Shapes: B sequences of T tokens, N = B*T rows, C channels, NH heads of HS = C / NH (64 or 128,
 // what llmc/attention.cuh supports), vocabulary V padded to Vp. Activations are row-major
@@ -12,6 +12,9 @@
 // Numerics: parameters are bf16 copies of fp32 master weights, rounded stochastically after each
 // update with bits from (seed, step, element) so a resumed run rounds identically; the model file
 // of a checkpoint holds the bf16 weights (exactly, as fp32), the state file the fp32 master.
+// The four linear layers of each block run in bf16, FP8 or int8 (--matmul; llmc/matmul_lowp.cuh,
+// whose CPU twin is train_gpt.c's emulation); the output head, attention, LayerNorm and AdamW
+// stay in bf16/fp32 whatever the flag.
 // Everything runs on one stream; the host waits only where the loop needs a number (the loss,
 // the gradient norm, the count of clipped tensors, sampled logits).
 #include <cublasLt.h>
@@ -42,6 +45,7 @@
 #include "llmc/global_norm.cuh"
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
+#include "llmc/matmul_lowp.cuh"
 
 // ----------------------------------------------------------------------------------------------
 // The model on the device
@@ -67,6 +71,7 @@ typedef struct {
     uint64_t rounding_seed;  // stochastic rounding of the bf16 weights
     cudaStream_t stream;
     Matmul mm;
+    LowpMatmul lp;  // the block linears' precision, scales and quantized scratch
     AdamW opt;
     // parameters and optimizer state, flat in the layer-major order of llmc/model.h
     bf16 *params;
@@ -145,7 +150,10 @@ static void layout_activations(GPUModel *g, Carver *cv) {
 #undef TAKE
 }
 
-static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed) {
+// precision: of the four block linears (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8); fp8_wgrad and
+// amax_history as --fp8-wgrad and --amax-history.
+static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed,
+                            matmul_precision precision, int fp8_wgrad, int amax_history) {
     memset(g, 0, sizeof(*g));
     g->cfg = *cfg;
     g->num_params = gpt2_num_params(cfg);
@@ -162,6 +170,7 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
 
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_init(&g->mm);
+    lowp_init(&g->lp, precision, fp8_wgrad, amax_history, cfg->num_layers, C, B * T);
     adamw_init(&g->opt, cfg, hp->weight_decay);
     const size_t P = g->num_params;
     cudaCheck(cudaMalloc(&g->params, P * sizeof(bf16)));
@@ -204,6 +213,7 @@ static void gpu_model_free(GPUModel *g) {
     free(g->h_counts);
     free(g->blocks);
     adamw_free(&g->opt);
+    lowp_free(&g->lp);
     matmul_free(&g->mm);
     cudaCheck(cudaStreamDestroy(g->stream));
 }
@@ -234,7 +244,8 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
 
 // Forward over B x T tokens (at most the capacity). With targets: the losses, and with
 // with_grad also dlogits (scaled by loss_scale / N) in place of the logits and the encoder's
-// buckets for the backward pass. Returns the mean loss (0 without targets).
+// buckets for the backward pass (a training micro-step: it also records FP8 amax history).
+// Returns the mean loss (0 without targets).
 static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int B, int T, int with_grad,
                          float loss_scale) {
     const GPT2Config *c = &g->cfg;
@@ -263,16 +274,23 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
                       param_ptr(g, PT_LN1W, 0), param_ptr(g, PT_LN1B, 0), N, C, st);
     const bf16 *residual = g->encoded;
     bf16 *proj = g->dbtc;  // forward scratch for the projections' outputs before the residual add
+    LowpMatmul *lp = &g->lp;
+    Matmul *mm = &g->mm;
+    const bool record = with_grad != 0;
     for (int l = 0; l < L; l++) {
         GPUBlockActs *a = &g->blocks[l];
-        matmul_forward(&g->mm, a->qkv, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, st);
+        lowp_linear_forward(lp, mm, a->qkv, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, l,
+                            LINEAR_QKV, record, st);
         attention_forward(a->atty, a->lse, a->qkv, B, T, NH, HS, st);
-        matmul_forward(&g->mm, proj, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, st);
+        lowp_linear_forward(lp, mm, proj, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, l,
+                            LINEAR_ATTPROJ, record, st);
         fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
                                          param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st);
-        matmul_forward(&g->mm, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, st);
+        lowp_linear_forward(lp, mm, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
+                            LINEAR_FC, record, st);
         gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
-        matmul_forward(&g->mm, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C, st);
+        lowp_linear_forward(lp, mm, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N,
+                            4 * C, C, l, LINEAR_FCPROJ, record, st);
         // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf.
         if (l + 1 < L) {
             GPUBlockActs *n = &g->blocks[l + 1];
@@ -284,7 +302,7 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
         }
         residual = a->residual3;
     }
-    matmul_forward(&g->mm, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), NULL, N, C, Vp, st);
+    matmul_forward(mm, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), NULL, N, C, Vp, st);
     if (!targets) return 0.0f;
     fused_classifier(g->logits, g->losses, d_targets, loss_scale / (float)N, N, V, Vp, with_grad, st);
     cudaCheck(cudaMemcpyAsync(g->h_losses, g->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost, st));
@@ -301,6 +319,7 @@ static void gpu_backward(GPUModel *g, int B, int T) {
     const int C = c->channels, NH = c->num_heads, HS = C / NH, Vp = c->padded_vocab_size, N = B * T, L = c->num_layers;
     cudaStream_t st = g->stream;
     Matmul *mm = &g->mm;
+    LowpMatmul *lp = &g->lp;
     float *cs = g->colsum_scratch;
     const bf16 *last = g->blocks[L - 1].residual3;
     matmul_backward(mm, g->dbtc, grad_ptr(g, PT_WTE, -1), NULL, cs, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), N, C,
@@ -313,24 +332,25 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         const bf16 *residual = l == 0 ? g->encoded : g->blocks[l - 1].residual3;
         bf16 *dfch = g->dwide, *dqkv = g->dwide;
         // MLP; dresidual holds d residual3.
-        matmul_backward(mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual, a->fch_gelu,
-                        param_ptr(g, PT_FCPROJW, l), N, 4 * C, C, st);
+        lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
+                             a->fch_gelu, param_ptr(g, PT_FCPROJW, l), N, 4 * C, C, l, LINEAR_FCPROJ, st);
         gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
-        matmul_backward(mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
-                        param_ptr(g, PT_FCW, l), N, C, 4 * C, st);
+        lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
+                             param_ptr(g, PT_FCW, l), N, C, 4 * C, l, LINEAR_FC, st);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN2W, l), grad_ptr(g, PT_LN2B, l), cs, g->dbtc, a->residual2,
                            param_ptr(g, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, st);
         // Attention; dresidual holds d residual2.
-        matmul_backward(mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs, g->dresidual,
-                        a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, st);
+        lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs,
+                             g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, l, LINEAR_ATTPROJ, st);
         attention_backward(dqkv, g->att_delta, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
-        matmul_backward(mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
-                        param_ptr(g, PT_QKVW, l), N, C, 3 * C, st);
+        lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
+                             param_ptr(g, PT_QKVW, l), N, C, 3 * C, l, LINEAR_QKV, st);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
                            param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, st);
     }
     encoder_backward(grad_ptr(g, PT_WTE, -1), grad_ptr(g, PT_WPE, -1), g->dresidual, g->d_tokens + 2 * N,
                      g->num_buckets, B, T, C, st);
+    lowp_step_done(lp);
 }
 
 static double gpu_grad_norm(GPUModel *g) {
@@ -419,6 +439,12 @@ static void gpu_load(void *self, const char *model_path, const char *state_path,
     float *master = has_master ? weights : NULL;
     state_read(state_path, st, m, v, master);
     if (master) cudaCheck(cudaMemcpy(g->master, master, P * sizeof(float), cudaMemcpyHostToDevice));
+    // The state file has no room for the FP8 amax history yet: delayed scaling starts over.
+    if (g->lp.history_len > 0) {
+        lowp_history_reset(&g->lp);
+        fprintf(stderr, "warning: '%s' holds no FP8 amax history: delayed scaling restarts from current amaxes, "
+                        "so this resume is not bit-exact\n", state_path);
+    }
     cudaCheck(cudaMemcpy(g->m, m, P * sizeof(float), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(g->v, v, P * sizeof(float), cudaMemcpyHostToDevice));
     free(buf);
@@ -435,6 +461,17 @@ static double gpu_peak_flops(const char *name, float peak_tflops) {
     if (strstr(name, "H100")) return strstr(name, "PCIe") ? 756.5e12 : strstr(name, "NVL") ? 835.5e12 : 989.4e12;
     if (strstr(name, "A100")) return 312e12;
     return 0.0;
+}
+
+// --matmul as the precision of the block linears: auto is bf16 here; fp32 is the CPU trainer's.
+static matmul_precision gpu_block_precision(int mode) {
+    switch (mode) {
+    case MATMUL_MODE_AUTO:
+    case MATMUL_MODE_BF16: return MATMUL_BF16;
+    case MATMUL_MODE_FP8: return MATMUL_FP8;
+    case MATMUL_MODE_INT8: return MATMUL_INT8;
+    default: usage_error("--matmul %s: train_gptcu runs the block matmuls in bf16, fp8 or int8", matmul_mode_names[mode]);
+    }
 }
 
 #ifndef TESTING  // test_gpt.cu includes everything above
@@ -455,7 +492,8 @@ int main(int argc, char **argv) {
 
     AdamWConfig hp = {tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
     GPUModel g;
-    gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed);
+    gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed, gpu_block_precision(tc.matmul), tc.fp8_wgrad,
+                    tc.amax_history);
     float *weights = (float *)malloc_check(g.num_params * sizeof(float));
     if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, weights);
     else gpt2_init_params(&cfg, weights, tc.seed);
@@ -470,6 +508,10 @@ int main(int argc, char **argv) {
                cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, g.num_params);
         printf("memory: params %.1f MiB (bf16), grads %.1f MiB, master + AdamW state %.1f MiB, activations %.1f MiB\n",
                P * 2 * mib, P * 4 * mib, P * 12 * mib, (double)g.acts_bytes * mib);
+        printf("block matmuls: %s%s%s, low-precision scratch %.1f MiB\n",
+               g.lp.precision == MATMUL_FP8 ? "fp8" : g.lp.precision == MATMUL_INT8 ? "int8" : "bf16",
+               g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",
+               g.lp.history_len > 0 ? ", delayed scaling" : "", (double)g.lp.bytes * mib);
     }
     const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);
     if (comm.rank == 0) {

@@ -46,6 +46,32 @@ static inline uint32_t pointer_alignment(const void *p) {
     return align;
 }
 
+// Runs D = alpha op(A) op(B) + beta C (C = D) with the descriptor and layouts the caller built:
+// asks the heuristic for the best algorithm given the pointers' alignment and the workspace,
+// then destroys the preference. `what` names the call in the error when no algorithm exists.
+static inline void matmul_lt_run(Matmul *mm, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+                                 cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t ld, const void *alpha,
+                                 const void *a, const void *b, const void *beta, void *d, cudaStream_t stream,
+                                 const char *what) {
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = MATMUL_WORKSPACE_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    const uint32_t align_a = pointer_alignment(a), align_b = pointer_alignment(b), align_d = pointer_alignment(d);
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
+
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    cublasCheck(cublasLtMatmulAlgoGetHeuristic(mm->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found));
+    if (found == 0) die("cuBLASLt has no algorithm for %s", what);
+    cublasCheck(cublasLtMatmul(mm->handle, desc, alpha, a, la, b, lb, beta, d, ld, d, ld, &heuristic.algo,
+                               mm->workspace, MATMUL_WORKSPACE_BYTES, stream));
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+}
+
 // Column-major D (m, n) [+]= op(A) op(B) [+ bias (m)], op(A) (m, k), op(B) (k, n).
 // A stored (k, m) when trans_a else (m, k); B stored (n, k) when trans_b else (k, n); leading
 // dimensions are the stored row counts. d_type: CUDA_R_16BF or CUDA_R_32F. bias: bf16, only
@@ -71,26 +97,11 @@ static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const b
                         : cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, n, k));
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, m));
 
-    cublasLtMatmulPreference_t pref;
-    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
-    const size_t ws = MATMUL_WORKSPACE_BYTES;
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-    const uint32_t align_a = pointer_alignment(a), align_b = pointer_alignment(b), align_d = pointer_alignment(d);
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
-
-    cublasLtMatmulHeuristicResult_t heuristic;
-    int found = 0;
-    cublasCheck(cublasLtMatmulAlgoGetHeuristic(mm->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found));
-    if (found == 0)
-        die("matmul_lt: cuBLASLt has no algorithm for m=%d n=%d k=%d trans_a=%d trans_b=%d bias=%d out=%s", m, n, k,
-            trans_a, trans_b, bias != nullptr, d_type == CUDA_R_32F ? "fp32" : "bf16");
+    char what[160];
+    snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias=%d out=%s", m, n, k, trans_a,
+             trans_b, bias != nullptr, d_type == CUDA_R_32F ? "fp32" : "bf16");
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    cublasCheck(cublasLtMatmul(mm->handle, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &heuristic.algo,
-                               mm->workspace, MATMUL_WORKSPACE_BYTES, stream));
-    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    matmul_lt_run(mm, desc, la, lb, ld, &alpha, a, b, &beta, d, stream, what);
     cublasCheck(cublasLtMatrixLayoutDestroy(la));
     cublasCheck(cublasLtMatrixLayoutDestroy(lb));
     cublasCheck(cublasLtMatrixLayoutDestroy(ld));
@@ -103,14 +114,26 @@ static inline void matmul_forward(Matmul *mm, bf16 *out, const bf16 *inp, const 
     matmul_lt(mm, out, CUDA_R_16BF, weight, inp, bias, OC, N, IC, true, false, false, stream);
 }
 
-// dinp (N, IC) = dout @ weight (overwritten); dweight (OC, IC) += dout^T @ inp (fp32);
-// dbias (OC) += column sums of dout when dbias != nullptr (scratch: colsum_scratch_floats(N, OC)).
+// dinp (N, IC) = dout (N, OC) @ weight (OC, IC), overwritten.
+static inline void matmul_backward_input(Matmul *mm, bf16 *dinp, const bf16 *dout, const bf16 *weight, int N, int IC,
+                                         int OC, cudaStream_t stream) {
+    matmul_lt(mm, dinp, CUDA_R_16BF, weight, dout, nullptr, IC, N, OC, false, false, false, stream);
+}
+
+// dweight (OC, IC) += dout^T @ inp (fp32); dbias (OC) += column sums of dout when dbias != nullptr
+// (scratch: colsum_scratch_floats(N, OC)).
+static inline void matmul_backward_weight(Matmul *mm, float *dweight, float *dbias, float *scratch, const bf16 *dout,
+                                          const bf16 *inp, int N, int IC, int OC, cudaStream_t stream) {
+    matmul_lt(mm, dweight, CUDA_R_32F, inp, dout, nullptr, IC, OC, N, false, true, true, stream);
+    if (dbias) bias_backward(dbias, scratch, dout, N, OC, stream);
+}
+
+// Both of the above: the backward pass of matmul_forward.
 static inline void matmul_backward(Matmul *mm, bf16 *dinp, float *dweight, float *dbias, float *scratch,
                                    const bf16 *dout, const bf16 *inp, const bf16 *weight, int N, int IC, int OC,
                                    cudaStream_t stream) {
-    matmul_lt(mm, dinp, CUDA_R_16BF, weight, dout, nullptr, IC, N, OC, false, false, false, stream);
-    matmul_lt(mm, dweight, CUDA_R_32F, inp, dout, nullptr, IC, OC, N, false, true, true, stream);
-    if (dbias) bias_backward(dbias, scratch, dout, N, OC, stream);
+    matmul_backward_input(mm, dinp, dout, weight, N, IC, OC, stream);
+    matmul_backward_weight(mm, dweight, dbias, scratch, dout, inp, N, IC, OC, stream);
 }
 
 #endif  // LLMC_MATMUL_CUH

@@ -6,7 +6,12 @@
 #   3. benchmarks: train_gptcu --bench at d12 T=1024 (micro-batch B_D12, default 32), d24, d36,
 #      d48, with tokens/s and MFU; and PyTorch on the same GPU (bf16 autocast, torch.compile,
 #      F.scaled_dot_product_attention) at d12 when torch with CUDA is importable
-#   4. appends a dated section (date, commit, device, results) to dev/gpu_report.md
+#   4. low-precision block matmuls: tokens/s of --matmul fp8 and int8 beside bf16 (step 3's runs)
+#      at d12, d24, d36, d48, T=1024; and the loss curves of CURVE_STEPS (default 1000) d12 steps
+#      in bf16, fp8 and int8 on the nlp-corpus shards (dev/data/nlpcorpus.sh; TRAIN_DATA and
+#      VAL_DATA override), written to dev/gpu_report_curves.csv and, when /usr/bin/python3 has
+#      matplotlib, plotted to dev/gpu_report_curves.png
+#   5. appends a dated section (date, commit, device, results) to dev/gpu_report.md
 # Exits non-zero when any check failed; the report says which step.
 set -u
 cd "$(dirname "$0")/.."
@@ -46,41 +51,72 @@ for spec in "d12 $B_D12" "d24 16" "d36 8" "d48 4"; do
     row=$(bench_row $spec); echo "$row"; bench_table+=$'\n'"$row"
 done
 
+# Low-precision block matmuls beside bf16 at the same model and micro-batch.
+tokens_per_s() { awk '/^bench_tokens_per_s/ {print $2}' "$1" 2>/dev/null; }
+echo "== low-precision benchmarks"
+lowp_table="| model | B | bf16 tokens/s | fp8 tokens/s (vs bf16) | int8 tokens/s (vs bf16) |
+|---|---|---|---|---|"
+for spec in "d12 $B_D12" "d24 16" "d36 8" "d48 4"; do
+    set -- $spec
+    bf=$(tokens_per_s "$LOG/bench_$1.log")
+    row="| $1 | $2 | ${bf:-failed} |"
+    for m in fp8 int8; do
+        ./train_gptcu -e "$1" -b "$2" -t 1024 --bench -x 12 --matmul $m >"$LOG/bench_$1_$m.log" 2>&1
+        t=$(tokens_per_s "$LOG/bench_$1_$m.log")
+        if [ -z "$t" ]; then row+=" failed: $(tail -n 1 "$LOG/bench_$1_$m.log") |"; status=1
+        elif [ -n "$bf" ]; then row+=$(awk -v t="$t" -v b="$bf" 'BEGIN { printf " %.0f (%.2fx) |", t, t / b }')
+        else row+=" $t |"; fi
+    done
+    echo "$row"; lowp_table+=$'\n'"$row"
+done
+
+# Loss curves: the same d12 run in each precision; the training loss of every step.
+CURVE_STEPS=${CURVE_STEPS:-1000}
+TRAIN_DATA=${TRAIN_DATA:-data/nlpcorpus/nlpcorpus_train_*.bin}
+VAL_DATA=${VAL_DATA:-data/nlpcorpus/nlpcorpus_val_*.bin}
+CURVES=dev/gpu_report_curves
+curve_line="Loss curves: not run (no training shards match $TRAIN_DATA; run dev/data/nlpcorpus.sh)"
+if compgen -G "$TRAIN_DATA" >/dev/null; then
+    echo "== loss curves: d12, $CURVE_STEPS steps, bf16 / fp8 / int8"
+    for m in bf16 fp8 int8; do
+        ./train_gptcu -i "$TRAIN_DATA" -j "$VAL_DATA" -e d12 -b 16 -t 1024 -x "$CURVE_STEPS" -l 6e-4 -u 100 -q 0.1 \
+            -c 0.1 -v 250 -m 20 -s 0 --matmul $m >"$LOG/curve_$m.log" 2>&1 || { result[curve_$m]=FAIL; status=1; }
+        # "step    12/1000 | loss 5.123456 | ..." -> "12 5.123456"
+        sed -n 's/^step *\([0-9]*\)\/[0-9]* | loss \([^ ]*\) .*/\1 \2/p' "$LOG/curve_$m.log" >"$LOG/curve_$m.txt"
+    done
+    { echo "step,bf16,fp8,int8"
+      join <(sort -k1,1 "$LOG/curve_bf16.txt") <(sort -k1,1 "$LOG/curve_fp8.txt") |
+          join - <(sort -k1,1 "$LOG/curve_int8.txt") | sort -n | tr ' ' ','; } >"$CURVES.csv"
+    # Final loss: the mean training loss of the last 50 steps (one step's loss is noisy).
+    curve_line=$(awk -F, 'NR > 1 { n++; for (i = 2; i <= 4; i++) v[n, i] = $i }
+        END { if (n < 50) { print "Loss curves: too few steps logged (" n ")"; exit }
+              for (i = 2; i <= 4; i++) { s[i] = 0; for (k = n - 49; k <= n; k++) s[i] += v[k, i]; s[i] /= 50 }
+              printf "Loss curves (d12, %d steps, mean of the last 50): bf16 %.4f, fp8 %.4f (%+.2f%%), int8 %.4f (%+.2f%%)",
+                  n, s[2], s[3], 100 * (s[3] / s[2] - 1), s[4], 100 * (s[4] / s[2] - 1) }' "$CURVES.csv")
+    if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+        /usr/bin/python3 - "$CURVES.csv" "$CURVES.png" <<'PY' && curve_line+="; plot: $CURVES.png"
+import csv, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+rows = list(csv.DictReader(open(sys.argv[1])))
+steps = [int(r["step"]) for r in rows]
+for m in ("bf16", "fp8", "int8"):
+    plt.plot(steps, [float(r[m]) for r in rows], label=m, linewidth=0.8)
+plt.xlabel("step"); plt.ylabel("training loss"); plt.title("GPT-2 d12, block matmuls by precision")
+plt.legend(); plt.grid(alpha=0.3); plt.savefig(sys.argv[2], dpi=120)
+PY
+    else
+        curve_line+="; no matplotlib: the curves are in $CURVES.csv"
+    fi
+fi
+echo "$curve_line"
+
 # PyTorch baseline: GPT-2 of the same shape, bf16 autocast, torch.compile, SDPA (causal), AdamW.
 torch_line="PyTorch baseline: not run (no python3 with CUDA-enabled torch)"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    torch_line=$(B="$B_D12" timeout 300 python3 - <<'PY' 2>"$LOG/torch.log" || echo "PyTorch baseline: failed (see $LOG/torch.log)"
-import os, time, torch, torch.nn as nn, torch.nn.functional as F
-B, T, L, C, NH, V = int(os.environ["B"]), 1024, 12, 768, 12, 50304
-class Block(nn.Module):
-    def __init__(s):
-        super().__init__(); s.ln1, s.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
-        s.qkv, s.proj, s.fc, s.fcproj = nn.Linear(C, 3 * C), nn.Linear(C, C), nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
-    def forward(s, x):
-        q, k, v = s.qkv(s.ln1(x)).view(B, T, 3, NH, C // NH).permute(2, 0, 3, 1, 4)
-        x = x + s.proj(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C))
-        return x + s.fcproj(F.gelu(s.fc(s.ln2(x)), approximate="tanh"))
-class GPT(nn.Module):
-    def __init__(s):
-        super().__init__(); s.wte, s.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
-        s.blocks, s.lnf = nn.ModuleList(Block() for _ in range(L)), nn.LayerNorm(C)
-    def forward(s, idx, tgt):
-        x = s.wte(idx) + s.wpe.weight[:T]
-        for b in s.blocks: x = b(x)
-        return F.cross_entropy((s.lnf(x) @ s.wte.weight.T).float().view(-1, V), tgt.view(-1))
-model = GPT().cuda(); opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-step = torch.compile(model)
-idx = torch.randint(0, 50257, (B, T), device="cuda"); tgt = torch.randint(0, 50257, (B, T), device="cuda")
-times = []
-for i in range(15):
-    torch.cuda.synchronize(); t0 = time.time()
-    with torch.autocast("cuda", dtype=torch.bfloat16): loss = step(idx, tgt)
-    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
-    torch.cuda.synchronize(); times.append(time.time() - t0)
-med = sorted(times[5:])[len(times[5:]) // 2]
-print(f"PyTorch {torch.__version__} d12 B={B} T={T}: {B * T / med:.0f} tokens/s (median step {med * 1e3:.1f} ms)")
-PY
-)
+    torch_line=$(B="$B_D12" timeout 300 python3 dev/bench/torch_gpu_baseline.py 2>"$LOG/torch.log" ||
+                 echo "PyTorch baseline: failed (see $LOG/torch.log)")
 fi
 echo "$torch_line"
 
@@ -94,8 +130,15 @@ device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev
     echo "| step | result |"
     echo "|---|---|"
     for name in build test_gpu; do echo "| $name | ${result[$name]:-not run} |"; done
+    for m in bf16 fp8 int8; do [ -n "${result[curve_$m]:-}" ] && echo "| loss curve $m | ${result[curve_$m]} |"; done
     echo
     echo "$bench_table"
+    echo
+    echo "Block matmuls in low precision (same runs' settings, --bench, T=1024):"
+    echo
+    echo "$lowp_table"
+    echo
+    echo "$curve_line"
     echo
     echo "$torch_line"
 } >>dev/gpu_report.md

@@ -253,15 +253,17 @@ static void check_fp8_gemm(int M, int N, int K, quant_target x_target, bool with
     __nv_bfloat16 *d_x = upload_bf16(x_bits), *d_w = upload_bf16(w_bits), *d_bias = upload_bf16(bias_bits);
     __nv_bfloat16 *d_out = device_alloc<__nv_bfloat16>((size_t)M * N);
     uint8_t *d_qx = device_alloc<uint8_t>(x.size()), *d_qw = device_alloc<uint8_t>(w.size());
-    float *d_amax = device_alloc<float>(2), *d_sx = device_alloc<float>(2), *d_sw = device_alloc<float>(2);
+    // Scale at [0], inverse scale at [4]: cuBLASLt 13 refuses (NOT_SUPPORTED) FP8 scale pointers
+    // that are not 16-byte aligned (found on an H100).
+    float *d_amax = device_alloc<float>(2), *d_sx = device_alloc<float>(8), *d_sw = device_alloc<float>(8);
     quant_amax_gpu(d_amax, d_x, x.size(), 0);
     quant_amax_gpu(d_amax + 1, d_w, w.size(), 0);
-    quant_scale_from_amax_gpu(d_sx, d_sx + 1, d_amax, x_target, QUANT_SCALE_POW2, 0);
-    quant_scale_from_amax_gpu(d_sw, d_sw + 1, d_amax + 1, QUANT_TO_E4M3, QUANT_SCALE_POW2, 0);
+    quant_scale_from_amax_gpu(d_sx, d_sx + 4, d_amax, x_target, QUANT_SCALE_POW2, 0);
+    quant_scale_from_amax_gpu(d_sw, d_sw + 4, d_amax + 1, QUANT_TO_E4M3, QUANT_SCALE_POW2, 0);
     quant_cast_gpu(d_qx, (float *)nullptr, d_x, x.size(), d_sx, x_target, 0);
     quant_cast_gpu(d_qw, (float *)nullptr, d_w, w.size(), d_sw, QUANT_TO_E4M3, 0);
     cudaDataType_t x_type = x_target == QUANT_TO_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
-    lt_plan p = lt_plan_create(M, N, K, x_type, CUDA_R_8F_E4M3, CUDA_R_16BF, d_sx + 1, d_sw + 1, with_bias ? d_bias : nullptr);
+    lt_plan p = lt_plan_create(M, N, K, x_type, CUDA_R_8F_E4M3, CUDA_R_16BF, d_sx + 4, d_sw + 4, with_bias ? d_bias : nullptr);
     lt_plan_run(p, d_out, d_qx, d_qw, 0);
     std::vector<uint8_t> got_qx = to_host(d_qx, qx.size()), got_qw = to_host(d_qw, qw.size());
     std::vector<uint16_t> got = to_host(reinterpret_cast<uint16_t *>(d_out), (size_t)M * N);

@@ -6,15 +6,31 @@
 
 struct CpuModel {
     GPT2 gpt;
+    float *quant;  // the low-precision operand buffers cpu_model_set_matmul adds
 };
 
 CpuModel *cpu_model_new(const GPT2Config *cfg, int B, int T) {
     CpuModel *m = (CpuModel *)malloc_check(sizeof(CpuModel));
     gpt2_alloc(&m->gpt, cfg, B, T);
+    m->quant = NULL;
     return m;
 }
 
+void cpu_model_set_matmul(CpuModel *m, matmul_precision precision, int fp8_wgrad) {
+    GPT2 *g = &m->gpt;
+    const size_t C = g->cfg.channels, BT = (size_t)g->B * g->T;
+    const size_t n = BT * 4 * C > 4 * C * C ? BT * 4 * C : 4 * C * C;  // as gpt2_alloc_activations
+    if (!m->quant && !g->quant_a) {
+        m->quant = (float *)malloc_check(2 * n * sizeof(float));
+        g->quant_a = m->quant;
+        g->quant_b = m->quant + n;
+    }
+    g->precision = precision;
+    g->fp8_wgrad = fp8_wgrad;
+}
+
 void cpu_model_free(CpuModel *m) {
+    free(m->quant);
     gpt2_free(&m->gpt);
     free(m);
 }

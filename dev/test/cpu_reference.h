@@ -6,6 +6,7 @@
 
 #include "../../llmc/model.h"
 #include "../../llmc/optimizer.h"
+#include "../../llmc/quant.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,10 @@ float cpu_model_forward(CpuModel *m, const int *inputs, const int *targets);
 void cpu_model_backward(CpuModel *m, float loss_scale);
 void cpu_model_zero_grads(CpuModel *m);
 double cpu_model_grad_norm(const CpuModel *m);
+// Later forward and backward passes emulate `precision` in the four block matmuls (train_gpt.c's
+// linear_forward / linear_backward: llmc/quant.h fake quantization with power-of-two scales from
+// the current amax; fp8_wgrad: the weight gradient from E5M2(dout) and E4M3(input)).
+void cpu_model_set_matmul(CpuModel *m, matmul_precision precision, int fp8_wgrad);
 // AdamW step t (from 1) of llmc/optimizer.h; returns the number of clipped tensors.
 int cpu_model_update(CpuModel *m, const AdamWConfig *hp, int t, float lr, float grad_scale);
 

@@ -1,0 +1,323 @@
+// The four linear layers of every block (qkv, attention output, fc, fc projection) in FP8 or int8
+// (--matmul fp8|int8); bf16 passes straight through to matmul.cuh. The output head, attention,
+// LayerNorm and the optimizer never come here.
+//
+// STATUS: run once on an H100 (cuBLASLt 13; dev/gpu_report.md, 2025-11-22): test_gptcu's one-layer
+// checks against llmc/quant.h's emulation pass in every mode, training runs in fp8 and int8, and
+// the runs are deterministic. The whole-model check against the CPU twin has not run yet.
+//
+// What each mode computes, the exact twin of quant_emulate_operand() (llmc/quant.h) in train_gpt.c:
+//              forward out = inp @ W^T + b          input gradient dinp = dout @ W     weight gradient
+//   fp8        E4M3(inp) x E4M3(W), bf16 out + bias  E5M2(dout) x E4M3(W), bf16 out     bf16 (--fp8-wgrad 1:
+//              (per-tensor scales)                   (per-tensor scales)                E5M2(dout)^T x E4M3(inp))
+//   int8       int8(inp, a scale per row) x          int8(dout, a scale per row) x      bf16
+//              int8(W, one scale), int32 accumulate  int8(W, one scale), int32
+// Scales are powers of two (QUANT_SCALE_POW2), so dequantization is exact: an FP8 GEMM dequantizes
+// through cuBLASLt's A/B scale pointers (1/scale), an int8 GEMM in int8_dequantize_bias_kernel.
+// FP8 scales come from the tensor's current amax, or with --amax-history H > 0 (delayed scaling)
+// from the max amax of the same tensor over the previous H training micro-steps.
+//
+// Layouts. Row-major everywhere: inp (N, IC), W (OC, IC), out (N, OC). cuBLASLt's FP8 and int8
+// kernels take only the "TN" form, which for row-major operands reads out (M, Nc) = x (M, K) @
+// w (Nc, K)^T (see matmul_lt_tn). Forward: x = inp, w = W, no copy. Input gradient: x = dout (N, OC),
+// w = W^T (IC, OC), the transposed copy quant_transpose_gpu() writes from W in the same pass as the
+// cast. FP8 weight gradient: dW (OC, IC) = x (OC, N) @ w (IC, N)^T with x = dout^T and w = inp^T,
+// both transposed copies (dout's comes out of the same fused pass as its row-major copy).
+//
+// Scales and histories live on the device, indexed by operand = (layer * 4 + linear) * 3 + role
+// (role: QUANT_ACTIVATION, QUANT_WEIGHT, QUANT_GRADIENT of llmc/quant.h), so no step waits on the
+// host. The weight's and the activation's scales of the forward are reused by the backward of the
+// same micro-step: the weight has not changed and the activation is the one the forward saw, so
+// the backward's transposed copies hold the same codes as the forward's.
+#ifndef LLMC_MATMUL_LOWP_CUH
+#define LLMC_MATMUL_LOWP_CUH
+
+#include "matmul.cuh"
+#include "quant.cuh"
+
+enum { LINEAR_QKV, LINEAR_ATTPROJ, LINEAR_FC, LINEAR_FCPROJ, NUM_BLOCK_LINEARS };
+#define LOWP_ROLES 3  // quant_operand: activation, weight, gradient
+
+typedef struct {
+    matmul_precision precision;  // MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8
+    int fp8_wgrad;               // 1: the FP8 weight gradient
+    int history_len;             // H; 0: current scaling
+    int num_operands;            // L * NUM_BLOCK_LINEARS * LOWP_ROLES
+    int64_t history_steps;       // training micro-steps recorded in the history (host)
+    // device state, one entry per operand
+    float *scales;               // [num_operands][4]: 1/scale, scale, 2 unused (lowp_inv_scale, lowp_scale)
+    float *amax;                 // [num_operands]: the current amax (current scaling)
+    float *history;              // [num_operands][H]: amax ring, slot history_steps % H is this step's
+    // device scratch shared by all layers (sizes for the widest linear: 4C)
+    uint8_t *q_inp, *q_inp_t;    // (N, 4C) activation codes; (4C, N) transposed (FP8 weight gradient)
+    uint8_t *q_grad, *q_grad_t;  // (N, 4C) gradient codes; (4C, N) transposed (FP8 weight gradient)
+    uint8_t *q_weight;           // (4C, C) weight codes, row-major or transposed
+    float *row_scales;           // (N) int8 scale of each row of the activation or gradient
+    int32_t *acc;                // (N, 4C) int8 GEMM accumulator
+    size_t bytes;                // device memory of all of the above
+} LowpMatmul;
+
+static inline int lowp_operand(int layer, int linear, int role) {
+    return (layer * NUM_BLOCK_LINEARS + linear) * LOWP_ROLES + role;
+}
+
+// An operand's scale (the multiplier before the cast) and its inverse (the dequantization
+// multiplier cuBLASLt reads). Each operand owns 16 bytes so that the inverse is 16-byte aligned:
+// cuBLASLt 13 on an H100 answers CUBLAS_STATUS_NOT_SUPPORTED for a scale pointer that is only
+// 4-byte aligned (measured, though the documentation does not say so).
+static inline float *lowp_inv_scale(const LowpMatmul *lp, int op) { return lp->scales + 4 * (size_t)op; }
+static inline float *lowp_scale(const LowpMatmul *lp, int op) { return lp->scales + 4 * (size_t)op + 1; }
+
+// ---------------------------------------------------------------------------------------------
+// cuBLASLt in the TN form
+
+// out (M, Nc) row-major [+]= x (M, K) @ w (Nc, K)^T, with x and w row-major in x_type and w_type.
+// Column-major, that is D (Nc, M) = A^T B with A = w stored (K, Nc) (lda = K, transposed) and
+// B = x stored (K, M) (ldb = K): the TN form that FP8 and int8 kernels require.
+//   FP8 (x, w E4M3 or E5M2, not both E5M2): compute fp32; out bf16 (+ bias (Nc) bf16 in the epilogue)
+//     or fp32 (accumulate: out += ...); each operand dequantized by the fp32 device scalar its
+//     inv_scale pointer holds (cuBLASLt's B and A scale pointers).
+//   int8 (x, w CUDA_R_8I): compute int32, out int32 (exact; no scales, no bias).
+// Requirements: K and Nc multiples of 16 and 16-byte aligned matrices (cuBLASLt's heuristic then
+// finds no algorithm), and 16-byte aligned scale pointers (checked here).
+static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, const void *x, cudaDataType_t x_type,
+                                const void *w, cudaDataType_t w_type, const float *x_inv_scale,
+                                const float *w_inv_scale, const bf16 *bias, int M, int Nc, int K, bool accumulate,
+                                cudaStream_t stream) {
+    const bool integer = x_type == CUDA_R_8I;
+    if (integer != (w_type == CUDA_R_8I) || integer != (out_type == CUDA_R_32I) || (integer && (bias || accumulate)))
+        die("matmul_lt_tn: int8 operands go with each other and an int32 output, without bias or accumulation");
+    if (bias && out_type != CUDA_R_16BF) die("matmul_lt_tn: a bias needs a bf16 output");
+    if ((uintptr_t)x_inv_scale % 16 || (uintptr_t)w_inv_scale % 16)
+        die("matmul_lt_tn: cuBLASLt needs 16-byte aligned scale pointers (%p, %p)", (const void *)x_inv_scale,
+            (const void *)w_inv_scale);
+    cublasLtMatmulDesc_t desc;
+    cublasCheck(cublasLtMatmulDescCreate(&desc, integer ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                                         integer ? CUDA_R_32I : CUDA_R_32F));
+    const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof(op_t)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof(op_n)));
+    if (w_inv_scale)
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_inv_scale,
+                                                   sizeof(w_inv_scale)));
+    if (x_inv_scale)
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_inv_scale,
+                                                   sizeof(x_inv_scale)));
+    if (bias) {
+        const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+        const cudaDataType_t bias_type = CUDA_R_16BF;
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                   sizeof(bias_type)));
+    }
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasCheck(cublasLtMatrixLayoutCreate(&la, w_type, K, Nc, K));
+    cublasCheck(cublasLtMatrixLayoutCreate(&lb, x_type, K, M, K));
+    cublasCheck(cublasLtMatrixLayoutCreate(&ld, out_type, Nc, M, Nc));  // also C's (C = D)
+
+    char what[160];
+    snprintf(what, sizeof(what), "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias=%d", M, Nc, K,
+             (int)x_type, (int)w_type, (int)out_type, bias != nullptr);
+    const float alpha_f = 1.0f, beta_f = accumulate ? 1.0f : 0.0f;
+    const int32_t alpha_i = 1, beta_i = 0;
+    matmul_lt_run(mm, desc, la, lb, ld, integer ? (const void *)&alpha_i : (const void *)&alpha_f, w, x,
+                  integer ? (const void *)&beta_i : (const void *)&beta_f, out, stream, what);
+    cublasCheck(cublasLtMatrixLayoutDestroy(la));
+    cublasCheck(cublasLtMatrixLayoutDestroy(lb));
+    cublasCheck(cublasLtMatrixLayoutDestroy(ld));
+    cublasCheck(cublasLtMatmulDescDestroy(desc));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Setup
+
+// B*T = N rows at most, L layers of width C. precision MATMUL_BF16 allocates nothing.
+static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8_wgrad, int history_len, int L, int C,
+                             int N) {
+    memset(lp, 0, sizeof(*lp));
+    lp->precision = precision;
+    if (precision == MATMUL_BF16) return;
+    if (precision != MATMUL_FP8 && precision != MATMUL_INT8)
+        die("lowp_init: the block matmuls run in bf16, fp8 or int8, not precision %d", (int)precision);
+    if (precision != MATMUL_FP8 && (fp8_wgrad || history_len > 0))
+        usage_error("--fp8-wgrad and --amax-history apply to --matmul fp8 only");
+    // The FP8 weight gradient contracts over the N rows: cuBLASLt's FP8 kernels want K % 16 == 0.
+    if (fp8_wgrad && N % 16 != 0) usage_error("--fp8-wgrad 1 needs B*T = %d to be a multiple of 16", N);
+    lp->fp8_wgrad = fp8_wgrad;
+    lp->history_len = history_len;
+    lp->num_operands = L * NUM_BLOCK_LINEARS * LOWP_ROLES;
+    const size_t wide = (size_t)N * 4 * C, ops = (size_t)lp->num_operands;
+    lp->bytes = ops * (4 + 1 + (size_t)history_len) * sizeof(float) + 2 * wide + (size_t)4 * C * C;
+    cudaCheck(cudaMalloc(&lp->scales, ops * 4 * sizeof(float)));
+    cudaCheck(cudaMalloc(&lp->amax, ops * sizeof(float)));
+    cudaCheck(cudaMalloc(&lp->q_inp, wide));
+    cudaCheck(cudaMalloc(&lp->q_grad, wide));
+    cudaCheck(cudaMalloc(&lp->q_weight, (size_t)4 * C * C));
+    if (history_len > 0) {
+        cudaCheck(cudaMalloc(&lp->history, ops * history_len * sizeof(float)));
+        cudaCheck(cudaMemset(lp->history, 0, ops * history_len * sizeof(float)));
+    }
+    if (fp8_wgrad) {
+        cudaCheck(cudaMalloc(&lp->q_inp_t, wide));
+        cudaCheck(cudaMalloc(&lp->q_grad_t, wide));
+        lp->bytes += 2 * wide;
+    }
+    if (precision == MATMUL_INT8) {
+        cudaCheck(cudaMalloc(&lp->row_scales, (size_t)N * sizeof(float)));
+        cudaCheck(cudaMalloc(&lp->acc, wide * sizeof(int32_t)));
+        lp->bytes += (size_t)N * sizeof(float) + wide * sizeof(int32_t);
+    }
+}
+
+static inline void lowp_free(LowpMatmul *lp) {
+    // cudaFree(NULL) is a no-op: the buffers a mode did not allocate are NULL.
+    cudaCheck(cudaFree(lp->scales));
+    cudaCheck(cudaFree(lp->amax));
+    cudaCheck(cudaFree(lp->history));
+    cudaCheck(cudaFree(lp->q_inp));
+    cudaCheck(cudaFree(lp->q_inp_t));
+    cudaCheck(cudaFree(lp->q_grad));
+    cudaCheck(cudaFree(lp->q_grad_t));
+    cudaCheck(cudaFree(lp->q_weight));
+    cudaCheck(cudaFree(lp->row_scales));
+    cudaCheck(cudaFree(lp->acc));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scales
+
+// Delayed scaling of one operand: scale from the max over its H history entries (amaxes of the
+// previous H micro-steps; bit patterns of non-negative floats order like the values and NaN sorts
+// above Inf, so a NaN amax gives a NaN scale), then, when this step records, clears the slot the
+// cast will fill with this step's amax. One thread: H is small.
+__global__ void lowp_delayed_scale_kernel(float *scale, float *inv_scale, float *history, int H, int slot, float qmax,
+                                          int record) {
+    unsigned int bits = 0;
+    for (int h = 0; h < H; h++) bits = max(bits, __float_as_uint(history[h]) & 0x7FFFFFFFu);
+    const float s = quant_scale(__uint_as_float(bits), qmax, QUANT_SCALE_POW2);
+    *scale = s;
+    *inv_scale = 1.0f / s;
+    if (record) history[slot] = 0.0f;
+}
+
+// Quantizes x (rows, cols) row-major as operand `op` into q (row-major) and/or qt (transposed);
+// either may be NULL, and without qt this is a plain cast. The scale is computed here and kept in
+// lp->scales for the backward: from the current amax (one extra read of x), or with delayed
+// scaling from the history, the cast itself then recording this step's amax when `record` (the
+// training forward and backward; not validation or sampling, which must not change the training
+// run). The first recorded step has no history yet and uses its current amax.
+static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, const bf16 *x, int rows, int cols, int op,
+                                 quant_target target, bool record, cudaStream_t st) {
+    float *scale = lowp_scale(lp, op), *inv_scale = lowp_inv_scale(lp, op);
+    const bool delayed = lp->history_len > 0, recording = delayed && record;
+    const int H = lp->history_len, slot = delayed ? (int)(lp->history_steps % H) : 0;
+    float *history = delayed ? lp->history + (size_t)op * H : nullptr;
+    float *amax = recording ? history + slot : lp->amax + op;
+    if (delayed && lp->history_steps > 0) {
+        lowp_delayed_scale_kernel<<<1, 1, 0, st>>>(scale, inv_scale, history, H, slot, quant_target_max(target),
+                                                    recording);
+        kernelCheck();
+    } else {
+        quant_amax_gpu(amax, x, (size_t)rows * cols, st);
+        quant_scale_from_amax_gpu(scale, inv_scale, amax, target, QUANT_SCALE_POW2, st);
+    }
+    float *cast_amax = recording && lp->history_steps > 0 ? amax : nullptr;
+    if (qt) quant_transpose_gpu(q, qt, cast_amax, x, rows, cols, scale, target, st);
+    else quant_cast_gpu(q, cast_amax, x, (size_t)rows * cols, scale, target, st);
+}
+
+// The transposed codes qt (cols, rows) of x (rows, cols) with the scale operand `op` already has
+// (set by lowp_quantize in this micro-step's forward).
+static inline void lowp_quantize_transposed_again(LowpMatmul *lp, uint8_t *qt, const bf16 *x, int rows, int cols,
+                                                  int op, quant_target target, cudaStream_t st) {
+    quant_transpose_gpu((uint8_t *)nullptr, qt, (float *)nullptr, x, rows, cols, lowp_scale(lp, op), target, st);
+}
+
+// The int8 tensor scale of the weight (always current: the weight is read anyway) into lp->scales.
+static inline void lowp_int8_weight_scale(LowpMatmul *lp, const bf16 *weight, size_t n, int op, cudaStream_t st) {
+    quant_amax_gpu(lp->amax + op, weight, n, st);
+    quant_scale_from_amax_gpu(lowp_scale(lp, op), lowp_inv_scale(lp, op), lp->amax + op, QUANT_TO_INT8,
+                              QUANT_SCALE_POW2, st);
+}
+
+// A training micro-step's forward and backward are done: the next one records into the next slot.
+static inline void lowp_step_done(LowpMatmul *lp) {
+    if (lp->history_len > 0) lp->history_steps++;
+}
+
+// Forgets the amax history: the next training micro-step scales from its current amaxes again.
+static inline void lowp_history_reset(LowpMatmul *lp) {
+    if (lp->history_len == 0) return;
+    lp->history_steps = 0;
+    cudaCheck(cudaMemset(lp->history, 0, (size_t)lp->num_operands * lp->history_len * sizeof(float)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The linear layers
+
+// out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) for block linear `linear` of `layer`.
+// record: a training forward (delayed scaling records this step's amaxes).
+static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight,
+                                       const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
+                                       cudaStream_t st) {
+    const int op_inp = lowp_operand(layer, linear, QUANT_ACTIVATION), op_w = lowp_operand(layer, linear, QUANT_WEIGHT);
+    switch (lp->precision) {
+    case MATMUL_FP8:
+        lowp_quantize(lp, lp->q_inp, nullptr, inp, N, IC, op_inp, QUANT_TO_E4M3, record, st);
+        lowp_quantize(lp, lp->q_weight, nullptr, weight, OC, IC, op_w, QUANT_TO_E4M3, record, st);
+        matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
+                     lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, N, OC, IC, false, st);
+        return;
+    case MATMUL_INT8:
+        int8_quantize_rows_gpu((int8_t *)lp->q_inp, lp->row_scales, inp, N, IC, QUANT_SCALE_POW2, st);
+        lowp_int8_weight_scale(lp, weight, (size_t)OC * IC, op_w, st);
+        quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, lowp_scale(lp, op_w), QUANT_TO_INT8, st);
+        matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_inp, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
+                     N, OC, IC, false, st);
+        int8_dequantize_bias_gpu(out, lp->acc, lp->row_scales, lowp_scale(lp, op_w), bias, N, OC, st);
+        return;
+    default:
+        matmul_forward(mm, out, inp, weight, bias, N, IC, OC, st);
+    }
+}
+
+// Backward of lowp_linear_forward (which must have run for this layer in this micro-step):
+// dinp (N, IC) = dout @ weight (overwritten); dweight (OC, IC) += dout^T @ inp (fp32);
+// dbias (OC) += column sums of dout (bf16 dout, unquantized; scratch: colsum_scratch_floats(N, OC)).
+static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, float *dweight, float *dbias,
+                                        float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *weight, int N,
+                                        int IC, int OC, int layer, int linear, cudaStream_t st) {
+    const int op_inp = lowp_operand(layer, linear, QUANT_ACTIVATION), op_w = lowp_operand(layer, linear, QUANT_WEIGHT),
+              op_g = lowp_operand(layer, linear, QUANT_GRADIENT);
+    const bool fp8_wgrad = lp->precision == MATMUL_FP8 && lp->fp8_wgrad;
+    switch (lp->precision) {
+    case MATMUL_FP8:
+        // dout (N, OC) in E5M2, and dout^T (OC, N) in the same pass for the FP8 weight gradient.
+        lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, dout, N, OC, op_g, QUANT_TO_E5M2, true, st);
+        lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, QUANT_TO_E4M3, st);  // W^T (IC, OC)
+        matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, lp->q_weight, CUDA_R_8F_E4M3,
+                     lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, N, IC, OC, false, st);
+        break;
+    case MATMUL_INT8:
+        int8_quantize_rows_gpu((int8_t *)lp->q_grad, lp->row_scales, dout, N, OC, QUANT_SCALE_POW2, st);
+        lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, QUANT_TO_INT8, st);  // W^T (IC, OC)
+        matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_grad, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
+                     N, IC, OC, false, st);
+        int8_dequantize_bias_gpu(dinp, lp->acc, lp->row_scales, lowp_scale(lp, op_w), nullptr, N, IC, st);
+        break;
+    default:
+        matmul_backward_input(mm, dinp, dout, weight, N, IC, OC, st);
+    }
+    if (!fp8_wgrad) {
+        matmul_backward_weight(mm, dweight, dbias, scratch, dout, inp, N, IC, OC, st);
+        return;
+    }
+    // dW (OC, IC) += dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation into dW.
+    lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, QUANT_TO_E4M3, st);
+    matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
+                 lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, OC, IC, N, true, st);
+    if (dbias) bias_backward(dbias, scratch, dout, N, OC, st);
+}
+
+#endif  // LLMC_MATMUL_LOWP_CUH

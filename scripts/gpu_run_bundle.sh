@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks
+# against the CPU reference, every kernel harness, compute-sanitizer, and the d12 benchmark.
+# Each step has a time limit; logs and a summary table go to $OUT (or build/gpu_run).
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-build/gpu_run}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/gpu_carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+bin=gpu_carry/bin
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+summary="$out/summary.md"
+{ echo "| step | result | seconds |"; echo "|---|---|---|"; } > "$summary"
+step() {  # step NAME LIMIT_SECONDS COMMAND...
+    local name=$1 limit=$2; shift 2
+    local t0=$(date +%s)
+    timeout "$limit" "$@" > "$out/$name.log" 2>&1
+    local rc=$? result=PASS
+    [ $rc -eq 124 ] && result="TIMEOUT (${limit}s)"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && result="FAIL (exit $rc)"
+    echo "| $name | $result | $(( $(date +%s) - t0 )) |" >> "$summary"
+    echo "== $name: $result"; tail -n 25 "$out/$name.log"
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
+phase=${1:-all}  # checks, sanitize or all (each phase fits one 10-minute device call)
+if [ "$phase" = checks ] || [ "$phase" = all ]; then
+    step test_gptcu_tiny 60 $bin/test_gptcu tiny
+    step test_gptcu_small 90 $bin/test_gptcu small
+    step attention 120 $bin/attention
+    for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
+    step bench_d12_bf16 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
+fi
+if [ "$phase" = sanitize ] || [ "$phase" = all ]; then
+    step test_gptcu_d12 150 $bin/test_gptcu d12
+    if [ -n "$sanitizer" ]; then
+        step memcheck_test_tiny 200 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
+        step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
+        step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check
+    else
+        echo "| compute-sanitizer | not found | 0 |" >> "$summary"
+    fi
+fi
+cat "$summary"

@@ -463,15 +463,12 @@ static double gpu_peak_flops(const char *name, float peak_tflops) {
     return 0.0;
 }
 
-// --matmul as the precision of the block linears: auto is bf16 here; fp32 is the CPU trainer's.
-static matmul_precision gpu_block_precision(int mode) {
-    switch (mode) {
-    case MATMUL_MODE_AUTO:
-    case MATMUL_MODE_BF16: return MATMUL_BF16;
-    case MATMUL_MODE_FP8: return MATMUL_FP8;
-    case MATMUL_MODE_INT8: return MATMUL_INT8;
-    default: usage_error("--matmul %s: train_gptcu runs the block matmuls in bf16, fp8 or int8", matmul_mode_names[mode]);
-    }
+// --matmul as the precision of the block linears (trainer_matmul_precision: auto is bf16 here);
+// fp32 is the CPU trainer's.
+static matmul_precision gpu_block_precision(const TrainConfig *tc) {
+    const matmul_precision p = trainer_matmul_precision(tc, 1);
+    if (p == MATMUL_FP32) usage_error("--matmul fp32: train_gptcu runs the block matmuls in bf16, fp8 or int8");
+    return p;
 }
 
 #ifndef TESTING  // test_gpt.cu includes everything above
@@ -492,7 +489,7 @@ int main(int argc, char **argv) {
 
     AdamWConfig hp = {tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
     GPUModel g;
-    gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed, gpu_block_precision(tc.matmul), tc.fp8_wgrad,
+    gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed, gpu_block_precision(&tc), tc.fp8_wgrad,
                     tc.amax_history);
     float *weights = (float *)malloc_check(g.num_params * sizeof(float));
     if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, weights);

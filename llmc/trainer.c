@@ -21,8 +21,19 @@
 #include "tokenizer.h"
 #include "utils.h"
 
+// mkdir -p: creates dir and any missing parents.
 static void make_output_dir(const char *dir) {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) die("cannot create the output directory '%s': %s", dir, strerror(errno));
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            die("cannot create the output directory '%s': %s", path, strerror(errno));
+        *p = saved;
+        if (!saved) break;
+    }
     char probe[4096];
     snprintf(probe, sizeof(probe), "%s/.write_test.%d", dir, (int)getpid());
     FILE *f = fopen(probe, "w");
@@ -270,7 +281,7 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
                         (fixed_bytes + L * recompute_layer_elements(shape, RC_BLOCK) * bytes_per_element * tokens) /
                             (double)(1ull << 30));
     }
-    if (rank != 0) return;
+    if (rank != 0 || !(by_level || by_list || by_budget)) return;
     double elements = 0.0, flops = 0.0;
     for (int l = 0; l < L; l++) {
         elements += recompute_layer_elements(shape, policies[l]);

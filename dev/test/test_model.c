@@ -237,7 +237,7 @@ static int run_recompute(uint64_t seed) {
         for (size_t i = 0; i < P; i++) m.params[i] += 0.1f * (float)rng_normal(seed, 99, i);
         double predicted = 0;
         for (int l = 0; l < L; l++) predicted += recompute_layer_elements(&shape, policies[l]);
-        predicted = predicted * B * T + (double)B * T * (2.0 * cfg.channels + 3 + cfg.padded_vocab_size);
+        predicted = predicted * B * T + (double)B * T * (2.0 * cfg.channels + 4 + cfg.padded_vocab_size);
         float losses[5];
         int same_grads = 1;
         for (int step = 1; step <= steps; step++) {

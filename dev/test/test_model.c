@@ -267,11 +267,42 @@ static int run_recompute(uint64_t seed) {
     return g_failures;
 }
 
+// Activation memory of every uniform recompute level for a model description (d12, d48, ...) at
+// B x T: the floats the trainer allocates (counted; the buffers are allocated, not touched)
+// beside the cost model's prediction. A benchmark aid (dev/bench/bench_recompute.sh), not a test.
+static int run_memory(const char *desc, int B, int T) {
+    GPT2Config cfg;
+    if (gpt2_config_from_string(desc, &cfg) != 0) die("'%s' is not a model description", desc);
+    const char *const levels[] = {"none", "gelu", "norm", "norm+gelu", "attn", "attn+gelu", "mlp", "attn+mlp", "block"};
+    const RecomputeShape shape = cpu_recompute_shape(&cfg, T);
+    const double mib = sizeof(float) / (double)(1 << 20), tokens = (double)B * T;
+    printf("%s B=%d T=%d: activation memory per level (CPU trainer, fp32)\n", desc, B, T);
+    printf("%-12s %12s %12s %10s %14s\n", "level", "counted MiB", "predicted", "vs none", "extra FLOP/tok");
+    double none = 0;
+    for (size_t k = 0; k < sizeof(levels) / sizeof(levels[0]); k++) {
+        int p, *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
+        if (recompute_parse_policy(levels[k], &p) != 0) die("bad level");
+        for (int l = 0; l < cfg.num_layers; l++) policies[l] = p;
+        ModelOptions opt = {policies, MATMUL_FP32, 0};
+        GPT2 m;
+        gpt2_alloc_activations(&m, &cfg, B, T, &opt);
+        const double predicted = (cfg.num_layers * recompute_layer_elements(&shape, p) +
+                                  2.0 * cfg.channels + 4 + cfg.padded_vocab_size) * tokens;
+        if (k == 0) none = (double)m.acts_floats;
+        printf("%-12s %12.1f %12.1f %9.2fx %14.3g\n", levels[k], m.acts_floats * mib, predicted * mib,
+               none / (double)m.acts_floats, cfg.num_layers * recompute_layer_flops(&shape, p));
+        gpt2_free(&m);
+        free(policies);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
     if (argc == 3 && strcmp(argv[1], "case") == 0) return run_case(argv[2]) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fd") == 0) return run_fd(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | recompute SEED\n", argv[0]);
+    if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | recompute SEED | memory MODEL B T\n", argv[0]);
     return 2;
 }

@@ -14,5 +14,5 @@ if [ -x ./train_gptcu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/d
 fi
 # CPU: a 4-layer, 256-channel GPT-2 (18M parameters, most in the 50257-token embedding) on
 # sequences of 128 tokens; a few minutes on two cores.
-exec ./train_gpt "${data[@]}" -o out/default -e L4C256NH4 --max-seq-len 128 -b 8 -t 128 -x 300 -l 2e-3 -u 20 \
-    -q 0.1 -c 0.1 -v 50 -m 10 -s 100 -g 48 -n 300 "$@"
+exec ./train_gpt "${data[@]}" -o out/default -e L4C256NH4 --max-seq-len 128 -b 8 -t 128 -x 400 -l 2e-3 -u 20 \
+    -q 0.1 -c 0.1 -v 100 -m 10 -s 100 -g 48 -n 400 "$@"

@@ -28,19 +28,7 @@
 #include "train_gpt.cu"
 #include "dev/test/cpu_reference.h"
 
-static int g_failures = 0;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-    if (!ok) g_failures++;
-}
+#include "dev/test/check.h"
 
 // rel_l2 = ||gpu - cpu|| / ||cpu||, rel_max = max |gpu - cpu| / max |cpu|; both must be within
 // their tolerance (and finite). Over the first n elements, or strided rows (n_rows of `cols`

@@ -22,7 +22,7 @@ $(BUILD)/dev/test/cpu_reference.o: dev/test/cpu_reference.c dev/test/cpu_referen
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h $(GPU_HEADERS) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS)
+test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/test/check.h $(GPU_HEADERS) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS)
 	$(NVCC) $(GPU_NVCCFLAGS) test_gpt.cu $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) -o $@ $(GPU_LIBS)
 
 $(BUILD)/dev/cuda/%: dev/cuda/%.cu dev/cuda/common.h $(GPU_HEADERS) $(LLMC_OBJS)

@@ -10,18 +10,7 @@
 
 #include "../../train_gpt.c"
 
-static int g_failures = 0;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!ok) g_failures++;
-}
+#include "check.h"
 
 static void *read_exact(FILE *f, size_t bytes, const char *path) {
     void *p = malloc_check(bytes);

@@ -27,6 +27,11 @@ CUDA_TARGETS :=
 
 NVCC := $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
 NVCC_ARCH ?= sm_90
+# The toolkit root as nvcc itself reports it (its TOP), so that a wrapper script named nvcc on
+# PATH (CI has /usr/local/bin/nvcc exec'ing the real one) still finds the headers and tools.
+ifeq ($(origin CUDA_HOME),undefined)
+CUDA_HOME := $(if $(NVCC),$(shell $(NVCC) --dryrun -c llmc_probe.cu 2>&1 | sed -n 's/^\#\$$ TOP=//p' | head -1),/usr/local/cuda)
+endif
 
 .PHONY: all deps run test test-build bench clean cuda
 all: $(ALL_TARGETS) cuda

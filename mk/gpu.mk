@@ -31,7 +31,7 @@ $(BUILD)/dev/cuda/%: dev/cuda/%.cu dev/cuda/common.h $(GPU_HEADERS) $(LLMC_OBJS)
 
 # The GPU checks. compute-sanitizer runs test_gptcu on its small odd configuration only (it is
 # slow): memcheck for out-of-bounds and misaligned accesses, racecheck for shared-memory races.
-SANITIZER ?= $(if $(NVCC),$(dir $(NVCC))compute-sanitizer,compute-sanitizer)
+SANITIZER ?= $(if $(NVCC),$(CUDA_HOME)/bin/compute-sanitizer,compute-sanitizer)
 .PHONY: test-gpu
 test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS)
 	./test_gptcu small

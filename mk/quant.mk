@@ -4,7 +4,7 @@
 #   build/cuda/quant, build/cuda/matmul_lowp   GPU harnesses (compile-only without a GPU)
 # The exhaustive test compiles NVIDIA's headers for the host with g++; without them `make test`
 # fails with a message saying so (it never skips). QUANT_CUDA_INC overrides where they are.
-QUANT_CUDA_INC ?= $(if $(NVCC),$(dir $(NVCC))../include,/usr/local/cuda/include)
+QUANT_CUDA_INC ?= $(CUDA_HOME)/include
 QUANT_CXXFLAGS := -O3 -march=native -fopenmp -std=c++17 -Wall -Wextra -g
 
 TEST_DEPS += $(BUILD)/test/quant/test_quant $(BUILD)/san/test/quant/test_quant $(BUILD)/test/quant/fp8_exhaustive

@@ -419,7 +419,13 @@ typedef struct {
     const int *policies;          // L policies, or NULL for none
     matmul_precision precision;
     int fp8_wgrad;                // FP8 also for the weight-gradient matmul
+    int amax_history;             // FP8 delayed scaling over this many micro-steps (0: current)
 } ModelOptions;
+
+// What a forward pass does with FP8 scales (llmc/amax_history.h): a training pass records this
+// micro-step's amaxes, validation and sampling do not, and the backward pass's recompute of a
+// block replays the scales its forward used (so it computes the same bits).
+typedef enum { LOWP_TRAIN = 0, LOWP_EVAL, LOWP_REPLAY } lowp_phase;
 
 typedef struct {
     GPT2Config cfg;
@@ -434,6 +440,9 @@ typedef struct {
     int *policy;                      // L recompute policies
     matmul_precision precision;
     int fp8_wgrad;
+    lowp_phase phase;
+    AmaxHistory amax;                 // FP8 delayed scaling (length 0: current scaling)
+    float *fp8_scales;                // FP8: the scale of each operand in this micro-step's forward
     float *acts_memory;
     size_t acts_floats;               // kept activations
     float *encoded;                   // (B,T,C)
@@ -529,6 +538,9 @@ static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T,
     for (size_t l = 0; l < L && opt && opt->policies; l++) recomputes |= m->policy[l] = opt->policies[l];
     m->precision = opt ? opt->precision : MATMUL_FP32;
     m->fp8_wgrad = opt ? opt->fp8_wgrad : 0;
+    const int operands = (int)L * NUM_BLOCK_LINEARS * QUANT_ROLES;
+    amax_history_init(&m->amax, operands, opt && m->precision == MATMUL_FP8 ? opt->amax_history : 0);
+    m->fp8_scales = (float *)calloc_check(operands, sizeof(float));
 
     // Kept activations: sized by a dry run of the carving.
     size_t kept = 0;
@@ -593,16 +605,42 @@ static double gpt2_grad_norm(const GPT2 *m) { return sqrt(sum_of_squares(m->grad
 static void gpt2_free(GPT2 *m) {
     free(m->params); free(m->grads); free(m->m); free(m->v);
     free(m->acts_memory); free(m->blocks); free(m->scratch_memory); free(m->policy);
-    free(m->inputs); free(m->targets);
+    free(m->inputs); free(m->targets); free(m->fp8_scales);
+    amax_history_free(&m->amax);
+}
+
+// The FP8 scale of operand op (tensor x of n values) in a pass that computes it: from x's current
+// amax, or with delayed scaling from the amax history, a training pass recording x's amax (the
+// order of llmc/matmul_lowp.cuh's lowp_quantize: the history's max first, then the record).
+static float fp8_scale(GPT2 *m, int op, const float *x, size_t n, float qmax, int record) {
+    const float current = quant_amax(x, n);
+    if (m->amax.length == 0) return quant_scale(current, qmax, QUANT_SCALE_POW2);
+    const float amax = amax_history_amax(&m->amax, op, current);
+    if (record) amax_history_record(&m->amax, op, current);
+    return quant_scale(amax, qmax, QUANT_SCALE_POW2);
+}
+
+// out = the FP8 fake quantization of a forward operand (E4M3): its scale is computed (and kept
+// for the backward pass), or replayed when the backward pass recomputes the forward.
+static void fp8_forward_operand(GPT2 *m, float *out, const float *x, size_t n, int op) {
+    if (m->phase != LOWP_REPLAY) m->fp8_scales[op] = fp8_scale(m, op, x, n, FP8_E4M3_MAX, m->phase == LOWP_TRAIN);
+    fp8_fake_quantize(out, x, n, m->fp8_scales[op], FP8_E4M3);
 }
 
 // A block's linear layers in the emulated matmul precision: forward quantizes the input
 // (activation) and the weight; the input gradient the output gradient and the weight; the weight
 // gradient stays fp32 except in bf16 mode (the GPU's bf16 matmul) and with --fp8-wgrad. The bias
-// gradient is always the plain column sum.
-static void linear_forward(GPT2 *m, float *out, const float *inp, const float *weight, const float *bias, int N, int IC,
-                           int OC) {
-    if (m->precision != MATMUL_FP32) {
+// gradient is always the plain column sum. In FP8 the backward pass reuses the forward's scales of
+// the weight and the activation (as the GPU does: same tensors, so the same scales under current
+// scaling, and under delayed scaling the scales of the micro-step's forward).
+static void linear_forward(GPT2 *m, int layer, int linear, float *out, const float *inp, const float *weight,
+                           const float *bias, int N, int IC, int OC) {
+    if (m->precision == MATMUL_FP8) {
+        fp8_forward_operand(m, m->quant_a, inp, (size_t)N * IC, quant_operand_index(layer, linear, QUANT_ACTIVATION));
+        fp8_forward_operand(m, m->quant_b, weight, (size_t)OC * IC, quant_operand_index(layer, linear, QUANT_WEIGHT));
+        inp = m->quant_a;
+        weight = m->quant_b;
+    } else if (m->precision != MATMUL_FP32) {
         quant_emulate_operand(m->quant_a, inp, N, IC, m->precision, QUANT_ACTIVATION, QUANT_SCALE_POW2);
         quant_emulate_operand(m->quant_b, weight, OC, IC, m->precision, QUANT_WEIGHT, QUANT_SCALE_POW2);
         inp = m->quant_a;
@@ -611,18 +649,29 @@ static void linear_forward(GPT2 *m, float *out, const float *inp, const float *w
     matmul_forward(out, inp, weight, bias, N, IC, OC);
 }
 
-static void linear_backward(GPT2 *m, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, int N, int IC, int OC) {
+static void linear_backward(GPT2 *m, int layer, int linear, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight, int N, int IC, int OC) {
     const matmul_precision prec = m->precision;
     if (prec == MATMUL_FP32) {
         matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, IC, OC);
         return;
     }
-    quant_emulate_operand(m->quant_a, dout, N, OC, prec, QUANT_GRADIENT, QUANT_SCALE_POW2);
-    quant_emulate_operand(m->quant_b, weight, OC, IC, prec, QUANT_WEIGHT, QUANT_SCALE_POW2);
+    if (prec == MATMUL_FP8) {
+        const int op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
+        const float grad_scale = fp8_scale(m, op_g, dout, (size_t)N * OC, FP8_E5M2_MAX, 1);
+        fp8_fake_quantize(m->quant_a, dout, (size_t)N * OC, grad_scale, FP8_E5M2);
+        fp8_fake_quantize(m->quant_b, weight, (size_t)OC * IC,
+                          m->fp8_scales[quant_operand_index(layer, linear, QUANT_WEIGHT)], FP8_E4M3);
+    } else {
+        quant_emulate_operand(m->quant_a, dout, N, OC, prec, QUANT_GRADIENT, QUANT_SCALE_POW2);
+        quant_emulate_operand(m->quant_b, weight, OC, IC, prec, QUANT_WEIGHT, QUANT_SCALE_POW2);
+    }
     matmul_backward_input(dinp, m->quant_a, m->quant_b, N, IC, OC);
     if (prec == MATMUL_BF16 || (prec == MATMUL_FP8 && m->fp8_wgrad)) {
-        quant_emulate_operand(m->quant_b, inp, N, IC, prec, QUANT_ACTIVATION, QUANT_SCALE_POW2);
+        if (prec == MATMUL_FP8)
+            fp8_fake_quantize(m->quant_b, inp, (size_t)N * IC,
+                              m->fp8_scales[quant_operand_index(layer, linear, QUANT_ACTIVATION)], FP8_E4M3);
+        else quant_emulate_operand(m->quant_b, inp, N, IC, prec, QUANT_ACTIVATION, QUANT_SCALE_POW2);
         matmul_backward_weight(dweight, NULL, m->quant_a, m->quant_b, N, IC, OC);
         matmul_backward_weight(NULL, dbias, dout, NULL, N, IC, OC);
     } else {
@@ -669,20 +718,20 @@ static void block_forward(GPT2 *m, int l, Segment w, const float *residual, cons
         if (!(stats_kept & STEP_LN1)) layernorm_stats(a->ln1_mean, a->ln1_rstd, residual, N, C);
         layernorm_apply(a->ln1, residual, a->ln1_mean, a->ln1_rstd, at(m, w, PT_LN1W, l), at(m, w, PT_LN1B, l), N, C);
     }
-    if (steps & STEP_QKV) linear_forward(m, a->qkv, a->ln1, at(m, w, PT_QKVW, l), at(m, w, PT_QKVB, l), N, C, 3 * C);
+    if (steps & STEP_QKV) linear_forward(m, l, LINEAR_QKV, a->qkv, a->ln1, at(m, w, PT_QKVW, l), at(m, w, PT_QKVB, l), N, C, 3 * C);
     if (steps & STEP_ATTN) attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
     if (steps & STEP_ATTPROJ) {
-        linear_forward(m, a->residual2, a->atty, at(m, w, PT_ATTPROJW, l), at(m, w, PT_ATTPROJB, l), N, C, C);
+        linear_forward(m, l, LINEAR_ATTPROJ, a->residual2, a->atty, at(m, w, PT_ATTPROJW, l), at(m, w, PT_ATTPROJB, l), N, C, C);
         residual_forward(a->residual2, a->residual2, residual, (size_t)N * C);
     }
     if (steps & STEP_LN2) {
         if (!(stats_kept & STEP_LN2)) layernorm_stats(a->ln2_mean, a->ln2_rstd, a->residual2, N, C);
         layernorm_apply(a->ln2, a->residual2, a->ln2_mean, a->ln2_rstd, at(m, w, PT_LN2W, l), at(m, w, PT_LN2B, l), N, C);
     }
-    if (steps & STEP_FC) linear_forward(m, a->fch, a->ln2, at(m, w, PT_FCW, l), at(m, w, PT_FCB, l), N, C, 4 * C);
+    if (steps & STEP_FC) linear_forward(m, l, LINEAR_FC, a->fch, a->ln2, at(m, w, PT_FCW, l), at(m, w, PT_FCB, l), N, C, 4 * C);
     if (steps & STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
     if (steps & STEP_FCPROJ) {
-        linear_forward(m, a->residual3, a->fch_gelu, at(m, w, PT_FCPROJW, l), at(m, w, PT_FCPROJB, l), N, 4 * C, C);
+        linear_forward(m, l, LINEAR_FCPROJ, a->residual3, a->fch_gelu, at(m, w, PT_FCPROJW, l), at(m, w, PT_FCPROJB, l), N, 4 * C, C);
         residual_forward(a->residual3, a->residual3, a->residual2, (size_t)N * C);
     }
 }
@@ -727,6 +776,7 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     const GPT2Config *c = &m->cfg;
     const int C = c->channels, NH = c->num_heads, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
     const int EMB = 0, FINAL = zero_final_segment(c);
+    m->phase = LOWP_REPLAY;  // a block's recompute reuses its forward's FP8 scales
     crossentropy_softmax_backward_inplace(m->logits, m->lse, m->targets, loss_scale / (float)N, N, V, Vp);
     const float *last = c->num_layers > 0 ? m->blocks[c->num_layers - 1].residual3 : m->encoded;
     Segment wf = weights_acquire(m, FINAL), we = weights_acquire(m, EMB);
@@ -747,18 +797,18 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
         block_forward(m, l, w, residual, &a, recompute_steps(policy), stats_kept, B, T);
         Segment g = grads_acquire(m, seg);
         // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual holds d residual3.
-        linear_backward(m, m->dfch, at(m, g, PT_FCPROJW, l), at(m, g, PT_FCPROJB, l), m->dresidual, a.fch_gelu,
+        linear_backward(m, l, LINEAR_FCPROJ, m->dfch, at(m, g, PT_FCPROJW, l), at(m, g, PT_FCPROJB, l), m->dresidual, a.fch_gelu,
                         at(m, w, PT_FCPROJW, l), N, 4 * C, C);
         gelu_backward_inplace(m->dfch, a.fch, (size_t)N * 4 * C);
-        linear_backward(m, m->dbtc, at(m, g, PT_FCW, l), at(m, g, PT_FCB, l), m->dfch, a.ln2, at(m, w, PT_FCW, l), N, C,
+        linear_backward(m, l, LINEAR_FC, m->dbtc, at(m, g, PT_FCW, l), at(m, g, PT_FCB, l), m->dfch, a.ln2, at(m, w, PT_FCW, l), N, C,
                         4 * C);
         layernorm_backward(m->dresidual, at(m, g, PT_LN2W, l), at(m, g, PT_LN2B, l), m->dbtc, a.residual2,
                            at(m, w, PT_LN2W, l), a.ln2_mean, a.ln2_rstd, N, C);
         // Attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))); dresidual = d residual2.
-        linear_backward(m, m->dbtc, at(m, g, PT_ATTPROJW, l), at(m, g, PT_ATTPROJB, l), m->dresidual, a.atty,
+        linear_backward(m, l, LINEAR_ATTPROJ, m->dbtc, at(m, g, PT_ATTPROJW, l), at(m, g, PT_ATTPROJB, l), m->dresidual, a.atty,
                         at(m, w, PT_ATTPROJW, l), N, C, C);
         attention_backward(m->dqkv, m->dbtc, a.qkv, a.att, B, T, C, NH);
-        linear_backward(m, m->dbtc, at(m, g, PT_QKVW, l), at(m, g, PT_QKVB, l), m->dqkv, a.ln1, at(m, w, PT_QKVW, l), N,
+        linear_backward(m, l, LINEAR_QKV, m->dbtc, at(m, g, PT_QKVW, l), at(m, g, PT_QKVB, l), m->dqkv, a.ln1, at(m, w, PT_QKVW, l), N,
                         C, 3 * C);
         layernorm_backward(m->dresidual, at(m, g, PT_LN1W, l), at(m, g, PT_LN1B, l), m->dbtc, residual,
                            at(m, w, PT_LN1W, l), a.ln1_mean, a.ln1_rstd, N, C);
@@ -769,6 +819,8 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     encoder_backward(at(m, ge, PT_WTE, -1), at(m, ge, PT_WPE, -1), m->dresidual, m->inputs, B, T, C);
     matmul_backward_weight(at(m, ge, PT_WTE, -1), NULL, m->logits, m->lnf, N, C, Vp);
     grads_release(m, EMB);
+    m->phase = LOWP_TRAIN;
+    amax_history_step_done(&m->amax);
 }
 
 #ifndef TESTING  // dev/test/test_model.c includes everything above
@@ -858,13 +910,17 @@ static float cpu_forward_backward(void *self, const int *inputs, const int *targ
 
 static float cpu_forward_loss(void *self, const int *inputs, const int *targets) {
     GPT2 *m = &((CPUTrainer *)self)->model;
+    m->phase = LOWP_EVAL;
     gpt2_forward(m, inputs, targets, m->B, m->T);
+    m->phase = LOWP_TRAIN;
     return m->mean_loss;
 }
 
 static void cpu_next_token_logits(void *self, const int *tokens, int n, float *logits) {
     GPT2 *m = &((CPUTrainer *)self)->model;
+    m->phase = LOWP_EVAL;
     gpt2_forward(m, tokens, NULL, 1, n);
+    m->phase = LOWP_TRAIN;
     memcpy(logits, m->logits + (size_t)(n - 1) * m->cfg.padded_vocab_size, (size_t)m->cfg.vocab_size * sizeof(float));
 }
 
@@ -930,7 +986,9 @@ static int cpu_save(void *self, const char *model_path, const char *state_path, 
     int rc = main_rank ? checkpoint_write(model_path, &m->cfg, whole, err, errlen) : 0;
     free(assembled);
     if (rc != 0) return rc;
-    return state_write(state_path, st, own_moments(c, m->m), own_moments(c, m->v), NULL, err, errlen);
+    TrainState mine = *st;
+    mine.amax = m->amax;
+    return state_write(state_path, &mine, own_moments(c, m->m), own_moments(c, m->v), NULL, err, errlen);
 }
 
 // The state file of rank q of the checkpoint whose file for this rank is state_path: trainer.c
@@ -946,8 +1004,9 @@ static void state_path_of_rank(const char *state_path, int q, char *out, size_t 
 // Reads the AdamW moments of the flat range `need` from the state files of the checkpoint,
 // which the run that wrote it sliced over its own number of ranks (any number: each file's
 // header says its range), into this rank's moment buffers. st gets the run's shared state
-// (step, data position, sampling RNG, outlier windows) from rank 0's file.
-static void load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, TrainState *st) {
+// (step, data position, sampling RNG, outlier windows) from rank 0's file, and the FP8 amax
+// history this rank's own file holds when the world size is the same (returns 1 if so).
+static int load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, TrainState *st) {
     GPT2 *m = &c->model;
     const size_t dst_first = c->zero.plan.stage >= 1 ? zero_slice(&c->zero.plan, c->zero.plan.rank).begin : 0;
     char path[4096];
@@ -956,7 +1015,9 @@ static void load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, 
     int has_master;
     state_read_header(path, &first, &has_master);
     size_t covered = 0;
+    int history_loaded = 0;
     for (int q = 0; q < first.num_ranks; q++) {
+        const int own_history = m->amax.length > 0 && first.num_ranks == c->comm->size && q == c->comm->rank;
         state_path_of_rank(state_path, q, path, sizeof(path));
         TrainState s;
         state_read_header(path, &s, &has_master);
@@ -964,10 +1025,15 @@ static void load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, 
             die("'%s' does not belong with '%s' (another model, step or number of ranks)", path, state_path);
         size_t lo = (size_t)s.begin > need.begin ? (size_t)s.begin : need.begin;
         size_t hi = (size_t)s.end < need.end ? (size_t)s.end : need.end;
-        if (q != 0 && lo >= hi) continue;
+        if (q != 0 && lo >= hi && !own_history) continue;
         size_t n = (size_t)(s.end - s.begin);
         float *fm = (float *)malloc_check(n * sizeof(float)), *fv = (float *)malloc_check(n * sizeof(float));
+        if (own_history) s.amax = m->amax;
         state_read(path, &s, fm, fv, NULL);
+        if (own_history && s.amax.values) {
+            m->amax.steps = s.amax.steps;
+            history_loaded = 1;
+        }
         if (lo < hi) {
             memcpy(m->m + (lo - dst_first), fm + (lo - (size_t)s.begin), (hi - lo) * sizeof(float));
             memcpy(m->v + (lo - dst_first), fv + (lo - (size_t)s.begin), (hi - lo) * sizeof(float));
@@ -980,6 +1046,7 @@ static void load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, 
     if (covered != need.end - need.begin)
         die("the training-state files next to '%s' do not cover parameters [%zu, %zu) exactly once", state_path,
             need.begin, need.end);
+    return history_loaded;
 }
 
 static void cpu_load(void *self, const char *model_path, const char *state_path, TrainState *st) {
@@ -993,7 +1060,11 @@ static void cpu_load(void *self, const char *model_path, const char *state_path,
     checkpoint_read_params(model_path, &m->cfg, staging);
     params_commit(c, staging);
     ZeroRange own = zero_slice_params(p, p->rank);
-    load_moments(c, state_path, p->stage == 0 ? (ZeroRange){0, m->num_params} : own, st);
+    if (!load_moments(c, state_path, p->stage == 0 ? (ZeroRange){0, m->num_params} : own, st) && m->amax.length > 0) {
+        amax_history_reset(&m->amax);
+        fprintf(stderr, "warning: '%s' holds no FP8 amax history of this shape for rank %d: delayed scaling restarts "
+                        "from current amaxes, so this resume is not bit-exact\n", state_path, p->rank);
+    }
     st->rank = p->rank;
     st->num_ranks = p->world;
     st->begin = (int64_t)own.begin;
@@ -1017,8 +1088,7 @@ int main(int argc, char **argv) {
     const double fixed_bytes = sizeof(float) * tokens * (2.0 * cfg.channels + 4 + cfg.padded_vocab_size);
     int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
     trainer_recompute_plan(&tc, &cfg, &shape, sizeof(float), fixed_bytes, comm.rank, policies);
-    const ModelOptions options = {policies, trainer_matmul_precision(&tc, 0), tc.fp8_wgrad};
-    if (tc.amax_history > 0) usage_error("--amax-history: delayed FP8 scaling is not implemented on the CPU yet");
+    const ModelOptions options = {policies, trainer_matmul_precision(&tc, 0), tc.fp8_wgrad, tc.amax_history};
 
     CPUTrainer cpu;
     cpu.hp = (AdamWConfig){tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
@@ -1041,8 +1111,8 @@ int main(int argc, char **argv) {
                mem.params * mib, mem.grads * mib, mem.optimizer * mib, m->acts_floats * mib, m->scratch_floats * mib,
                omp_get_max_threads());
         if (m->precision != MATMUL_FP32)
-            printf("matmul: the block matmuls emulate %s (quantize, dequantize, fp32 matmul)\n",
-                   matmul_mode_names[tc.matmul]);
+            printf("matmul: the block matmuls emulate %s%s (quantize, dequantize, fp32 matmul)\n",
+                   matmul_mode_names[tc.matmul], m->amax.length > 0 ? " with delayed scaling" : "");
         printf("zero: stage %d ranks %d params %zu padded %zu slice %zu max_segment %zu | floats per rank: params %zu "
                "grads %zu optimizer %zu\n", plan->stage, plan->world, plan->num_params, plan->padded, plan->slice,
                plan->max_segment, mem.params, mem.grads, mem.optimizer);

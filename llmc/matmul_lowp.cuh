@@ -35,14 +35,12 @@
 #include "matmul.cuh"
 #include "quant.cuh"
 
-enum { LINEAR_QKV, LINEAR_ATTPROJ, LINEAR_FC, LINEAR_FCPROJ, NUM_BLOCK_LINEARS };
-#define LOWP_ROLES 3  // quant_operand: activation, weight, gradient
 
 typedef struct {
     matmul_precision precision;  // MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8
     int fp8_wgrad;               // 1: the FP8 weight gradient
     int history_len;             // H; 0: current scaling
-    int num_operands;            // L * NUM_BLOCK_LINEARS * LOWP_ROLES
+    int num_operands;            // L * NUM_BLOCK_LINEARS * QUANT_ROLES
     int64_t history_steps;       // training micro-steps recorded in the history (host)
     // device state, one entry per operand
     float *scales;               // [num_operands][4]: 1/scale, scale, 2 unused (lowp_inv_scale, lowp_scale)
@@ -57,8 +55,8 @@ typedef struct {
     size_t bytes;                // device memory of all of the above
 } LowpMatmul;
 
-static inline int lowp_operand(int layer, int linear, int role) {
-    return (layer * NUM_BLOCK_LINEARS + linear) * LOWP_ROLES + role;
+static inline int lowp_operand(int layer, int linear, quant_operand role) {
+    return quant_operand_index(layer, linear, role);
 }
 
 // An operand's scale (the multiplier before the cast) and its inverse (the dequantization
@@ -146,7 +144,7 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
     if (fp8_wgrad && N % 16 != 0) usage_error("--fp8-wgrad 1 needs B*T = %d to be a multiple of 16", N);
     lp->fp8_wgrad = fp8_wgrad;
     lp->history_len = history_len;
-    lp->num_operands = L * NUM_BLOCK_LINEARS * LOWP_ROLES;
+    lp->num_operands = L * NUM_BLOCK_LINEARS * QUANT_ROLES;
     const size_t wide = (size_t)N * 4 * C, ops = (size_t)lp->num_operands;
     lp->bytes = ops * (4 + 1 + (size_t)history_len) * sizeof(float) + 2 * wide + (size_t)4 * C * C;
     cudaCheck(cudaMalloc(&lp->scales, ops * 4 * sizeof(float)));

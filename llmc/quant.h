@@ -195,6 +195,14 @@ void int8_dequantize_rows(float *x, const int8_t *q, const float *scales, size_t
 typedef enum { MATMUL_FP32 = 0, MATMUL_BF16 = 1, MATMUL_FP8 = 2, MATMUL_INT8 = 3 } matmul_precision;
 typedef enum { QUANT_ACTIVATION = 0, QUANT_WEIGHT = 1, QUANT_GRADIENT = 2 } quant_operand;
 
+// The four linear layers of a block, and the index of each of their quantized operands (for
+// scales and amax histories, on both trainers): (layer * NUM_BLOCK_LINEARS + linear) * 3 + role.
+enum { LINEAR_QKV, LINEAR_ATTPROJ, LINEAR_FC, LINEAR_FCPROJ, NUM_BLOCK_LINEARS };
+#define QUANT_ROLES 3
+static inline QUANT_HOSTDEV int quant_operand_index(int layer, int linear, quant_operand role) {
+    return (layer * NUM_BLOCK_LINEARS + linear) * QUANT_ROLES + (int)role;
+}
+
 // Returns the tensor scale used, or 0 where there is none (fp32, bf16, row-wise int8).
 float quant_emulate_operand(float *out, const float *in, size_t rows, size_t cols,
                             matmul_precision precision, quant_operand role, quant_scale_mode mode);

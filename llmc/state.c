@@ -42,6 +42,11 @@ int state_write(const char *path, const TrainState *st, const float *m, const fl
     h[10] = (int64_t)st->sample_rng.seed;
     h[11] = (int64_t)st->sample_rng.counter;
     h[12] = master != NULL;
+    const AmaxHistory *ah = &st->amax;
+    const size_t amax_n = ah->values && ah->length > 0 ? (size_t)ah->operands * ah->length : 0;
+    h[14] = amax_n ? ah->operands : 0;
+    h[15] = amax_n ? ah->length : 0;
+    h[16] = amax_n ? ah->steps : 0;
     size_t n = (size_t)(st->end - st->begin);
     SavedOutliers so[2];
     pack_outliers(&st->loss_outliers, &so[0]);
@@ -50,6 +55,7 @@ int state_write(const char *path, const TrainState *st, const float *m, const fl
     hash = fnv1a64(hash, v, n * sizeof(float));
     if (master) hash = fnv1a64(hash, master, n * sizeof(float));
     hash = fnv1a64(hash, so, sizeof(so));
+    if (amax_n) hash = fnv1a64(hash, ah->values, amax_n * sizeof(float));
     h[13] = (int64_t)hash;
 
     AtomicFile af;
@@ -62,6 +68,7 @@ int state_write(const char *path, const TrainState *st, const float *m, const fl
     atomic_write(&af, v, n * sizeof(float));
     if (master) atomic_write(&af, master, n * sizeof(float));
     atomic_write(&af, so, sizeof(so));
+    if (amax_n) atomic_write(&af, ah->values, amax_n * sizeof(float));
     if (atomic_commit(&af) != 0) {
         snprintf(err, errlen, "%s", af.error);
         return -1;
@@ -84,15 +91,21 @@ static void parse_header(const char *path, const int64_t *h, long file_size, Tra
     st->sample_rng.seed = (uint64_t)h[10];
     st->sample_rng.counter = (uint64_t)h[11];
     *has_master = h[12] != 0;
+    st->amax.operands = (int32_t)h[14];
+    st->amax.length = (int32_t)h[15];
+    st->amax.steps = h[16];
     // Ranges checked on the stored int64s, before narrowing to int can hide a wild value.
     if (st->step < 0 || h[4] < 1 || h[4] > INT32_MAX || h[3] < 0 || h[3] >= h[4] || st->num_params < 1 ||
-        st->begin < 0 || st->end < st->begin || st->end - st->begin > st->num_params || h[12] < 0 || h[12] > 1)
+        st->begin < 0 || st->end < st->begin || st->end - st->begin > st->num_params || h[12] < 0 || h[12] > 1 ||
+        h[14] < 0 || h[14] > AMAX_MAX_OPERANDS || h[15] < 0 || h[15] > AMAX_MAX_LENGTH || (h[14] == 0) != (h[15] == 0) ||
+        h[16] < 0)
         die("'%s' is corrupt: impossible values in the header", path);
     int64_t n = st->end - st->begin;
     // The slice must fit in the file before its byte count is computed (n * 12 can overflow).
     if (n > file_size / (int64_t)sizeof(float))
         die("'%s' is truncated: %ld bytes, its header's slice of %lld parameters needs more", path, file_size, (long long)n);
-    int64_t want = (int64_t)(128 * sizeof(int64_t)) + n * (int64_t)sizeof(float) * (2 + *has_master) + 2 * (int64_t)sizeof(SavedOutliers);
+    int64_t want = (int64_t)(128 * sizeof(int64_t)) + n * (int64_t)sizeof(float) * (2 + *has_master) +
+                   2 * (int64_t)sizeof(SavedOutliers) + h[14] * h[15] * (int64_t)sizeof(float);
     if (file_size != want)
         die("'%s' is %s: %ld bytes, its header needs %lld", path, file_size < want ? "truncated" : "longer than its header says",
             file_size, (long long)want);
@@ -109,6 +122,7 @@ void state_read_header(const char *path, TrainState *st, int *has_master) {
 }
 
 void state_read(const char *path, TrainState *st, float *m, float *v, float *master) {
+    const AmaxHistory want = st->amax;
     int has_master;
     state_read_header(path, st, &has_master);
     FILE *f = fopen_check(path, "rb");
@@ -127,8 +141,19 @@ void state_read(const char *path, TrainState *st, float *m, float *v, float *mas
     }
     SavedOutliers so[2];
     fread_check(so, sizeof(SavedOutliers), 2, f, path);
-    fclose(f);
     hash = fnv1a64(hash, so, sizeof(so));
+    // The history into the caller's buffer when the shapes agree, else through a scratch copy
+    // (the checksum covers it either way).
+    const size_t amax_n = (size_t)st->amax.operands * st->amax.length;
+    const int into_caller = want.values && want.operands == st->amax.operands && want.length == st->amax.length;
+    float *amax = into_caller ? want.values : amax_n ? (float *)malloc_check(amax_n * sizeof(float)) : NULL;
+    if (amax_n) {
+        fread_check(amax, sizeof(float), amax_n, f, path);
+        hash = fnv1a64(hash, amax, amax_n * sizeof(float));
+    }
+    if (!into_caller) free(amax);
+    st->amax.values = into_caller ? want.values : NULL;
+    fclose(f);
     if ((int64_t)hash != h[13]) die("'%s' is corrupt: checksum mismatch", path);
     if (unpack_outliers(&so[0], &st->loss_outliers) || unpack_outliers(&so[1], &st->norm_outliers))
         die("'%s' is corrupt: bad outlier window", path);

@@ -4,15 +4,22 @@
 //     [3] rank, [4] ranks, [5] parameters in the model, [6] begin, [7] end of this rank's slice
 //     of the flat parameter buffer (ZeRO; the whole buffer for one process), [8] training-data
 //     shard, [9] position in it, [10] sampling-RNG seed, [11] its counter, [12] 1 if fp32 master
-//     weights follow (GPU trainer), [13] FNV-1a 64 of everything after the header
+//     weights follow (GPU trainer), [13] FNV-1a 64 of everything after the header,
+//     [14] operands and [15] length of this rank's FP8 amax history (0 0: none), [16] its
+//     recorded micro-steps
 //   float m[end-begin], v[end-begin], master[end-begin] (if [12]),
-//   the loss and grad-norm OutlierDetectors (int32 count, int32 next, double values[WINDOW]).
+//   the loss and grad-norm OutlierDetectors (int32 count, int32 next, double values[WINDOW]),
+//   float amax history[operands][length] (llmc/amax_history.h; each rank its own: the
+//   activations and gradients it quantized are its own).
+// Files without a history (written before it existed, or by a run without delayed scaling) have
+// zeros in [14..16], so they stay readable.
 #ifndef LLMC_STATE_H
 #define LLMC_STATE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amax_history.h"
 #include "dataloader.h"
 #include "outlier.h"
 #include "rng.h"
@@ -32,6 +39,10 @@ typedef struct {
     DataPosition train_pos;
     Rng sample_rng;
     OutlierDetector loss_outliers, norm_outliers;
+    // FP8 delayed scaling. Writing: the history to save (values NULL or length 0: none). Reading: the file's
+    // operands, length and steps; its values go into `values` when the caller points it at a
+    // buffer before state_read and operands and length match its own (see state_read).
+    AmaxHistory amax;
 } TrainState;
 
 // Writes atomically; master may be NULL. Returns 0, or -1 with a message in err.
@@ -40,7 +51,10 @@ int state_write(const char *path, const TrainState *st, const float *m, const fl
 // Reads the header only (for checks before allocating). Dies naming the file on any problem.
 void state_read_header(const char *path, TrainState *st, int *has_master);
 // Reads everything; m, v (and master if the file has it and master != NULL) hold end-begin
-// floats. Verifies size and checksum; dies naming the file on any mismatch.
+// floats. Verifies size and checksum; dies naming the file on any mismatch. The amax history
+// is read into st->amax.values when the caller set st->amax (operands, length, values) to a
+// history of the same shape as the file's; otherwise st->amax.values comes back NULL and
+// operands, length, steps describe what the file held (0 0 0: nothing).
 void state_read(const char *path, TrainState *st, float *m, float *v, float *master);
 
 #ifdef __cplusplus

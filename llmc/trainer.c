@@ -303,13 +303,17 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
 }
 
 matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu) {
+    matmul_precision p;
     switch (tc->matmul) {
-    case MATMUL_MODE_FP32: return MATMUL_FP32;
-    case MATMUL_MODE_BF16: return MATMUL_BF16;
-    case MATMUL_MODE_FP8: return MATMUL_FP8;
-    case MATMUL_MODE_INT8: return MATMUL_INT8;
-    default: return gpu ? MATMUL_BF16 : MATMUL_FP32;
+    case MATMUL_MODE_FP32: p = MATMUL_FP32; break;
+    case MATMUL_MODE_BF16: p = MATMUL_BF16; break;
+    case MATMUL_MODE_FP8: p = MATMUL_FP8; break;
+    case MATMUL_MODE_INT8: p = MATMUL_INT8; break;
+    default: p = gpu ? MATMUL_BF16 : MATMUL_FP32;
     }
+    if (p != MATMUL_FP8 && (tc->fp8_wgrad || tc->amax_history > 0))
+        usage_error("--fp8-wgrad and --amax-history apply to --matmul fp8 only");
+    return p;
 }
 
 int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg) {

@@ -78,7 +78,8 @@ double trainer_flops_per_token(const GPT2Config *cfg, int T);
 // plan with its predicted activation memory and extra recompute FLOPs.
 void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const RecomputeShape *shape,
                             double bytes_per_element, double fixed_bytes, int rank, int *policies);
-// --matmul auto is fp32 on the CPU and bf16 on a GPU.
+// --matmul auto is fp32 on the CPU and bf16 on a GPU; --fp8-wgrad and --amax-history without fp8
+// are usage errors.
 matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu);
 
 // The model the flags describe: -e as a description (d12, L4C256NH4; random initialization with

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Resume is bit-exact: 20 steps straight, against 10 steps + checkpoint + resume + 10 steps,
-# must give identical losses and an identical final checkpoint. Also checks that the checkpoint
+# must give identical losses and an identical final checkpoint, in fp32 and in emulated FP8 with
+# delayed scaling (whose amax history the state file carries). Also checks that the checkpoint
 # a run writes loads back (round trip) and that an interrupted checkpoint (no DONE marker) is
 # never picked for resume.
 set -eu
@@ -12,27 +13,45 @@ for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py "$dir/data/train_00000$
 export OMP_NUM_THREADS=2
 args=(-e L2C64NH4 --vocab-size 512 --max-seq-len 64 -b 2 -t 32 -d 128 -x 20 -l 1e-3 -u 3 -q 0.1 -c 0.1
       -i "$dir/data/train_*.bin" -j "$dir/data/val_*.bin" -v 5 -m 2 -s 0 -n 10)
-./train_gpt "${args[@]}" -o "$dir/a" > "$dir/a.out"
-test -f "$dir/a/DONE_00000010" && test -f "$dir/a/DONE_00000020"
-
-# Resume from a copy of run a's step-10 checkpoint, plus a torn step-15 checkpoint (no marker).
-mkdir -p "$dir/b"
-cp "$dir/a/model_00000010.bin" "$dir/a/state_00000010_00000.bin" "$dir/a/DONE_00000010" "$dir/b/"
-head -c 5000 "$dir/a/model_00000020.bin" > "$dir/b/model_00000015.bin"
-./train_gpt "${args[@]}" -o "$dir/b" -y 1 > "$dir/b.out"
-grep -q "resumed from step 10" "$dir/b.out"
-
-grep -E '^s:(1[1-9]|20) trl:' "$dir/a/main.log" > "$dir/a.losses"
-grep -E '^s:(1[1-9]|20) trl:' "$dir/b/main.log" > "$dir/b.losses"
-test "$(wc -l < "$dir/a.losses")" -eq 10
-diff "$dir/a.losses" "$dir/b.losses"
-cmp "$dir/a/model_00000020.bin" "$dir/b/model_00000020.bin"
-cmp "$dir/a/state_00000020_00000.bin" "$dir/b/state_00000020_00000.bin"
-echo "resume: losses of steps 11-20 and the step-20 model and state are bit-identical"
+# run NAME EXTRA...: 20 steps straight (NAME_a) against 10 + resume + 10 (NAME_b).
+run() {
+    local n=$1; shift
+    local a="$dir/${n}_a" b="$dir/${n}_b"
+    ./train_gpt "${args[@]}" "$@" -o "$a" > "$a.out"
+    test -f "$a/DONE_00000010" && test -f "$a/DONE_00000020"
+    # Resume from a copy of run a's step-10 checkpoint, plus a torn step-15 checkpoint (no marker).
+    mkdir -p "$b"
+    cp "$a/model_00000010.bin" "$a/state_00000010_00000.bin" "$a/DONE_00000010" "$b/"
+    head -c 5000 "$a/model_00000020.bin" > "$b/model_00000015.bin"
+    ./train_gpt "${args[@]}" "$@" -o "$b" -y 1 > "$b.out" 2> "$b.err"
+    grep -q "resumed from step 10" "$b.out"
+    ! grep -q "not bit-exact" "$b.err"
+    grep -E '^s:(1[1-9]|20) trl:' "$a/main.log" > "$a.losses"
+    grep -E '^s:(1[1-9]|20) trl:' "$b/main.log" > "$b.losses"
+    test "$(wc -l < "$a.losses")" -eq 10
+    diff "$a.losses" "$b.losses"
+    cmp "$a/model_00000020.bin" "$b/model_00000020.bin"
+    cmp "$a/state_00000020_00000.bin" "$b/state_00000020_00000.bin"
+    echo "resume ($n): losses of steps 11-20 and the step-20 model and state are bit-identical"
+}
+run fp32
+# FP8 with delayed scaling: the amax history (2 micro-steps a step here) is in the state file;
+# without it the resumed run would scale its first micro-step from current amaxes and differ.
+run fp8_delayed --matmul fp8 --amax-history 3
+# It is really in use: delayed scaling changes the losses against current scaling, and a resume
+# with another history length warns that it restarts the history.
+./train_gpt "${args[@]}" --matmul fp8 -n 0 -x 12 -o "$dir/fp8_current" > /dev/null
+! diff -q <(grep -E '^s:12 trl:' "$dir/fp8_current/main.log") <(grep -E '^s:12 trl:' "$dir/fp8_delayed_a/main.log") > /dev/null
+mkdir -p "$dir/fp8_other"
+cp "$dir/fp8_delayed_a/model_00000010.bin" "$dir/fp8_delayed_a/state_00000010_00000.bin" "$dir/fp8_delayed_a/DONE_00000010" "$dir/fp8_other/"
+./train_gpt "${args[@]}" --matmul fp8 --amax-history 5 -x 11 -o "$dir/fp8_other" -y 1 > /dev/null 2> "$dir/fp8_other.err"
+grep -q "holds no FP8 amax history of this shape" "$dir/fp8_other.err"
+echo "resume (fp8_delayed): the history changes the losses; another history length warns and restarts it"
+a="$dir/fp32_a"
 
 # Round trip: the written checkpoint loads as a model (-e FILE) and gives the same loss as the
 # run that wrote it had at its next step (same weights, same data position is not needed here:
 # just that it loads and trains).
-./train_gpt -e "$dir/a/model_00000020.bin" -b 2 -t 32 -x 1 -i "$dir/data/train_*.bin" -v 0 -s 0 > "$dir/c.out"
+./train_gpt -e "$a/model_00000020.bin" -b 2 -t 32 -x 1 -i "$dir/data/train_*.bin" -v 0 -s 0 > "$dir/c.out"
 grep -q "model: L=2 C=64 NH=4 maxT=64 V=512 Vp=512" "$dir/c.out"
 echo "round trip: the step-20 checkpoint loads"

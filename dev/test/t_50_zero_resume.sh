@@ -8,6 +8,7 @@
 #     two state files (C's slices straddle them, D needs both whole) and must match A within
 #     the reduction-order tolerances of t_50_zero_equal.sh (1e-5 relative on losses, 1e-5 on
 #     weights); C writes 3 state files at step 6.
+#   E: A with FP8 delayed scaling, resumed on the same 2 ranks: bit-identical (amax histories).
 # The global batch, 384 tokens, is 3 micro-steps on 2 ranks, 2 on 3 and 6 in one process, so
 # every run reads the same windows. About 10 s.
 set -eu
@@ -38,4 +39,16 @@ test -f "$dir/c/state_00000006_00002.bin"
 ./train_gpt "${args[@]}" -o "$dir/d" -y 1 > "$dir/d.out"
 grep -q "resumed from step 3" "$dir/d.out"
 compare "$dir/a" "$dir/d" 4 6 1e-5 1e-5
-echo "zero resume: same world size bit-exact; 2 -> 3 ranks (stage 2 -> 3) and 2 -> 1 re-slice and match"
+
+# FP8 with delayed scaling: each rank's amax history (of its own activations and gradients) is in
+# its own state file, so E resumed on the same 2 ranks is bit-identical to the uninterrupted A'.
+fp8=(--matmul fp8 --amax-history 2)
+mpi 2 ./train_gpt "${args[@]}" -z 2 "${fp8[@]}" -o "$dir/a8" > "$dir/a8.out"
+mkdir -p "$dir/e"
+cp "$dir/a8/model_00000003.bin" "$dir/a8/state_00000003_0000"[01].bin "$dir/a8/DONE_00000003" "$dir/e/"
+mpi 2 ./train_gpt "${args[@]}" -z 2 "${fp8[@]}" -o "$dir/e" -y 1 > "$dir/e.out" 2> "$dir/e.err"
+grep -q "resumed from step 3" "$dir/e.out"
+! grep -q "not bit-exact" "$dir/e.err"
+compare "$dir/a8" "$dir/e" 4 6 0 0
+for r in 0 1; do cmp "$dir/a8/state_00000006_0000$r.bin" "$dir/e/state_00000006_0000$r.bin"; done
+echo "zero resume: same world size bit-exact (also FP8 with delayed scaling); 2 -> 3 ranks (stage 2 -> 3) and 2 -> 1 re-slice and match"

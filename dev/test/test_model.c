@@ -219,7 +219,7 @@ static int run_recompute(uint64_t seed) {
             if (recompute_parse_policy(levels[k], &p) != 0) die("bad policy %s", levels[k]);
             for (int l = 0; l < L; l++) policies[l] = p;
         }
-        ModelOptions opt = {policies, MATMUL_FP32, 0};
+        ModelOptions opt = {policies, MATMUL_FP32, 0, 0};
         GPT2 m;
         gpt2_alloc_with(&m, &cfg, B, T, &opt);
         gpt2_init_params(&cfg, m.params, seed);
@@ -272,7 +272,7 @@ static int run_memory(const char *desc, int B, int T) {
         int p, *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
         if (recompute_parse_policy(levels[k], &p) != 0) die("bad level");
         for (int l = 0; l < cfg.num_layers; l++) policies[l] = p;
-        ModelOptions opt = {policies, MATMUL_FP32, 0};
+        ModelOptions opt = {policies, MATMUL_FP32, 0, 0};
         GPT2 m;
         gpt2_alloc_activations(&m, &cfg, B, T, &opt);
         const double predicted = (cfg.num_layers * recompute_layer_elements(&shape, p) +

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../../llmc/amax_history.h"
 #include "../../../llmc/quant.h"
 #include "../../../llmc/rng.h"
 #include "../../../llmc/utils.h"
@@ -237,6 +238,40 @@ static void test_bf16_stochastic(void) {
     CHECK(bf16_from_float_stochastic(-INFINITY, 0xFFFF) == 0xFF80, "-Inf must stay -Inf");
 }
 
+// Delayed scaling's ring (llmc/amax_history.h) against a direct computation: over 40 micro-steps
+// of seeded random amaxes for 7 operands and H = 5, the amax a step scales from is its current
+// amax at step 0 and the max of the previous min(step, H) recorded amaxes after (the ring starts
+// zeroed, so fewer than H recorded steps take the max over what there is); a NaN recorded at one
+// step shows in the next H steps' amaxes and then leaves; reset forgets everything.
+static void test_amax_history(void) {
+    enum { OPS = 7, H = 5, STEPS = 40 };
+    AmaxHistory h;
+    amax_history_init(&h, OPS, H);
+    float recorded[STEPS][OPS];
+    Rng rng = {0xa3a5, 0};
+    for (int s = 0; s < STEPS; s++) {
+        for (int op = 0; op < OPS; op++) {
+            float current = (float)(rng_next_uniform(&rng) * 100.0 + 0.01);
+            if (s == 17 && op == 3) current = NAN;
+            float want = current;
+            if (s > 0) {
+                want = 0.0f;
+                for (int k = s - 1; k >= 0 && k >= s - H; k--)
+                    want = isnan(recorded[k][op]) || isnan(want) ? NAN : fmaxf(want, recorded[k][op]);
+            }
+            float got = amax_history_amax(&h, op, current);
+            CHECK((isnan(want) && isnan(got)) || got == want, "step %d operand %d: amax %g, want %g", s, op, got, want);
+            amax_history_record(&h, op, current);
+            recorded[s][op] = current;
+        }
+        amax_history_step_done(&h);
+    }
+    CHECK(h.steps == STEPS, "steps %lld, want %d", (long long)h.steps, STEPS);
+    amax_history_reset(&h);
+    CHECK(amax_history_amax(&h, 0, 2.5f) == 2.5f, "after reset the current amax must be used");
+    amax_history_free(&h);
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
     test_scale();
@@ -246,6 +281,7 @@ int main(int argc, char **argv) {
     test_fp8_matrices();
     test_emulate_operand();
     test_bf16_stochastic();
+    test_amax_history();
     if (failures) {
         fprintf(stderr, "test_quant: %d checks FAILED\n", failures);
         return 1;

@@ -486,9 +486,9 @@ static void grads_release(GPT2 *m, int seg) {
 }
 
 // The cost model of llmc/recompute.h for this trainer: the CPU attention keeps its (T x T)
-// probabilities and, under RC_ATTN, recomputes them from q, k, v alone.
+// probabilities and, under RC_ATTN, recomputes them from q, k, v alone; everything is fp32.
 static inline RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
-    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0};
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0, 1};
 }
 
 // Carves one block's buffers from base + *used on (advancing *used): every buffer when keep_all

@@ -84,17 +84,17 @@ int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t 
 }
 
 double recompute_layer_elements(const RecomputeShape *s, int policy) {
-    const double C = s->C, NH = s->NH;
-    const double kept = NH * s->att_kept_per_head_token, stats = NH * s->att_stats_per_head_token;
+    const double C = s->C, NH = s->NH, w = s->stats_width;
+    const double kept = NH * s->att_kept_per_head_token * w, stats = NH * s->att_stats_per_head_token * w;
     if (policy & RC_BLOCK) return C;  // the block output only
     double e = C;                     // residual3
-    e += 2;                           // ln1 mean, rstd
+    e += 2 * w;                       // ln1 mean, rstd
     if (!(policy & RC_NORM)) e += C;  // ln1
     e += 3 * C;                       // qkv
     e += (policy & RC_ATTN) ? stats : C + kept;  // attention output and what it keeps, or the statistics
     e += C;                           // residual2 (the MLP input)
     if (!(policy & RC_MLP)) {
-        e += 2;                                      // ln2 mean, rstd
+        e += 2 * w;                                  // ln2 mean, rstd
         if (!(policy & RC_NORM)) e += C;             // ln2
         e += 4 * C;                                  // fc pre-activation
         if (!(policy & RC_GELU)) e += 4 * C;         // GELU output

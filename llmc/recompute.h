@@ -35,10 +35,14 @@ int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t 
 // its output, per head and token: att_kept when it is not recomputed (T probabilities on the CPU,
 // 1 log-sum-exp for a fused GPU kernel), att_stats under RC_ATTN (0 on the CPU, which recomputes
 // the softmax from q and k alone; 1 on the GPU, which keeps the log-sum-exp).
+// stats_width: activation elements one statistic takes (a LayerNorm mean or rstd, what the
+// attention keeps): 1 where they share the activations' type (the CPU, all fp32), 2 for fp32
+// statistics beside bf16 activations (the GPU), so that elements * element size is the bytes.
 typedef struct {
     int C, NH, T;
     int att_kept_per_head_token;
     int att_stats_per_head_token;
+    int stats_width;
 } RecomputeShape;
 
 // Activation elements per token one layer keeps under `policy` (the block output included).

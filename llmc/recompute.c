@@ -118,6 +118,16 @@ double recompute_layer_flops(const RecomputeShape *s, int policy) {
     return f;
 }
 
+int recompute_steps(int policy) {
+    if (policy & RC_BLOCK) return RC_ALL_STEPS & ~RC_STEP_FCPROJ;
+    int steps = 0;
+    if (policy & RC_NORM) steps |= RC_STEP_LN1 | RC_STEP_LN2;
+    if (policy & RC_ATTN) steps |= RC_STEP_ATTN;
+    if (policy & RC_MLP) steps |= RC_STEP_LN2 | RC_STEP_FC | RC_STEP_GELU;
+    if (policy & RC_GELU) steps |= RC_STEP_GELU;
+    return steps;
+}
+
 // Candidate policies for the planner (each canonical).
 static const int kCandidates[] = {
     RC_NONE, RC_GELU, RC_NORM, RC_NORM | RC_GELU, RC_ATTN, RC_ATTN | RC_GELU, RC_ATTN | RC_NORM | RC_GELU,

@@ -10,8 +10,13 @@
 //         operands (also the FP8 weight gradient);
 //      b. the whole model: one training step against the CPU twin (train_gpt.c's emulation of the
 //         same precision), then a second step's loss; determinism; delayed scaling (fp8).
-// Usage: test_gptcu tiny|small|d12 (configurations below). Exits 1 if any check fails.
+//   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list and a --mem-budget plan give
+//      bit-identical losses, gradients and weights to keeping everything over 3 steps (bf16; fp8
+//      with delayed scaling; int8), and allocate exactly the activation bytes the plan predicts.
+// Usage: test_gptcu tiny|small|d12 [recompute] (configurations below; recompute: check 7 alone,
+// else 1-6). Exits 1 if any check fails.
 //
+// Check 7 is UNVERIFIED: written after the last GPU run, compiled and linked only.
 // STATUS: tiny and small ran once on an H100 (dev/gpu_report.md, 2026-11-22): all checks pass but
 // 6b, which needs the CPU twin's cpu_model_set_matmul(). d12 has not run. The tolerances of 6b are
 // reasoned, not measured.
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <string>
 #include <vector>
 
 #include "train_gpt.cu"
@@ -380,9 +386,114 @@ static void check_delayed_scaling(const TestCase &tc, const AdamWConfig &hp, con
     gpu_model_free(&del);
 }
 
+// ---------------------------------------------------------------------------------------------
+// 7. Selective recomputation. UNVERIFIED ON A GPU (written after the last GPU run).
+
+// NaN bits (0xFFFF in bf16, 0xFFFFFFFF in fp32) over the recompute scratch, between a training
+// forward and its backward: whatever the backward reads there without recomputing it first
+// makes the gradients NaN.
+static void poison_recompute_scratch(GPUModel *g) {
+    if (g->recompute_scratch)
+        cudaCheck(cudaMemsetAsync(g->recompute_scratch, 0xFF, g->recompute_scratch_bytes, g->stream));
+}
+
+typedef struct {
+    std::vector<float> losses, grads;  // each step's loss; each step's gradient, concatenated
+    Snapshot end;
+    size_t kept_bytes;
+} RecomputeRun;
+
+// Steps 1-3 of gpu_steps from `weights` under `policies`, keeping every step's gradient.
+static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
+                                  matmul_precision precision, int amax_history, const int *policies) {
+    const int N = tc.B * tc.T, steps = 3;
+    GPUModel g;
+    gpu_model_alloc_with(&g, &tc.cfg, tc.B, tc.T, &hp, 1337, precision, 0, amax_history, policies);
+    gpu_reset(&g, weights.data());
+    const size_t P = g.num_params;
+    RecomputeRun run;
+    run.kept_bytes = g.kept_bytes;
+    run.grads.resize(steps * P);
+    std::vector<int> in(N), tg(N);
+    for (int t = 1; t <= steps; t++) {
+        make_batch(in.data(), tg.data(), N, tc.cfg.vocab_size, (uint64_t)t);
+        gpu_zero_grads(&g);
+        run.losses.push_back(gpu_forward(&g, in.data(), tg.data(), tc.B, tc.T, 1, 1.0f));  // gpu_forward_backward,
+        poison_recompute_scratch(&g);                                                     // with the poison between
+        gpu_backward(&g, tc.B, tc.T);
+        cudaCheck(cudaMemcpy(run.grads.data() + (t - 1) * P, g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
+        const double norm = gpu_grad_norm(&g);
+        gpu_update(&g, t, tc.lr, grad_clip_scale(hp.grad_clip, norm));
+    }
+    run.end = snapshot(&g);
+    gpu_model_free(&g);
+    return run;
+}
+
+// Every level against keeping everything, in `precision` (fp8: with delayed scaling over a
+// history of 2 micro-steps, so steps 2 and 3 take their scales from the history that the forward
+// has updated by the time the backward recomputes). Bit-identical is the requirement: the
+// recompute runs the forward's kernels on the same inputs (and FP8 casts with the forward's
+// stored scales), and every kernel is deterministic.
+// Why this fails when a recompute is wrong: a step left out (say recompute_steps forgetting
+// RC_STEP_GELU under RC_GELU) leaves the backward reading the poisoned scratch, NaN gradients;
+// without the poison it would read another layer's values, wrong gradients for every layer
+// below the last. A recompute from other inputs, or an FP8 operand scaled anew (delayed scaling
+// would read this step's amax), changes bits. A policy that the allocation ignored (everything
+// kept) fails the memory check: kept bytes must equal the plan's prediction, below none's.
+static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
+                            matmul_precision precision) {
+    const GPT2Config *cfg = &tc.cfg;
+    const int L = cfg->num_layers, history = precision == MATMUL_FP8 ? 2 : 0;
+    // The mixed list: layer l gets kinds[l % 4], e.g. "0:block,1:attn+gelu,2:mlp".
+    const char *const kinds[] = {"block", "attn+gelu", "mlp", "norm"};
+    std::string mixed;
+    for (int l = 0; l < L; l++) mixed += (l ? "," : "") + std::to_string(l) + ":" + kinds[l % 4];
+    std::vector<std::string> levels = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", mixed, "budget"};
+    if (precision != MATMUL_BF16) levels = {"none", "mlp", "block", mixed};  // the levels that rerun block linears
+    std::vector<int> policies(L);
+    RecomputeRun ref;
+    for (const std::string &level : levels) {
+        char err[256] = "";
+        double budget_bytes = 0.0;
+        int p = RC_NONE;
+        if (level == "budget") {
+            // Half-way between every block recomputed and none, through the trainer's own flag path.
+            const RecomputeShape shape = gpu_recompute_shape(cfg, tc.T);
+            const double tokens = (double)tc.B * tc.T, fixed = gpu_fixed_activation_bytes(cfg, tc.B, tc.T);
+            budget_bytes = fixed + L * GPU_ACT_BYTES * tokens *
+                                       (recompute_layer_elements(&shape, RC_BLOCK) + recompute_layer_elements(&shape, RC_NONE)) / 2;
+            TrainConfig flags;
+            memset(&flags, 0, sizeof(flags));
+            flags.B = tc.B, flags.T = tc.T, flags.recompute_level = "none", flags.recompute_list = "";
+            flags.mem_budget_gib = (float)(budget_bytes / (1 << 30));
+            budget_bytes = (double)flags.mem_budget_gib * (1 << 30);  // what the planner sees
+            gpu_recompute_plan(&flags, cfg, 0, policies.data());
+        } else if (level.find(':') != std::string::npos) {
+            if (recompute_parse_list(level.c_str(), L, policies.data(), err, sizeof(err)) != 0) die("%s", err);
+        } else {
+            if (recompute_parse_policy(level.c_str(), &p) != 0) die("bad policy %s", level.c_str());
+            for (int l = 0; l < L; l++) policies[l] = p;
+        }
+        const RecomputeRun run = recompute_run(tc, hp, weights, precision, history, policies.data());
+        const double predicted = gpu_predicted_activation_bytes(cfg, tc.B, tc.T, policies.data());
+        if (level == "none") ref = run;
+        const bool same = !memcmp(run.losses.data(), ref.losses.data(), run.losses.size() * sizeof(float)) &&
+                          !memcmp(run.grads.data(), ref.grads.data(), run.grads.size() * sizeof(float)) &&
+                          same_bits(run.end, ref.end);
+        const bool memory = (double)run.kept_bytes == predicted && (level == "none" || run.kept_bytes < ref.kept_bytes) &&
+                            (level != "budget" || predicted <= budget_bytes);
+        check(same && memory, "recompute %s%s %-28s 3 steps' losses, gradients, weights bit-identical to none: %s; "
+              "activations %zu B (predicted %.0f%s)", precision_name(precision), history ? "+delayed" : "",
+              level.size() > 28 ? "list" : level.c_str(), same ? "yes" : "NO", run.kept_bytes, predicted,
+              level == "budget" ? ", within the budget" : "");
+    }
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    if (argc != 2) usage_error("usage: %s tiny|small|d12", argv[0]);
+    const bool recompute_only = argc == 3 && !strcmp(argv[2], "recompute");
+    if (argc != 2 && !recompute_only) usage_error("usage: %s tiny|small|d12 [recompute]", argv[0]);
     const TestCase tc = test_case(argv[1]);
     const GPT2Config *cfg = &tc.cfg;
     const int B = tc.B, T = tc.T, N = B * T, V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
@@ -396,6 +507,14 @@ int main(int argc, char **argv) {
     std::vector<float> weights(P);
     gpt2_init_params(cfg, weights.data(), 1337);
     for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(bf16_from_float(weights[i]));
+    if (recompute_only) {
+        gpu_model_free(&g);
+        check_recompute(tc, hp, weights, MATMUL_BF16);
+        check_recompute(tc, hp, weights, MATMUL_FP8);
+        check_recompute(tc, hp, weights, MATMUL_INT8);
+        printf("%s recompute: %d check(s) failed\n", tc.name, g_failures);
+        return g_failures ? 1 : 0;
+    }
     gpu_set_weights(&g, weights.data());
     CpuModel *cpu = cpu_model_new(cfg, B, T);
     memcpy(cpu_model_params(cpu), weights.data(), P * sizeof(float));

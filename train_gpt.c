@@ -495,9 +495,9 @@ static void grads_release(GPT2 *m, int seg) {
 }
 
 // The cost model of llmc/recompute.h for this trainer: the CPU attention keeps its (T x T)
-// probabilities and, under RC_ATTN, recomputes them from q, k, v alone.
+// probabilities and, under RC_ATTN, recomputes them from q, k, v alone; everything is fp32.
 static inline RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
-    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0};
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0, 1};
 }
 
 // Carves one block's buffers from base + *used on (advancing *used): every buffer when keep_all
@@ -679,23 +679,6 @@ static void linear_backward(GPT2 *m, int layer, int linear, float *dinp, float *
     }
 }
 
-// The steps of a block's forward pass; the backward pass reruns some of them (recompute).
-enum {
-    STEP_LN1 = 1, STEP_QKV = 2, STEP_ATTN = 4, STEP_ATTPROJ = 8,
-    STEP_LN2 = 16, STEP_FC = 32, STEP_GELU = 64, STEP_FCPROJ = 128, ALL_STEPS = 255
-};
-
-// What the backward pass of a block under `policy` recomputes before it starts.
-static int recompute_steps(int policy) {
-    if (policy & RC_BLOCK) return ALL_STEPS & ~STEP_FCPROJ;
-    int steps = 0;
-    if (policy & RC_NORM) steps |= STEP_LN1 | STEP_LN2;
-    if (policy & RC_ATTN) steps |= STEP_ATTN;
-    if (policy & RC_MLP) steps |= STEP_LN2 | STEP_FC | STEP_GELU;
-    if (policy & RC_GELU) steps |= STEP_GELU;
-    return steps;
-}
-
 // Block l's buffers for a pass: what it keeps, and the shared scratch for the rest.
 static BlockActs block_buffers(const GPT2 *m, int l) {
     BlockActs a = m->blocks[l];
@@ -714,23 +697,23 @@ static BlockActs block_buffers(const GPT2 *m, int l) {
 static void block_forward(GPT2 *m, int l, Segment w, const float *residual, const BlockActs *a, int steps,
                           int stats_kept, int B, int T) {
     const int C = m->cfg.channels, NH = m->cfg.num_heads, N = B * T;
-    if (steps & STEP_LN1) {
-        if (!(stats_kept & STEP_LN1)) layernorm_stats(a->ln1_mean, a->ln1_rstd, residual, N, C);
+    if (steps & RC_STEP_LN1) {
+        if (!(stats_kept & RC_STEP_LN1)) layernorm_stats(a->ln1_mean, a->ln1_rstd, residual, N, C);
         layernorm_apply(a->ln1, residual, a->ln1_mean, a->ln1_rstd, at(m, w, PT_LN1W, l), at(m, w, PT_LN1B, l), N, C);
     }
-    if (steps & STEP_QKV) linear_forward(m, l, LINEAR_QKV, a->qkv, a->ln1, at(m, w, PT_QKVW, l), at(m, w, PT_QKVB, l), N, C, 3 * C);
-    if (steps & STEP_ATTN) attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
-    if (steps & STEP_ATTPROJ) {
+    if (steps & RC_STEP_QKV) linear_forward(m, l, LINEAR_QKV, a->qkv, a->ln1, at(m, w, PT_QKVW, l), at(m, w, PT_QKVB, l), N, C, 3 * C);
+    if (steps & RC_STEP_ATTN) attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
+    if (steps & RC_STEP_ATTPROJ) {
         linear_forward(m, l, LINEAR_ATTPROJ, a->residual2, a->atty, at(m, w, PT_ATTPROJW, l), at(m, w, PT_ATTPROJB, l), N, C, C);
         residual_forward(a->residual2, a->residual2, residual, (size_t)N * C);
     }
-    if (steps & STEP_LN2) {
-        if (!(stats_kept & STEP_LN2)) layernorm_stats(a->ln2_mean, a->ln2_rstd, a->residual2, N, C);
+    if (steps & RC_STEP_LN2) {
+        if (!(stats_kept & RC_STEP_LN2)) layernorm_stats(a->ln2_mean, a->ln2_rstd, a->residual2, N, C);
         layernorm_apply(a->ln2, a->residual2, a->ln2_mean, a->ln2_rstd, at(m, w, PT_LN2W, l), at(m, w, PT_LN2B, l), N, C);
     }
-    if (steps & STEP_FC) linear_forward(m, l, LINEAR_FC, a->fch, a->ln2, at(m, w, PT_FCW, l), at(m, w, PT_FCB, l), N, C, 4 * C);
-    if (steps & STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
-    if (steps & STEP_FCPROJ) {
+    if (steps & RC_STEP_FC) linear_forward(m, l, LINEAR_FC, a->fch, a->ln2, at(m, w, PT_FCW, l), at(m, w, PT_FCB, l), N, C, 4 * C);
+    if (steps & RC_STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
+    if (steps & RC_STEP_FCPROJ) {
         linear_forward(m, l, LINEAR_FCPROJ, a->residual3, a->fch_gelu, at(m, w, PT_FCPROJW, l), at(m, w, PT_FCPROJB, l), N, 4 * C, C);
         residual_forward(a->residual3, a->residual3, a->residual2, (size_t)N * C);
     }
@@ -749,7 +732,7 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
     for (int l = 0; l < c->num_layers; l++) {
         BlockActs a = block_buffers(m, l);
         w = weights_acquire(m, zero_layer_segment(l));
-        block_forward(m, l, w, residual, &a, ALL_STEPS, 0, B, T);
+        block_forward(m, l, w, residual, &a, RC_ALL_STEPS, 0, B, T);
         weights_release(m, zero_layer_segment(l));
         residual = a.residual3;
     }
@@ -793,7 +776,7 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
         const float *residual = l == 0 ? m->encoded : m->blocks[l - 1].residual3;
         const int seg = zero_layer_segment(l), policy = m->policy[l];
         Segment w = weights_acquire(m, seg);
-        const int stats_kept = (policy & RC_BLOCK ? 0 : STEP_LN1) | (policy & (RC_BLOCK | RC_MLP) ? 0 : STEP_LN2);
+        const int stats_kept = (policy & RC_BLOCK ? 0 : RC_STEP_LN1) | (policy & (RC_BLOCK | RC_MLP) ? 0 : RC_STEP_LN2);
         block_forward(m, l, w, residual, &a, recompute_steps(policy), stats_kept, B, T);
         Segment g = grads_acquire(m, seg);
         // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual holds d residual3.

@@ -17,6 +17,10 @@
 // stay in bf16/fp32 whatever the flag.
 // Everything runs on one stream; the host waits only where the loop needs a number (the loss,
 // the gradient norm, the count of clipped tensors, sampled logits).
+// Selective recomputation (-r, --recompute, --mem-budget; llmc/recompute.h), as train_gpt.c: each
+// layer keeps what its policy says, one shared scratch holds the rest, and the backward pass of a
+// block first reruns the forward steps it dropped (gpu_block_forward, the same code as the
+// forward). UNVERIFIED ON A GPU: compiled and linked for sm_90 only (dev/gpu_report.md).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -50,7 +54,7 @@
 // ----------------------------------------------------------------------------------------------
 // The model on the device
 
-typedef struct {  // what one block keeps for its backward pass (bf16 unless noted)
+typedef struct {  // what one block keeps for its backward pass (bf16 unless noted); NULL: not kept
     bf16 *ln1;                    // (N, C)
     float *ln1_mean, *ln1_rstd;   // (N) fp32
     bf16 *qkv;                    // (N, 3C): per token [q | k | v], each NH heads of HS
@@ -81,6 +85,11 @@ typedef struct {
     size_t acts_bytes;
     bf16 *encoded;                // (N, C)
     GPUBlockActs *blocks;         // L of them (host array of device pointers)
+    int *policy;                  // L recompute policies (llmc/recompute.h)
+    size_t kept_bytes;            // the activations kept for backward (exact sizes, no alignment)
+    GPUBlockActs work;            // recompute scratch: one block's dropped buffers, shared by all layers
+    void *recompute_scratch;      // where work lives (NULL when no layer recomputes)
+    size_t recompute_scratch_bytes;
     bf16 *lnf;
     float *lnf_mean, *lnf_rstd;
     bf16 *logits;                 // (N, Vp), dlogits in place during backward
@@ -103,42 +112,107 @@ typedef struct {
 static bf16 *param_ptr(GPUModel *g, int kind, int layer) { return g->params + gpt2_param_offset(&g->cfg, kind, layer); }
 static float *grad_ptr(GPUModel *g, int kind, int layer) { return g->grads + gpt2_param_offset(&g->cfg, kind, layer); }
 
-// Hands out 256-byte aligned pieces of one allocation (base NULL: only measures).
+// Hands out 256-byte aligned pieces of one allocation (base NULL: only measures); requested
+// counts the bytes asked for, without the alignment.
 typedef struct {
     char *base;
-    size_t used;
+    size_t used, requested;
 } Carver;
 static void *carve(Carver *c, size_t bytes) {
     void *p = c->base ? c->base + c->used : NULL;
     c->used += (bytes + 255) / 256 * 256;
+    c->requested += bytes;
     return p;
+}
+
+// The cost model of llmc/recompute.h for this trainer: the fused attention keeps one fp32
+// log-sum-exp per head and token, also under RC_ATTN (its backward needs it); activations are
+// bf16 (2 bytes, the model's element) and the statistics fp32 (mean, rstd, lse: width 2).
+static RecomputeShape gpu_recompute_shape(const GPT2Config *cfg, int T) {
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 1, 1, 2};
+}
+#define GPU_ACT_BYTES 2.0
+
+// The activations no policy changes, for B*T tokens: encoded, lnf (bf16, C each), lnf mean and
+// rstd (fp32), logits (bf16, Vp), losses (fp32).
+static double gpu_fixed_activation_bytes(const GPT2Config *cfg, int B, int T) {
+    return (double)B * T * (2.0 * (2.0 * cfg->channels + cfg->padded_vocab_size) + 4.0 * 3);
+}
+
+// The recompute policy of every layer from the flags (llmc/trainer.c prints the plan with the
+// predicted activation bytes, which gpu_model_alloc_with's allocation equals).
+static void gpu_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, int rank, int *policies) {
+    const RecomputeShape shape = gpu_recompute_shape(cfg, tc->T);
+    trainer_recompute_plan(tc, cfg, &shape, GPU_ACT_BYTES, gpu_fixed_activation_bytes(cfg, tc->B, tc->T), rank,
+                           policies);
+}
+
+// The predicted bytes of the kept activations for B x T tokens under policies (L of them).
+static double gpu_predicted_activation_bytes(const GPT2Config *cfg, int B, int T, const int *policies) {
+    const RecomputeShape shape = gpu_recompute_shape(cfg, T);
+    double elements = 0.0;
+    for (int l = 0; l < cfg->num_layers; l++) elements += recompute_layer_elements(&shape, policies[l]);
+    return gpu_fixed_activation_bytes(cfg, B, T) + elements * GPU_ACT_BYTES * B * T;
+}
+
+// Carves one block's buffers for N = B*T tokens: every buffer when keep_all (the recompute
+// scratch; it never holds residual3, which every block keeps), else what `policy` keeps (the
+// others stay NULL). As train_gpt.c's take_block, except that the attention's log-sum-exp stays
+// under RC_ATTN: the backward reads it, and it is what the policy keeps (llmc/recompute.h).
+static void take_block(Carver *cv, GPUBlockActs *a, int policy, bool keep_all, size_t N, size_t C, size_t NH) {
+    memset(a, 0, sizeof(*a));
+#define TAKE(field, type, n, kept) if (keep_all || (kept)) a->field = (type *)carve(cv, (n) * sizeof(type))
+    const int block = policy & RC_BLOCK, mlp = block || (policy & RC_MLP);
+    TAKE(ln1, bf16, N * C, !block && !(policy & RC_NORM));
+    TAKE(ln1_mean, float, N, !block);
+    TAKE(ln1_rstd, float, N, !block);
+    TAKE(qkv, bf16, N * 3 * C, !block);
+    TAKE(atty, bf16, N * C, !block && !(policy & RC_ATTN));
+    TAKE(lse, float, N * NH, !block);
+    TAKE(residual2, bf16, N * C, !block);
+    TAKE(ln2, bf16, N * C, !mlp && !(policy & RC_NORM));
+    TAKE(ln2_mean, float, N, !mlp);
+    TAKE(ln2_rstd, float, N, !mlp);
+    TAKE(fch, bf16, N * 4 * C, !mlp);
+    TAKE(fch_gelu, bf16, N * 4 * C, !mlp && !(policy & RC_GELU));
+    if (!keep_all) TAKE(residual3, bf16, N * C, 1);
+#undef TAKE
+}
+
+// Block l's buffers for a pass: what it keeps, and the recompute scratch for the rest.
+static GPUBlockActs block_buffers(const GPUModel *g, int l) {
+    GPUBlockActs a = g->blocks[l];
+    const GPUBlockActs *w = &g->work;
+    bf16 **act[] = {&a.ln1, &a.qkv, &a.atty, &a.residual2, &a.ln2, &a.fch, &a.fch_gelu};
+    bf16 *const act_scratch[] = {w->ln1, w->qkv, w->atty, w->residual2, w->ln2, w->fch, w->fch_gelu};
+    float **stat[] = {&a.ln1_mean, &a.ln1_rstd, &a.lse, &a.ln2_mean, &a.ln2_rstd};
+    float *const stat_scratch[] = {w->ln1_mean, w->ln1_rstd, w->lse, w->ln2_mean, w->ln2_rstd};
+    for (size_t i = 0; i < sizeof(act) / sizeof(act[0]); i++)
+        if (!*act[i]) *act[i] = act_scratch[i];
+    for (size_t i = 0; i < sizeof(stat) / sizeof(stat[0]); i++)
+        if (!*stat[i]) *stat[i] = stat_scratch[i];
+    return a;
 }
 
 static void layout_activations(GPUModel *g, Carver *cv) {
     const size_t L = g->cfg.num_layers, C = g->cfg.channels, NH = g->cfg.num_heads, N = (size_t)g->B * g->T;
 #define TAKE(type, n) (type *)carve(cv, (n) * sizeof(type))
     g->encoded = TAKE(bf16, N * C);
-    for (size_t l = 0; l < L; l++) {
-        GPUBlockActs *a = &g->blocks[l];
-        a->ln1 = TAKE(bf16, N * C);
-        a->ln1_mean = TAKE(float, N);
-        a->ln1_rstd = TAKE(float, N);
-        a->qkv = TAKE(bf16, N * 3 * C);
-        a->atty = TAKE(bf16, N * C);
-        a->lse = TAKE(float, (size_t)g->B * NH * g->T);
-        a->residual2 = TAKE(bf16, N * C);
-        a->ln2 = TAKE(bf16, N * C);
-        a->ln2_mean = TAKE(float, N);
-        a->ln2_rstd = TAKE(float, N);
-        a->fch = TAKE(bf16, N * 4 * C);
-        a->fch_gelu = TAKE(bf16, N * 4 * C);
-        a->residual3 = TAKE(bf16, N * C);
-    }
+    for (size_t l = 0; l < L; l++) take_block(cv, &g->blocks[l], g->policy[l], false, N, C, NH);
     g->lnf = TAKE(bf16, N * C);
     g->lnf_mean = TAKE(float, N);
     g->lnf_rstd = TAKE(float, N);
     g->logits = TAKE(bf16, N * g->cfg.padded_vocab_size);
     g->losses = TAKE(float, N);
+    g->kept_bytes = cv->requested;  // everything above: what the backward reads
+    // The recompute scratch, only if some layer recomputes.
+    const size_t scratch_begin = cv->used;
+    int recomputes = 0;
+    for (size_t l = 0; l < L; l++) recomputes |= g->policy[l];
+    if (recomputes) take_block(cv, &g->work, RC_NONE, true, N, C, NH);
+    else memset(&g->work, 0, sizeof(g->work));
+    g->recompute_scratch = recomputes && cv->base ? cv->base + scratch_begin : NULL;
+    g->recompute_scratch_bytes = cv->used - scratch_begin;
     g->dresidual = TAKE(bf16, N * C);
     g->dbtc = TAKE(bf16, N * C);
     g->dwide = TAKE(bf16, N * 4 * C);
@@ -151,9 +225,11 @@ static void layout_activations(GPUModel *g, Carver *cv) {
 }
 
 // precision: of the four block linears (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8); fp8_wgrad and
-// amax_history as --fp8-wgrad and --amax-history.
-static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed,
-                            matmul_precision precision, int fp8_wgrad, int amax_history) {
+// amax_history as --fp8-wgrad and --amax-history; policies: the L layers' recompute policies
+// (NULL: keep everything).
+static void gpu_model_alloc_with(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp,
+                                 uint64_t seed, matmul_precision precision, int fp8_wgrad, int amax_history,
+                                 const int *policies) {
     memset(g, 0, sizeof(*g));
     g->cfg = *cfg;
     g->num_params = gpt2_num_params(cfg);
@@ -183,11 +259,13 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     cudaCheck(cudaMemset(g->v, 0, P * sizeof(float)));
 
     g->blocks = (GPUBlockActs *)malloc_check((size_t)cfg->num_layers * sizeof(GPUBlockActs));
-    Carver measure = {NULL, 0};
+    g->policy = (int *)calloc_check((size_t)cfg->num_layers, sizeof(int));
+    if (policies) memcpy(g->policy, policies, (size_t)cfg->num_layers * sizeof(int));
+    Carver measure = {NULL, 0, 0};
     layout_activations(g, &measure);
     g->acts_bytes = measure.used;
     cudaCheck(cudaMalloc(&g->acts_memory, g->acts_bytes));
-    Carver real = {(char *)g->acts_memory, 0};
+    Carver real = {(char *)g->acts_memory, 0, 0};
     layout_activations(g, &real);
 
     const size_t N = (size_t)B * T;
@@ -197,6 +275,14 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     cudaCheck(cudaMallocHost(&g->h_logits, (size_t)cfg->padded_vocab_size * sizeof(bf16)));
     g->h_counts = (int *)malloc_check((size_t)cfg->padded_vocab_size * sizeof(int));
 }
+
+#ifdef TESTING
+// Every layer keeps everything (test_gpt.cu).
+static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed,
+                            matmul_precision precision, int fp8_wgrad, int amax_history) {
+    gpu_model_alloc_with(g, cfg, B, T, hp, seed, precision, fp8_wgrad, amax_history, NULL);
+}
+#endif
 
 static void gpu_model_free(GPUModel *g) {
     cudaCheck(cudaStreamSynchronize(g->stream));
@@ -212,6 +298,7 @@ static void gpu_model_free(GPUModel *g) {
     cudaCheck(cudaFreeHost(g->h_logits));
     free(g->h_counts);
     free(g->blocks);
+    free(g->policy);
     adamw_free(&g->opt);
     lowp_free(&g->lp);
     matmul_free(&g->mm);
@@ -242,6 +329,76 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
         if (tok[i] < 0 || tok[i] >= V) die("train_gptcu: %s token %d at position %d is outside the vocabulary [0, %d)", what, tok[i], i, V);
 }
 
+// How gpu_block_forward runs the block linears (llmc/matmul_lowp.cuh).
+typedef enum {
+    PASS_INFERENCE,  // validation, sampling: FP8 amaxes are not recorded
+    PASS_TRAINING,   // a training micro-step's forward: delayed FP8 scaling also records the amaxes
+    PASS_RECOMPUTE,  // the backward's rerun of a training forward's steps: its bits, no state changed
+} BlockPass;
+
+static void block_linear(GPUModel *g, BlockPass pass, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias,
+                         int N, int IC, int OC, int layer, int linear) {
+    if (pass == PASS_RECOMPUTE)
+        lowp_linear_forward_again(&g->lp, &g->mm, out, inp, weight, bias, N, IC, OC, layer, linear, g->stream);
+    else
+        lowp_linear_forward(&g->lp, &g->mm, out, inp, weight, bias, N, IC, OC, layer, linear, pass == PASS_TRAINING,
+                            g->stream);
+}
+
+// The `steps` (llmc/recompute.h) of block l's forward pass over B x T tokens, from its input
+// `residual` into the buffers a (block_buffers(g, l)); the forward runs them all, the backward
+// pass first those its policy dropped (PASS_RECOMPUTE), with the same kernels on the same inputs,
+// which are deterministic: the same bits.
+// Each projection's output goes through g->dbtc, free both in the forward and before a block's
+// backward, into one kernel that adds the residual and normalizes the sum: the attention
+// projection's makes residual2 and ln2 (so RC_STEP_ATTPROJ does RC_STEP_LN2's work; no policy
+// recomputes one without the other), the fc projection's residual3 and the next block's ln1 (or
+// lnf), so a forward over all blocks runs RC_STEP_LN1 for block 0 only.
+// A LayerNorm recomputed alone (layernorm_forward of the kept residual) gives the fused kernel's
+// bits: that kernel rounds the sum to bf16, stores it, and takes the statistics and the output
+// from the rounded values with the same code in the same order (llmc/layernorm.cuh). It also
+// recomputes mean and rstd, into the kept buffers where the policy keeps them: the same values.
+// UNVERIFIED ON A GPU.
+static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GPUBlockActs *a, int steps,
+                              BlockPass pass, int B, int T) {
+    const int C = g->cfg.channels, NH = g->cfg.num_heads, HS = C / NH, N = B * T, L = g->cfg.num_layers;
+    cudaStream_t st = g->stream;
+    bf16 *proj = g->dbtc;
+    if (steps & RC_STEP_LN1)
+        layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, residual, param_ptr(g, PT_LN1W, l), param_ptr(g, PT_LN1B, l),
+                          N, C, st);
+    if (steps & RC_STEP_QKV)
+        block_linear(g, pass, a->qkv, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, l,
+                     LINEAR_QKV);
+    if (steps & RC_STEP_ATTN) attention_forward(a->atty, a->lse, a->qkv, B, T, NH, HS, st);
+    if (steps & RC_STEP_ATTPROJ) {
+        block_linear(g, pass, proj, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, l,
+                     LINEAR_ATTPROJ);
+        fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
+                                         param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st);
+    } else if (steps & RC_STEP_LN2) {
+        layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, param_ptr(g, PT_LN2W, l),
+                          param_ptr(g, PT_LN2B, l), N, C, st);
+    }
+    if (steps & RC_STEP_FC)
+        block_linear(g, pass, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
+                     LINEAR_FC);
+    if (steps & RC_STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
+    if (steps & RC_STEP_FCPROJ) {
+        block_linear(g, pass, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C,
+                     l, LINEAR_FCPROJ);
+        // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf.
+        if (l + 1 < L) {
+            const GPUBlockActs n = block_buffers(g, l + 1);
+            fused_residual_layernorm_forward(a->residual3, n.ln1, n.ln1_mean, n.ln1_rstd, a->residual2, proj,
+                                             param_ptr(g, PT_LN1W, l + 1), param_ptr(g, PT_LN1B, l + 1), N, C, st);
+        } else {
+            fused_residual_layernorm_forward(a->residual3, g->lnf, g->lnf_mean, g->lnf_rstd, a->residual2, proj,
+                                             param_ptr(g, PT_LNFW, -1), param_ptr(g, PT_LNFB, -1), N, C, st);
+        }
+    }
+}
+
 // Forward over B x T tokens (at most the capacity). With targets: the losses, and with
 // with_grad also dlogits (scaled by loss_scale / N) in place of the logits and the encoder's
 // buckets for the backward pass (a training micro-step: it also records FP8 amax history).
@@ -249,7 +406,7 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
 static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int B, int T, int with_grad,
                          float loss_scale) {
     const GPT2Config *c = &g->cfg;
-    const int C = c->channels, NH = c->num_heads, HS = C / NH, V = c->vocab_size, Vp = c->padded_vocab_size;
+    const int C = c->channels, V = c->vocab_size, Vp = c->padded_vocab_size;
     const int N = B * T, L = c->num_layers;
     cudaStream_t st = g->stream;
     check_tokens(inputs, N, V, "input");
@@ -270,39 +427,15 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     const int *d_inputs = g->d_tokens, *d_targets = g->d_tokens + N;
 
     encoder_forward(g->encoded, d_inputs, param_ptr(g, PT_WTE, -1), param_ptr(g, PT_WPE, -1), B, T, C, st);
-    layernorm_forward(g->blocks[0].ln1, g->blocks[0].ln1_mean, g->blocks[0].ln1_rstd, g->encoded,
-                      param_ptr(g, PT_LN1W, 0), param_ptr(g, PT_LN1B, 0), N, C, st);
     const bf16 *residual = g->encoded;
-    bf16 *proj = g->dbtc;  // forward scratch for the projections' outputs before the residual add
-    LowpMatmul *lp = &g->lp;
-    Matmul *mm = &g->mm;
-    const bool record = with_grad != 0;
+    const BlockPass pass = with_grad ? PASS_TRAINING : PASS_INFERENCE;
     for (int l = 0; l < L; l++) {
-        GPUBlockActs *a = &g->blocks[l];
-        lowp_linear_forward(lp, mm, a->qkv, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, l,
-                            LINEAR_QKV, record, st);
-        attention_forward(a->atty, a->lse, a->qkv, B, T, NH, HS, st);
-        lowp_linear_forward(lp, mm, proj, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, l,
-                            LINEAR_ATTPROJ, record, st);
-        fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
-                                         param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st);
-        lowp_linear_forward(lp, mm, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
-                            LINEAR_FC, record, st);
-        gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
-        lowp_linear_forward(lp, mm, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N,
-                            4 * C, C, l, LINEAR_FCPROJ, record, st);
-        // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf.
-        if (l + 1 < L) {
-            GPUBlockActs *n = &g->blocks[l + 1];
-            fused_residual_layernorm_forward(a->residual3, n->ln1, n->ln1_mean, n->ln1_rstd, a->residual2, proj,
-                                             param_ptr(g, PT_LN1W, l + 1), param_ptr(g, PT_LN1B, l + 1), N, C, st);
-        } else {
-            fused_residual_layernorm_forward(a->residual3, g->lnf, g->lnf_mean, g->lnf_rstd, a->residual2, proj,
-                                             param_ptr(g, PT_LNFW, -1), param_ptr(g, PT_LNFB, -1), N, C, st);
-        }
-        residual = a->residual3;
+        const GPUBlockActs a = block_buffers(g, l);
+        // Block l-1's last step already made block l's ln1 (fused with its residual add).
+        gpu_block_forward(g, l, residual, &a, l == 0 ? RC_ALL_STEPS : RC_ALL_STEPS & ~RC_STEP_LN1, pass, B, T);
+        residual = a.residual3;
     }
-    matmul_forward(mm, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), NULL, N, C, Vp, st);
+    matmul_forward(&g->mm, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), NULL, N, C, Vp, st);
     if (!targets) return 0.0f;
     fused_classifier(g->logits, g->losses, d_targets, loss_scale / (float)N, N, V, Vp, with_grad, st);
     cudaCheck(cudaMemcpyAsync(g->h_losses, g->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost, st));
@@ -313,7 +446,8 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
 }
 
 // Backward of the last forward (which had targets and with_grad), accumulating into the fp32
-// gradients. Mirrors gpt2_backward in train_gpt.c step by step.
+// gradients. Mirrors gpt2_backward in train_gpt.c step by step, each block first recomputing
+// what its policy did not keep (into the shared scratch g->work).
 static void gpu_backward(GPUModel *g, int B, int T) {
     const GPT2Config *c = &g->cfg;
     const int C = c->channels, NH = c->num_heads, HS = C / NH, Vp = c->padded_vocab_size, N = B * T, L = c->num_layers;
@@ -328,8 +462,10 @@ static void gpu_backward(GPUModel *g, int B, int T) {
     layernorm_backward(g->dresidual, grad_ptr(g, PT_LNFW, -1), grad_ptr(g, PT_LNFB, -1), cs, g->dbtc, last,
                        param_ptr(g, PT_LNFW, -1), g->lnf_mean, g->lnf_rstd, N, C, st);
     for (int l = L - 1; l >= 0; l--) {
-        GPUBlockActs *a = &g->blocks[l];
+        GPUBlockActs acts = block_buffers(g, l), *a = &acts;
         const bf16 *residual = l == 0 ? g->encoded : g->blocks[l - 1].residual3;
+        const int recompute = recompute_steps(g->policy[l]);
+        if (recompute) gpu_block_forward(g, l, residual, a, recompute, PASS_RECOMPUTE, B, T);
         bf16 *dfch = g->dwide, *dqkv = g->dwide;
         // MLP; dresidual holds d residual3.
         lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
@@ -488,9 +624,13 @@ int main(int argc, char **argv) {
     cudaCheck(cudaGetDeviceProperties(&prop, comm.local_rank));
 
     AdamWConfig hp = {tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
+    int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
+    gpu_recompute_plan(&tc, &cfg, comm.rank, policies);
     GPUModel g;
-    gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed, gpu_block_precision(&tc), tc.fp8_wgrad,
-                    tc.amax_history);
+    gpu_model_alloc_with(&g, &cfg, tc.B, tc.T, &hp, tc.seed, gpu_block_precision(&tc), tc.fp8_wgrad,
+                         tc.amax_history, policies);
+    const double predicted_act_bytes = gpu_predicted_activation_bytes(&cfg, tc.B, tc.T, policies);
+    free(policies);
     float *weights = (float *)malloc_check(g.num_params * sizeof(float));
     if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, weights);
     else gpt2_init_params(&cfg, weights, tc.seed);
@@ -505,6 +645,8 @@ int main(int argc, char **argv) {
                cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, g.num_params);
         printf("memory: params %.1f MiB (bf16), grads %.1f MiB, master + AdamW state %.1f MiB, activations %.1f MiB\n",
                P * 2 * mib, P * 4 * mib, P * 12 * mib, (double)g.acts_bytes * mib);
+        printf("activations: kept %.1f MiB (predicted %.1f MiB), recompute scratch %.1f MiB\n",
+               (double)g.kept_bytes * mib, predicted_act_bytes * mib, (double)g.recompute_scratch_bytes * mib);
         printf("block matmuls: %s%s%s, low-precision scratch %.1f MiB\n",
                g.lp.precision == MATMUL_FP8 ? "fp8" : g.lp.precision == MATMUL_INT8 ? "int8" : "bf16",
                g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",
@@ -521,6 +663,12 @@ int main(int argc, char **argv) {
     Trainer trainer = {&tc, &cfg, &backend, &comm, (int64_t)g.num_params, 0, (int64_t)g.num_params,
                        flops_per_token, peak};
     trainer_run(&trainer);
+    if (comm.rank == 0) {  // all buffers are allocated up front: what is in use now is the run's peak
+        size_t free_bytes, total_bytes;
+        cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+        printf("device memory in use: %.1f MiB of %.1f MiB (cudaMemGetInfo, after the run)\n",
+               (double)(total_bytes - free_bytes) / (1 << 20), (double)total_bytes / (1 << 20));
+    }
     gpu_model_free(&g);
     comm.finalize(&comm);
     return 0;

@@ -254,16 +254,25 @@ static inline void lowp_history_reset(LowpMatmul *lp) {
 // ---------------------------------------------------------------------------------------------
 // The linear layers
 
-// out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) for block linear `linear` of `layer`.
-// record: a training forward (delayed scaling records this step's amaxes).
-static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight,
-                                       const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
-                                       cudaStream_t st) {
+// The forward of a block linear; again: a recomputation in the backward pass of the same
+// micro-step (llmc/recompute.h), which must give the forward's bits and change no state. FP8 then
+// casts with the scales the forward stored instead of choosing them: with delayed scaling a
+// scale chosen now would read the history the forward has since written this step's amax into.
+// int8 scales from the operands alone (row-wise and the weight's current amax), which are the same.
+static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight,
+                                            const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
+                                            bool again, cudaStream_t st) {
     const int op_inp = lowp_operand(layer, linear, QUANT_ACTIVATION), op_w = lowp_operand(layer, linear, QUANT_WEIGHT);
     switch (lp->precision) {
     case MATMUL_FP8:
-        lowp_quantize(lp, lp->q_inp, nullptr, inp, N, IC, op_inp, QUANT_TO_E4M3, record, st);
-        lowp_quantize(lp, lp->q_weight, nullptr, weight, OC, IC, op_w, QUANT_TO_E4M3, record, st);
+        if (again) {
+            quant_cast_gpu(lp->q_inp, (float *)nullptr, inp, (size_t)N * IC, lowp_scale(lp, op_inp), QUANT_TO_E4M3, st);
+            quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, lowp_scale(lp, op_w), QUANT_TO_E4M3,
+                           st);
+        } else {
+            lowp_quantize(lp, lp->q_inp, nullptr, inp, N, IC, op_inp, QUANT_TO_E4M3, record, st);
+            lowp_quantize(lp, lp->q_weight, nullptr, weight, OC, IC, op_w, QUANT_TO_E4M3, record, st);
+        }
         matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, N, OC, IC, false, st);
         return;
@@ -278,6 +287,23 @@ static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, co
     default:
         matmul_forward(mm, out, inp, weight, bias, N, IC, OC, st);
     }
+}
+
+// out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) for block linear `linear` of `layer`.
+// record: a training forward (delayed scaling records this step's amaxes).
+static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight,
+                                       const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
+                                       cudaStream_t st) {
+    lowp_linear_forward_pass(lp, mm, out, inp, weight, bias, N, IC, OC, layer, linear, record, false, st);
+}
+
+// lowp_linear_forward once more on the same operands, after it ran for this layer and linear in
+// this training micro-step and before its backward (recomputation): the same output bits; records
+// no amax and leaves the scales as they are. UNVERIFIED on a GPU (see dev/gpu_report.md).
+static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp,
+                                             const bf16 *weight, const bf16 *bias, int N, int IC, int OC, int layer,
+                                             int linear, cudaStream_t st) {
+    lowp_linear_forward_pass(lp, mm, out, inp, weight, bias, N, IC, OC, layer, linear, false, true, st);
 }
 
 // Backward of lowp_linear_forward (which must have run for this layer in this micro-step):

@@ -84,17 +84,17 @@ int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t 
 }
 
 double recompute_layer_elements(const RecomputeShape *s, int policy) {
-    const double C = s->C, NH = s->NH;
-    const double kept = NH * s->att_kept_per_head_token, stats = NH * s->att_stats_per_head_token;
+    const double C = s->C, NH = s->NH, w = s->stats_width;
+    const double kept = NH * s->att_kept_per_head_token * w, stats = NH * s->att_stats_per_head_token * w;
     if (policy & RC_BLOCK) return C;  // the block output only
     double e = C;                     // residual3
-    e += 2;                           // ln1 mean, rstd
+    e += 2 * w;                       // ln1 mean, rstd
     if (!(policy & RC_NORM)) e += C;  // ln1
     e += 3 * C;                       // qkv
     e += (policy & RC_ATTN) ? stats : C + kept;  // attention output and what it keeps, or the statistics
     e += C;                           // residual2 (the MLP input)
     if (!(policy & RC_MLP)) {
-        e += 2;                                      // ln2 mean, rstd
+        e += 2 * w;                                  // ln2 mean, rstd
         if (!(policy & RC_NORM)) e += C;             // ln2
         e += 4 * C;                                  // fc pre-activation
         if (!(policy & RC_GELU)) e += 4 * C;         // GELU output
@@ -116,6 +116,16 @@ double recompute_layer_flops(const RecomputeShape *s, int policy) {
     if (policy & RC_MLP) f += ln + 2 * 4 * C * C + gelu;
     else if (policy & RC_GELU) f += gelu;
     return f;
+}
+
+int recompute_steps(int policy) {
+    if (policy & RC_BLOCK) return RC_ALL_STEPS & ~RC_STEP_FCPROJ;
+    int steps = 0;
+    if (policy & RC_NORM) steps |= RC_STEP_LN1 | RC_STEP_LN2;
+    if (policy & RC_ATTN) steps |= RC_STEP_ATTN;
+    if (policy & RC_MLP) steps |= RC_STEP_LN2 | RC_STEP_FC | RC_STEP_GELU;
+    if (policy & RC_GELU) steps |= RC_STEP_GELU;
+    return steps;
 }
 
 // Candidate policies for the planner (each canonical).

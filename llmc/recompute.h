@@ -35,16 +35,31 @@ int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t 
 // its output, per head and token: att_kept when it is not recomputed (T probabilities on the CPU,
 // 1 log-sum-exp for a fused GPU kernel), att_stats under RC_ATTN (0 on the CPU, which recomputes
 // the softmax from q and k alone; 1 on the GPU, which keeps the log-sum-exp).
+// stats_width: activation elements one statistic takes (a LayerNorm mean or rstd, what the
+// attention keeps): 1 where they share the activations' type (the CPU, all fp32), 2 for fp32
+// statistics beside bf16 activations (the GPU), so that elements * element size is the bytes.
 typedef struct {
     int C, NH, T;
     int att_kept_per_head_token;
     int att_stats_per_head_token;
+    int stats_width;
 } RecomputeShape;
 
 // Activation elements per token one layer keeps under `policy` (the block output included).
 double recompute_layer_elements(const RecomputeShape *s, int policy);
 // Extra forward FLOPs per token the backward pass spends recomputing under `policy`.
 double recompute_layer_flops(const RecomputeShape *s, int policy);
+
+// The steps of a block's forward pass, in order. The backward pass of a block first reruns the
+// steps whose outputs its policy did not keep (recompute_steps), with the forward's functions on
+// the same inputs, which gives the same bits.
+enum {
+    RC_STEP_LN1 = 1, RC_STEP_QKV = 2, RC_STEP_ATTN = 4, RC_STEP_ATTPROJ = 8,
+    RC_STEP_LN2 = 16, RC_STEP_FC = 32, RC_STEP_GELU = 64, RC_STEP_FCPROJ = 128, RC_ALL_STEPS = 255
+};
+// What the backward pass of a block under `policy` recomputes before it starts (the block output,
+// RC_STEP_FCPROJ's, is always kept).
+int recompute_steps(int policy);
 
 // Chooses a policy per layer (L of them into policies) whose total activation elements per
 // token stay within budget_elements and whose total recompute FLOPs are least. Returns 0, or -1

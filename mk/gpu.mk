@@ -36,6 +36,7 @@ SANITIZER ?= $(if $(NVCC),$(CUDA_HOME)/bin/compute-sanitizer,compute-sanitizer)
 test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS)
 	./test_gptcu small
 	./test_gptcu d12
+	./test_gptcu small recompute
 	set -e; for h in $(GPU_KERNEL_HARNESSES); do $$h; done
 	$(ATTENTION_HARNESS)
 	$(SANITIZER) --tool memcheck --error-exitcode 1 ./test_gptcu tiny

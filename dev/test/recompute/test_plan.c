@@ -38,13 +38,17 @@ int main(void) {
     CHECK(recompute_parse_list("0-12:gelu", 12, pol, err, sizeof(err)) != 0 && strstr(err, "outside"),
           "out-of-range layers are refused: %s", err);
 
-    // d12 at T=1024 on the CPU (full softmax kept) and on the GPU (log-sum-exp only).
-    RecomputeShape cpu = {768, 12, 1024, 1024, 0}, gpu = {768, 12, 1024, 1, 1};
+    // d12 at T=1024 on the CPU (full softmax kept, fp32) and on the GPU (log-sum-exp only; bf16
+    // activations, fp32 statistics twice as wide).
+    RecomputeShape cpu = {768, 12, 1024, 1024, 0, 1}, gpu = {768, 12, 1024, 1, 1, 2};
     double none = recompute_layer_elements(&cpu, RC_NONE), block = recompute_layer_elements(&cpu, RC_BLOCK);
     CHECK(none == 768 * 16 + 4 + 12 * 1024 && block == 768 && recompute_layer_elements(&cpu, RC_ATTN) == none - 768 - 12 * 1024 &&
           recompute_layer_elements(&gpu, RC_ATTN) == recompute_layer_elements(&gpu, RC_NONE) - 768,
           "elements per token: none %.0f, block %.0f; attn drops the output and the probabilities (CPU) or the output (GPU)",
           none, block);
+    CHECK(recompute_layer_elements(&gpu, RC_NONE) == 768 * 16 + 2 * (2 + 2 + 12),
+          "GPU elements per token of a layer kept whole: %d bf16, fp32 ln1/ln2 mean+rstd and 12 log-sum-exps at width 2: %.0f",
+          768 * 16, recompute_layer_elements(&gpu, RC_NONE));
     for (int i = 1; i < (int)(sizeof(kUniform) / sizeof(kUniform[0])); i++) {
         int q = kUniform[i];
         recompute_policy_name(q, name, sizeof(name));

@@ -287,26 +287,30 @@ static void check_lowp_linear(Matmul *mm, matmul_precision precision, int fp8_wg
 // 1.5e-1 / worst 3e-1 of the tensor's largest, norm 1e-1 relative. A transposed operand, a wrong
 // scale (a factor 2 at least: scales are powers of two) or a missing dequantization gives errors
 // of order 1.
+// amax_history > 0: FP8 delayed scaling on both sides; the sequence below (an evaluation forward,
+// a training micro-step, an update, an evaluation forward) then scales the last forward from the
+// training step's recorded amaxes, on the GPU in lowp_quantize and on the CPU in amax_history.c.
 static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
-                             matmul_precision precision, int fp8_wgrad) {
+                             matmul_precision precision, int fp8_wgrad, int amax_history) {
     const GPT2Config *cfg = &tc.cfg;
     const int B = tc.B, T = tc.T, N = B * T, V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
     const size_t P = weights.size();
     char what[64];
-    snprintf(what, sizeof(what), "%s%s model", precision_name(precision), fp8_wgrad ? "+wgrad" : "");
+    snprintf(what, sizeof(what), "%s%s%s model", precision_name(precision), fp8_wgrad ? "+wgrad" : "",
+             amax_history ? "+delayed" : "");
     GPUModel g;
-    gpu_model_alloc(&g, cfg, B, T, &hp, 1337, precision, fp8_wgrad, 0);
+    gpu_model_alloc(&g, cfg, B, T, &hp, 1337, precision, fp8_wgrad, amax_history);
     gpu_set_weights(&g, weights.data());
     std::vector<int> in(N), tg(N);
 
     {
         CpuModel *cpu = cpu_model_new(cfg, B, T);
         memcpy(cpu_model_params(cpu), weights.data(), P * sizeof(float));
-        cpu_model_set_matmul(cpu, precision, fp8_wgrad);
+        cpu_model_set_matmul(cpu, precision, fp8_wgrad, amax_history);
         char label[96];
         make_batch(in.data(), tg.data(), N, V, 0);
         gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
-        cpu_model_forward(cpu, in.data(), tg.data());
+        cpu_model_forward_eval(cpu, in.data(), tg.data());
         std::vector<uint16_t> lbits((size_t)N * Vp);
         cudaCheck(cudaMemcpy(lbits.data(), g.logits, lbits.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
         std::vector<float> logits(lbits.size());
@@ -337,7 +341,7 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
         cpu_model_update(cpu, &hp, 1, tc.lr, grad_clip_scale(hp.grad_clip, cpu_norm));
         make_batch(in.data(), tg.data(), N, V, 1);
         const float gpu_next = gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
-        const float cpu_next = cpu_model_forward(cpu, in.data(), tg.data());
+        const float cpu_next = cpu_model_forward_eval(cpu, in.data(), tg.data());
         check(fabsf(gpu_next - cpu_next) <= 3e-2f, "%-14s after one step: loss gpu %.6f cpu %.6f (tol 3e-2 absolute)",
               what, gpu_next, cpu_next);
         cpu_model_free(cpu);
@@ -639,9 +643,10 @@ int main(int argc, char **argv) {
         check_lowp_linear(&g.mm, MATMUL_INT8, 0, 112, IC, OC, 300 + 10 * shape);
     }
     gpu_model_free(&g);
-    check_lowp_model(tc, hp, weights, MATMUL_FP8, 0);
-    if (N % 16 == 0) check_lowp_model(tc, hp, weights, MATMUL_FP8, 1);  // cuBLASLt FP8 needs K = N % 16 == 0
-    check_lowp_model(tc, hp, weights, MATMUL_INT8, 0);
+    check_lowp_model(tc, hp, weights, MATMUL_FP8, 0, 0);
+    check_lowp_model(tc, hp, weights, MATMUL_FP8, 0, 2);
+    if (N % 16 == 0) check_lowp_model(tc, hp, weights, MATMUL_FP8, 1, 0);  // cuBLASLt FP8 needs K = N % 16 == 0
+    check_lowp_model(tc, hp, weights, MATMUL_INT8, 0, 0);
     check_delayed_scaling(tc, hp, weights);
     printf("%s: %d check(s) failed\n", tc.name, g_failures);
     return g_failures ? 1 : 0;

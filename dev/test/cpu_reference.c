@@ -16,7 +16,7 @@ CpuModel *cpu_model_new(const GPT2Config *cfg, int B, int T) {
     return m;
 }
 
-void cpu_model_set_matmul(CpuModel *m, matmul_precision precision, int fp8_wgrad) {
+void cpu_model_set_matmul(CpuModel *m, matmul_precision precision, int fp8_wgrad, int amax_history) {
     GPT2 *g = &m->gpt;
     const size_t C = g->cfg.channels, BT = (size_t)g->B * g->T;
     const size_t n = BT * 4 * C > 4 * C * C ? BT * 4 * C : 4 * C * C;  // as gpt2_alloc_activations
@@ -27,6 +27,8 @@ void cpu_model_set_matmul(CpuModel *m, matmul_precision precision, int fp8_wgrad
     }
     g->precision = precision;
     g->fp8_wgrad = fp8_wgrad;
+    amax_history_free(&g->amax);
+    amax_history_init(&g->amax, g->amax.operands, precision == MATMUL_FP8 ? amax_history : 0);
 }
 
 void cpu_model_free(CpuModel *m) {
@@ -42,6 +44,13 @@ const float *cpu_model_logits(const CpuModel *m) { return m->gpt.logits; }
 float cpu_model_forward(CpuModel *m, const int *inputs, const int *targets) {
     gpt2_forward(&m->gpt, inputs, targets, m->gpt.B, m->gpt.T);
     return m->gpt.mean_loss;
+}
+
+float cpu_model_forward_eval(CpuModel *m, const int *inputs, const int *targets) {
+    m->gpt.phase = LOWP_EVAL;
+    const float loss = cpu_model_forward(m, inputs, targets);
+    m->gpt.phase = LOWP_TRAIN;
+    return loss;
 }
 
 void cpu_model_backward(CpuModel *m, float loss_scale) { gpt2_backward(&m->gpt, m->gpt.B, m->gpt.T, loss_scale); }

@@ -23,16 +23,19 @@ float *cpu_model_params(CpuModel *m);
 const float *cpu_model_grads(const CpuModel *m);
 // (B, T, Vp) logits of the last forward (dlogits once backward has run).
 const float *cpu_model_logits(const CpuModel *m);
-// Forward with targets; returns the mean loss.
+// Forward with targets; returns the mean loss. cpu_model_forward is a training forward (with FP8
+// delayed scaling it records amaxes), cpu_model_forward_eval a validation one (it does not).
 float cpu_model_forward(CpuModel *m, const int *inputs, const int *targets);
+float cpu_model_forward_eval(CpuModel *m, const int *inputs, const int *targets);
 // Backward of the last forward: gradients += d(loss_scale * mean loss).
 void cpu_model_backward(CpuModel *m, float loss_scale);
 void cpu_model_zero_grads(CpuModel *m);
 double cpu_model_grad_norm(const CpuModel *m);
 // Later forward and backward passes emulate `precision` in the four block matmuls (train_gpt.c's
 // linear_forward / linear_backward: llmc/quant.h fake quantization with power-of-two scales from
-// the current amax; fp8_wgrad: the weight gradient from E5M2(dout) and E4M3(input)).
-void cpu_model_set_matmul(CpuModel *m, matmul_precision precision, int fp8_wgrad);
+// the current amax, or with amax_history H > 0 from the amax history of the last H micro-steps
+// (llmc/amax_history.h); fp8_wgrad: the weight gradient from E5M2(dout) and E4M3(input)).
+void cpu_model_set_matmul(CpuModel *m, matmul_precision precision, int fp8_wgrad, int amax_history);
 // AdamW step t (from 1) of llmc/optimizer.h; returns the number of clipped tensors.
 int cpu_model_update(CpuModel *m, const AdamWConfig *hp, int t, float lr, float grad_scale);
 

@@ -10,10 +10,12 @@ static void single_barrier(Comm *c) { (void)c; }
 static void single_broadcast(Comm *c, void *buf, size_t n) { (void)c; (void)buf; (void)n; }
 static void single_allreduce_f32(Comm *c, float *buf, size_t n) { (void)c; (void)buf; (void)n; }
 static void single_buffer_collective(Comm *c, float *buf, const size_t *counts) { (void)c; (void)buf; (void)counts; }
+static void single_allgather_u16(Comm *c, uint16_t *buf, const size_t *counts) { (void)c; (void)buf; (void)counts; }
 static void single_finalize(Comm *c) { (void)c; }
 
 void comm_init_single(Comm *c) {
     memset(c, 0, sizeof(*c));
+    c->name = "single";
     c->size = 1;
     c->allreduce_sum_f64 = single_allreduce_f64;
     c->barrier = single_barrier;
@@ -21,6 +23,7 @@ void comm_init_single(Comm *c) {
     c->allreduce_sum_f32 = single_allreduce_f32;
     c->reduce_scatter_sum_f32 = single_buffer_collective;
     c->allgather_f32 = single_buffer_collective;
+    c->allgather_u16 = single_allgather_u16;
     c->finalize = single_finalize;
 }
 

@@ -1,6 +1,10 @@
 #include "comm.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "utils.h"
 
 // The single-process communicator: the sum over one rank is the rank's own value, its part of
 // every buffer is the whole buffer. The MPI implementation (llmc/comm_mpi.c) replaces comm_init
@@ -29,6 +33,16 @@ void comm_init_single(Comm *c) {
 
 void comm_equal_split(size_t n, int world, size_t *counts) {
     for (int q = 0; q < world; q++) counts[q] = n * (size_t)(q + 1) / (size_t)world - n * (size_t)q / (size_t)world;
+}
+
+double comm_timeout_from_env(void) {
+    const char *s = getenv("LLMC_COMM_TIMEOUT");
+    if (!s || !*s) return COMM_DEFAULT_TIMEOUT_S;
+    char *end;
+    errno = 0;
+    double t = strtod(s, &end);
+    if (errno || *end || !(t > 0) || t > 1e7) die("LLMC_COMM_TIMEOUT='%s': must be a number of seconds in (0, 1e7]", s);
+    return t;
 }
 
 #ifndef LLMC_HAVE_MPI

@@ -12,7 +12,6 @@
 // mpirun ends every rank with a non-zero status). MPI errors are returned, not fatal inside
 // MPI, and reported the same way with MPI's own message.
 #ifdef LLMC_HAVE_MPI
-#include <errno.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -217,22 +216,12 @@ static int launched_by_mpirun(void) {
     return 0;
 }
 
-static double timeout_from_env(void) {
-    const char *s = getenv("LLMC_COMM_TIMEOUT");
-    if (!s || !*s) return COMM_DEFAULT_TIMEOUT_S;
-    char *end;
-    errno = 0;
-    double t = strtod(s, &end);
-    if (errno || *end || !(t > 0) || t > 1e7) die("LLMC_COMM_TIMEOUT='%s': must be a number of seconds in (0, 1e7]", s);
-    return t;
-}
-
 void comm_init(Comm *c, int *argc, char ***argv) {
     if (!launched_by_mpirun()) {
         comm_init_single(c);
         return;
     }
-    double timeout = timeout_from_env();
+    double timeout = comm_timeout_from_env();
     int provided;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) die("MPI_Init_thread failed");
     memset(c, 0, sizeof(*c));

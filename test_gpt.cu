@@ -482,7 +482,7 @@ int main(int argc, char **argv) {
     if (!mkdtemp(dir)) die("cannot create a temporary directory");
     char model_path[256], state_path[256], err[512];
     snprintf(model_path, sizeof(model_path), "%s/model.bin", dir);
-    snprintf(state_path, sizeof(state_path), "%s/state.bin", dir);
+    snprintf(state_path, sizeof(state_path), "%s/state_00000002_00000.bin", dir);  // the trainer's names
     TrainState st;
     memset(&st, 0, sizeof(st));
     st.step = 2;

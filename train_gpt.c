@@ -885,11 +885,6 @@ static double cpu_grad_norm(void *self) {
     return sqrt(ss);
 }
 
-static void allreduce_over_comm(double *buf, int n, void *ctx) {
-    Comm *comm = (Comm *)ctx;
-    comm->allreduce_sum_f64(comm, buf, n);
-}
-
 // Stage 0: every rank updates every weight. Stages 1..3: each rank its slice, with the update-
 // clipping sums completed across ranks; stages 1 and 2 then all-gather the updated weights.
 static int cpu_update(void *self, int t, float lr, float grad_scale) {
@@ -901,7 +896,7 @@ static int cpu_update(void *self, int t, float lr, float grad_scale) {
                           NULL);
     ZeroRange own = zero_slice_params(p, p->rank);
     int clipped = adamw_step(&m->cfg, &c->hp, own_params(c), own_grads(c), m->m, m->v, own.begin, own.end, t, lr,
-                             grad_scale, allreduce_over_comm, c->comm);
+                             grad_scale, comm_allreduce_sum_f64_fn, c->comm);
     if (p->stage < 3) {
         zero_split(p, (ZeroRange){0, p->padded}, c->zero.counts);
         c->comm->allgather_f32(c->comm, m->params, c->zero.counts);

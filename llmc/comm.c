@@ -35,6 +35,11 @@ void comm_equal_split(size_t n, int world, size_t *counts) {
     for (int q = 0; q < world; q++) counts[q] = n * (size_t)(q + 1) / (size_t)world - n * (size_t)q / (size_t)world;
 }
 
+void comm_allreduce_sum_f64_fn(double *buf, int n, void *ctx) {
+    Comm *c = (Comm *)ctx;
+    c->allreduce_sum_f64(c, buf, n);
+}
+
 double comm_timeout_from_env(void) {
     const char *s = getenv("LLMC_COMM_TIMEOUT");
     if (!s || !*s) return COMM_DEFAULT_TIMEOUT_S;

@@ -62,6 +62,8 @@ void comm_init(Comm *c, int *argc, char ***argv);
 void comm_init_single(Comm *c);
 // Rank q's part [q n / W, (q + 1) n / W) of an equal split of n elements, as its count per rank.
 void comm_equal_split(size_t n, int world, size_t *counts);
+// comm->allreduce_sum_f64 as llmc/optimizer.h's AllReduceSumFn (ctx: the Comm).
+void comm_allreduce_sum_f64_fn(double *buf, int n, void *ctx);
 // LLMC_COMM_TIMEOUT in seconds (COMM_DEFAULT_TIMEOUT_S when unset); exits 1 on a bad value.
 double comm_timeout_from_env(void);
 

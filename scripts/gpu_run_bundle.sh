@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks
-# against the CPU reference, every kernel harness, compute-sanitizer, and the d12 benchmark.
+# against the CPU reference, every kernel harness, compute-sanitizer, the d12 benchmark and the
+# ZeRO checks (scripts/gpu_zero_check.sh: PASS/FAIL lines in $OUT/zero.log).
 # Each step has a time limit; logs and a summary table go to $OUT (or build/gpu_run).
 set -u
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
     echo "== $name: $result"; tail -n 25 "$out/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-phase=${1:-all}  # checks, sanitize or all (each phase fits one 10-minute device call)
+phase=${1:-all}  # checks, sanitize, zero or all (each phase fits one 10-minute device call)
 if [ "$phase" = checks ] || [ "$phase" = all ]; then
     step test_gptcu_tiny 60 $bin/test_gptcu tiny
     step test_gptcu_small 90 $bin/test_gptcu small
@@ -39,5 +40,8 @@ if [ "$phase" = sanitize ] || [ "$phase" = all ]; then
     else
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi
+fi
+if [ "$phase" = zero ] || [ "$phase" = all ]; then
+    step zero 300 bash scripts/gpu_zero_check.sh $bin gpu_carry/zero_data "$out/zero"
 fi
 cat "$summary"

@@ -350,6 +350,8 @@ static void layout_activations(GPUModel *g, Carver *cv) {
 #undef TAKE
 }
 
+static size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
+
 // The buffers of GPUZero's table for the plan, the streams, events and the device communicator
 // of host's ranks (NULL: a single process).
 static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
@@ -368,26 +370,28 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     const size_t S = p->slice, M = p->max_segment, slack_bf16 = 256 / sizeof(bf16), slack_f32 = 256 / sizeof(float);
     const size_t nparams = p->stage < 3 ? p->padded : S, ngrads = p->stage < 2 ? p->padded : S;
     const size_t nstate = p->stage < 1 ? p->padded : S;
-    const size_t slot_elems[ZERO_SLOTS] = {M + slack_bf16, M + slack_bf16, p->final_numel + slack_bf16};
+    // Gather buffers and scratch follow the slices in the same allocations, each starting 256-byte
+    // aligned (S is a multiple of ZERO_ALIGN = 64 elements: 256 bytes of fp32, 128 of bf16).
+    const size_t params_end = round_up(nparams, slack_bf16);
+    const size_t slot_elems[ZERO_SLOTS] = {round_up(M + slack_bf16, slack_bf16), round_up(M + slack_bf16, slack_bf16),
+                                           round_up(p->final_numel + slack_bf16, slack_bf16)};
     size_t gather = 0;
     if (p->stage >= 3)
         for (int s = 0; s < ZERO_SLOTS; s++) gather += slot_elems[s];
     const size_t scratch = p->stage >= 2 ? M + slack_f32 : 0;
-    cudaCheck(cudaMalloc(&g->params, (nparams + gather) * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&g->params, (params_end + gather) * sizeof(bf16)));
     cudaCheck(cudaMalloc(&g->grads, (ngrads + scratch) * sizeof(float)));
-    cudaCheck(cudaMemset(g->params, 0, (nparams + gather) * sizeof(bf16)));
+    cudaCheck(cudaMemset(g->params, 0, (params_end + gather) * sizeof(bf16)));
     cudaCheck(cudaMemset(g->grads, 0, (ngrads + scratch) * sizeof(float)));
     float **state[3] = {&g->master, &g->m, &g->v};
     for (int i = 0; i < 3; i++) {
         cudaCheck(cudaMalloc(state[i], nstate * sizeof(float)));
         cudaCheck(cudaMemset(*state[i], 0, nstate * sizeof(float)));
     }
-    // Gather buffers and scratch follow the slices in the same allocations, 256-byte aligned
-    // (S and the slot sizes are multiples of 128 elements: ZERO_ALIGN, M and 2C are multiples of 64).
-    bf16 *next = g->params + nparams;
+    bf16 *next = g->params + params_end;
     for (int s = 0; s < ZERO_SLOTS; s++) {
         z->slot_base[s] = p->stage >= 3 ? next : NULL;
-        next += p->stage >= 3 ? (slot_elems[s] + slack_bf16 - 1) / slack_bf16 * slack_bf16 : 0;
+        next += p->stage >= 3 ? slot_elems[s] : 0;
         z->slot_segment[s] = -1;
         cudaCheck(cudaEventCreateWithFlags(&z->slot_ready[s], cudaEventDisableTiming));
     }

@@ -66,26 +66,6 @@ int comm_gpu_device(const Comm *host) {
     return host->local_rank;
 }
 
-// Prints one line and ends the job: every rank must stop, or the others wait in a collective.
-static void gpu_comm_fail(Comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-static void gpu_comm_fail(Comm *c, const char *fmt, ...) {
-    va_list ap;
-    fflush(stdout);
-    fprintf(stderr, "%s: error: rank %d of %d (%s): ", program_name(), c->rank, c->size, c->name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-#ifdef LLMC_HAVE_NCCL
-    if (impl(c)->kind == GPU_COMM_NCCL) ncclCommAbort(impl(c)->nccl);  // frees this rank's GPU side of the hang
-#endif
-#ifdef LLMC_HAVE_MPI
-    if (strcmp(impl(c)->host.name, "mpi") == 0) MPI_Abort(MPI_COMM_WORLD, 1);
-#endif
-    _exit(1);
-}
-
 // ----------------------------------------------------------------------------------------------
 // Host collectives: the wrapped communicator's.
 
@@ -161,6 +141,24 @@ static void staged_allgather_u16(Comm *c, uint16_t *buf, const size_t *counts) {
 // ----------------------------------------------------------------------------------------------
 // NCCL
 #ifdef LLMC_HAVE_NCCL
+// Prints one line and ends the job: every rank must stop, or the others wait in a collective.
+static void gpu_comm_fail(Comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void gpu_comm_fail(Comm *c, const char *fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "%s: error: rank %d of %d (%s): ", program_name(), c->rank, c->size, c->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    ncclCommAbort(impl(c)->nccl);  // frees this rank's GPU side of the hang
+#ifdef LLMC_HAVE_MPI
+    if (strcmp(impl(c)->host.name, "mpi") == 0) MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+    _exit(1);
+}
+
 // Polls fn(c, ...) until it answers done (1), fails (-1: ends the job with its message) or the
 // deadline passes; short sleeps after the first polls leave the core to the other work.
 static void poll_until(Comm *c, int (*fn)(Comm *c, char *why, size_t n), const char *what) {

@@ -412,7 +412,7 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
                                   matmul_precision precision, int amax_history, const int *policies) {
     const int N = tc.B * tc.T, steps = 3;
     GPUModel g;
-    gpu_model_alloc_with(&g, &tc.cfg, tc.B, tc.T, &hp, 1337, precision, 0, amax_history, policies);
+    gpu_model_alloc_with(&g, &tc.cfg, tc.B, tc.T, &hp, 1337, precision, 0, amax_history, policies, 0, NULL);
     gpu_reset(&g, weights.data());
     const size_t P = g.num_params;
     RecomputeRun run;
@@ -605,7 +605,7 @@ int main(int argc, char **argv) {
     if (!mkdtemp(dir)) die("cannot create a temporary directory");
     char model_path[256], state_path[256], err[512];
     snprintf(model_path, sizeof(model_path), "%s/model.bin", dir);
-    snprintf(state_path, sizeof(state_path), "%s/state.bin", dir);
+    snprintf(state_path, sizeof(state_path), "%s/state_00000002_00000.bin", dir);  // the trainer's names
     TrainState st;
     memset(&st, 0, sizeof(st));
     st.step = 2;

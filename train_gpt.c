@@ -924,11 +924,6 @@ static double cpu_grad_norm(void *self) {
     return sqrt(ss);
 }
 
-static void allreduce_over_comm(double *buf, int n, void *ctx) {
-    Comm *comm = (Comm *)ctx;
-    comm->allreduce_sum_f64(comm, buf, n);
-}
-
 // Stage 0: every rank updates every weight. Stages 1..3: each rank its slice, with the update-
 // clipping sums completed across ranks; stages 1 and 2 then all-gather the updated weights.
 static int cpu_update(void *self, int t, float lr, float grad_scale) {
@@ -940,7 +935,7 @@ static int cpu_update(void *self, int t, float lr, float grad_scale) {
                           NULL);
     ZeroRange own = zero_slice_params(p, p->rank);
     int clipped = adamw_step(&m->cfg, &c->hp, own_params(c), own_grads(c), m->m, m->v, own.begin, own.end, t, lr,
-                             grad_scale, allreduce_over_comm, c->comm);
+                             grad_scale, comm_allreduce_sum_f64_fn, c->comm);
     if (p->stage < 3) {
         zero_split(p, (ZeroRange){0, p->padded}, c->zero.counts);
         c->comm->allgather_f32(c->comm, m->params, c->zero.counts);
@@ -974,62 +969,13 @@ static int cpu_save(void *self, const char *model_path, const char *state_path, 
     return state_write(state_path, &mine, own_moments(c, m->m), own_moments(c, m->v), NULL, err, errlen);
 }
 
-// The state file of rank q of the checkpoint whose file for this rank is state_path: trainer.c
-// names them <dir>/state_<step>_<rank>.bin with the rank in 5 digits.
-static void state_path_of_rank(const char *state_path, int q, char *out, size_t n) {
-    size_t len = strlen(state_path);
-    const size_t tail = strlen("_00000.bin");
-    if (len < tail || strcmp(state_path + len - 4, ".bin") != 0 || state_path[len - tail] != '_')
-        die("internal error: '%s' is not named state_<step>_<rank>.bin", state_path);
-    snprintf(out, n, "%.*s_%05d.bin", (int)(len - tail), state_path, q);
-}
-
-// Reads the AdamW moments of the flat range `need` from the state files of the checkpoint,
-// which the run that wrote it sliced over its own number of ranks (any number: each file's
-// header says its range), into this rank's moment buffers. st gets the run's shared state
-// (step, data position, sampling RNG, outlier windows) from rank 0's file, and the FP8 amax
-// history this rank's own file holds when the world size is the same (returns 1 if so).
-static int load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, TrainState *st) {
+// Reads the AdamW moments of the flat range `need` from the checkpoint's state files, whatever
+// number of ranks wrote them (llmc/state.h re-slices), into this rank's moment buffers.
+static void load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, TrainState *st) {
     GPT2 *m = &c->model;
     const size_t dst_first = c->zero.plan.stage >= 1 ? zero_slice(&c->zero.plan, c->zero.plan.rank).begin : 0;
-    char path[4096];
-    state_path_of_rank(state_path, 0, path, sizeof(path));
-    TrainState first;
-    int has_master;
-    state_read_header(path, &first, &has_master);
-    size_t covered = 0;
-    int history_loaded = 0;
-    for (int q = 0; q < first.num_ranks; q++) {
-        const int own_history = m->amax.length > 0 && first.num_ranks == c->comm->size && q == c->comm->rank;
-        state_path_of_rank(state_path, q, path, sizeof(path));
-        TrainState s;
-        state_read_header(path, &s, &has_master);
-        if (s.num_params != (int64_t)m->num_params || s.num_ranks != first.num_ranks || s.rank != q || s.step != first.step)
-            die("'%s' does not belong with '%s' (another model, step or number of ranks)", path, state_path);
-        size_t lo = (size_t)s.begin > need.begin ? (size_t)s.begin : need.begin;
-        size_t hi = (size_t)s.end < need.end ? (size_t)s.end : need.end;
-        if (q != 0 && lo >= hi && !own_history) continue;
-        size_t n = (size_t)(s.end - s.begin);
-        float *fm = (float *)malloc_check(n * sizeof(float)), *fv = (float *)malloc_check(n * sizeof(float));
-        if (own_history) s.amax = m->amax;
-        state_read(path, &s, fm, fv, NULL);
-        if (own_history && s.amax.values) {
-            m->amax.steps = s.amax.steps;
-            history_loaded = 1;
-        }
-        if (lo < hi) {
-            memcpy(m->m + (lo - dst_first), fm + (lo - (size_t)s.begin), (hi - lo) * sizeof(float));
-            memcpy(m->v + (lo - dst_first), fv + (lo - (size_t)s.begin), (hi - lo) * sizeof(float));
-            covered += hi - lo;
-        }
-        if (q == 0) *st = s;
-        free(fm);
-        free(fv);
-    }
-    if (covered != need.end - need.begin)
-        die("the training-state files next to '%s' do not cover parameters [%zu, %zu) exactly once", state_path,
-            need.begin, need.end);
-    return history_loaded;
+    const size_t at = need.end > need.begin ? need.begin - dst_first : 0;  // an empty range writes nothing
+    state_read_range(state_path, (int64_t)m->num_params, need.begin, need.end, m->m + at, m->v + at, NULL, st);
 }
 
 static void cpu_load(void *self, const char *model_path, const char *state_path, TrainState *st) {
@@ -1043,11 +989,8 @@ static void cpu_load(void *self, const char *model_path, const char *state_path,
     checkpoint_read_params(model_path, &m->cfg, staging);
     params_commit(c, staging);
     ZeroRange own = zero_slice_params(p, p->rank);
-    if (!load_moments(c, state_path, p->stage == 0 ? (ZeroRange){0, m->num_params} : own, st) && m->amax.length > 0) {
-        amax_history_reset(&m->amax);
-        fprintf(stderr, "warning: '%s' holds no FP8 amax history of this shape for rank %d: delayed scaling restarts "
-                        "from current amaxes, so this resume is not bit-exact\n", state_path, p->rank);
-    }
+    load_moments(c, state_path, p->stage == 0 ? (ZeroRange){0, m->num_params} : own, st);
+    state_restore_amax_history(state_path, p->rank, p->world, &m->amax);
     st->rank = p->rank;
     st->num_ranks = p->world;
     st->begin = (int64_t)own.begin;

@@ -32,12 +32,14 @@
 #include "llmc/args.h"
 #include "llmc/checkpoint.h"
 #include "llmc/comm.h"
+#include "llmc/comm_nccl.h"
 #include "llmc/model.h"
 #include "llmc/optimizer.h"
 #include "llmc/rng.h"
 #include "llmc/state.h"
 #include "llmc/trainer.h"
 #include "llmc/utils.h"
+#include "llmc/zero.h"
 
 #include "llmc/adamw.cuh"
 #include "llmc/attention.cuh"
@@ -67,6 +69,49 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
     bf16 *residual3;              // (N, C) block output
 } GPUBlockActs;
 
+// ----------------------------------------------------------------------------------------------
+// ZeRO on the GPU (llmc/zero.h has the plan, the segments and the memory formula; train_gpt.c's
+// Zero is the CPU twin). UNVERIFIED ON A GPU: compiled and linked for sm_90 only.
+//
+// Buffers per rank (elements; S the slice, M the largest segment, Np the padded model):
+//   params (bf16)  stage 0-2: Np, the whole model;  stage 3: the slice S, plus two M-element
+//                  gather buffers (double buffer: one segment in use, the next one arriving)
+//                  and a 2C one for the final LayerNorm, which the output head uses beside the
+//                  embeddings
+//   grads (fp32)   stage 0-1: Np;  stage 2-3: the slice S plus one M-element segment scratch
+//   master, m, v   stage 0: Np each;  stage 1-3: S each (fp32)
+// zero_memory counts fp32 elements: here params are bf16 (2 bytes each) and the fp32 master
+// weights follow the optimizer's sharding (zero_memory's optimizer / 2 elements); stage 3 adds
+// the second gather buffer (M) to the formula's S + M + 2C. Each scratch has 256 bytes of slack:
+// a segment starts at the byte offset (its flat offset mod 256 bytes), so every tensor in scratch
+// has the address alignment it has in the whole buffer, cuBLASLt picks the same algorithms and
+// stages 1, 2 and 3 compute the same bits.
+//
+// Streams: the model computes on g->stream; every collective runs on comm_stream (the Comm was
+// created on it). Before a collective, comm_stream waits for the compute stream's work so far
+// (event compute_mark); the compute stream waits for a gathered segment (slot_ready) before its
+// first use and for the last gradient reduction (reduced) before it writes the scratch again. A
+// gather buffer is refilled only after its segment was released, and the wait on compute_mark
+// orders the refill after the release's readers and after the update of the parameters.
+// The gradient reduction of a segment is not overlapped with the next segment's backward: both
+// use the formula's single scratch (a second one would overlap them, for M more floats).
+enum { ZERO_SLOTS = 3, ZERO_FINAL_SLOT = 2 };  // two gather buffers for segments, one for the final LayerNorm
+
+typedef struct {
+    ZeroPlan plan;
+    GPT2Config cfg;
+    Comm device_comm;  // collectives on comm_stream (llmc/comm_nccl.h), or the single process
+    Comm *comm;
+    cudaStream_t comm_stream;
+    cudaEvent_t compute_mark, comm_done, reduced;
+    size_t *counts;                         // W counts for zero_split
+    bf16 *slot_base[ZERO_SLOTS];            // stage 3: gather buffers
+    int slot_segment[ZERO_SLOTS], slot_acquired[ZERO_SLOTS];
+    cudaEvent_t slot_ready[ZERO_SLOTS];
+    float *grad_scratch;                    // stage 2-3: one segment's gradient
+    int scratch_segment;
+} GPUZero;
+
 typedef struct {
     GPT2Config cfg;
     size_t num_params;
@@ -77,9 +122,11 @@ typedef struct {
     Matmul mm;
     LowpMatmul lp;  // the block linears' precision, scales and quantized scratch
     AdamW opt;
-    // parameters and optimizer state, flat in the layer-major order of llmc/model.h
+    // parameters and optimizer state, flat in the layer-major order of llmc/model.h: whole or
+    // this rank's ZeRO slice (see GPUZero)
     bf16 *params;
     float *grads, *master, *m, *v;
+    GPUZero zero;
     // activations, carved from one allocation
     void *acts_memory;
     size_t acts_bytes;
@@ -109,8 +156,161 @@ typedef struct {
     bf16 *h_logits;               // pinned (Vp)
 } GPUModel;
 
-static bf16 *param_ptr(GPUModel *g, int kind, int layer) { return g->params + gpt2_param_offset(&g->cfg, kind, layer); }
-static float *grad_ptr(GPUModel *g, int kind, int layer) { return g->grads + gpt2_param_offset(&g->cfg, kind, layer); }
+// The segment that holds tensor (kind, layer) (llmc/zero.h's segments).
+static int param_segment(const GPT2Config *cfg, int kind, int layer) {
+    if (layer >= 0) return zero_layer_segment(layer);
+    return kind == PT_WTE || kind == PT_WPE ? 0 : zero_final_segment(cfg);
+}
+
+// Where segment seg starts in a scratch of `size`-byte elements: the flat offset's alignment
+// modulo 256 bytes (see the header comment).
+static size_t scratch_shift(const GPT2Config *cfg, int seg, size_t size) {
+    return zero_segment(cfg, seg).begin % (256 / size);
+}
+static bf16 *slot_data(GPUZero *z, int s, int seg) { return z->slot_base[s] + scratch_shift(&z->cfg, seg, sizeof(bf16)); }
+static float *scratch_data(GPUZero *z, int seg) { return z->grad_scratch + scratch_shift(&z->cfg, seg, sizeof(float)); }
+
+// The comm stream waits for the compute stream's work so far; then the compute stream waits for
+// the collectives enqueued in between.
+static void zero_comm_begin(GPUModel *g) {
+    cudaCheck(cudaEventRecord(g->zero.compute_mark, g->stream));
+    cudaCheck(cudaStreamWaitEvent(g->zero.comm_stream, g->zero.compute_mark, 0));
+}
+static void zero_comm_end(GPUModel *g) {
+    cudaCheck(cudaEventRecord(g->zero.comm_done, g->zero.comm_stream));
+    cudaCheck(cudaStreamWaitEvent(g->stream, g->zero.comm_done, 0));
+}
+
+static int zero_slot_of(const GPUZero *z, int seg) {
+    for (int s = 0; s < ZERO_SLOTS; s++)
+        if (z->slot_segment[s] == seg) return s;
+    return -1;
+}
+
+// Stage 3: starts gathering segment seg's bf16 weights into a free buffer on the comm stream
+// (nothing when it is there or arriving). Every rank calls it in the same order.
+static void zero_weights_prefetch(GPUModel *g, int seg) {
+    GPUZero *z = &g->zero;
+    if (z->plan.stage < 3 || zero_slot_of(z, seg) >= 0) return;
+    int s = ZERO_FINAL_SLOT;
+    if (seg != zero_final_segment(&z->cfg)) {
+        s = z->slot_segment[0] < 0 ? 0 : z->slot_segment[1] < 0 ? 1 : -1;
+        if (s < 0)
+            die("internal error: ZeRO-3 gathers segment %d while segments %d and %d are held", seg, z->slot_segment[0],
+                z->slot_segment[1]);
+    }
+    const ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
+    bf16 *dst = slot_data(z, s, seg);
+    zero_comm_begin(g);
+    if (own.end > own.begin)
+        cudaCheck(cudaMemcpyAsync(dst + (own.begin - r.begin), g->params + (own.begin - zero_slice(&z->plan, z->plan.rank).begin),
+                                  (own.end - own.begin) * sizeof(bf16), cudaMemcpyDeviceToDevice, z->comm_stream));
+    zero_split(&z->plan, r, z->counts);
+    z->comm->allgather_u16(z->comm, (uint16_t *)dst, z->counts);
+    cudaCheck(cudaEventRecord(z->slot_ready[s], z->comm_stream));
+    z->slot_segment[s] = seg;
+    z->slot_acquired[s] = 0;
+}
+
+// Segment seg's weights are usable on the compute stream until zero_weights_release (stage 3).
+static void zero_weights_acquire(GPUModel *g, int seg) {
+    GPUZero *z = &g->zero;
+    if (z->plan.stage < 3) return;
+    zero_weights_prefetch(g, seg);
+    const int s = zero_slot_of(z, seg);
+    cudaCheck(cudaStreamWaitEvent(g->stream, z->slot_ready[s], 0));
+    z->slot_acquired[s] = 1;
+}
+
+static void zero_weights_release(GPUModel *g, int seg) {
+    GPUZero *z = &g->zero;
+    if (z->plan.stage < 3) return;
+    const int s = zero_slot_of(z, seg);
+    if (s < 0) die("internal error: ZeRO-3 releases segment %d, which is not held", seg);
+    z->slot_segment[s] = -1;
+    z->slot_acquired[s] = 0;
+}
+
+// The forward pass's prefetch at the start of layer l: the next layer, or after the last one
+// the final LayerNorm and the embeddings for the output head.
+static void zero_forward_prefetch(GPUModel *g, int l) {
+    if (l + 1 < g->cfg.num_layers) {
+        zero_weights_prefetch(g, zero_layer_segment(l + 1));
+        return;
+    }
+    zero_weights_prefetch(g, zero_final_segment(&g->cfg));
+    zero_weights_prefetch(g, 0);
+}
+
+// Stages 2-3: segment seg's gradient of this micro-step accumulates (+=) in the zeroed scratch
+// until zero_grads_release reduces it into this rank's slice.
+static void zero_grads_acquire(GPUModel *g, int seg) {
+    GPUZero *z = &g->zero;
+    if (z->plan.stage < 2) return;
+    if (z->scratch_segment >= 0)
+        die("internal error: ZeRO gradient scratch asked for segment %d while it holds %d", seg, z->scratch_segment);
+    z->scratch_segment = seg;
+    const ZeroRange r = zero_segment(&z->cfg, seg);
+    cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced, 0));  // the last reduction has read the scratch
+    cudaCheck(cudaMemsetAsync(scratch_data(z, seg), 0, (r.end - r.begin) * sizeof(float), g->stream));
+}
+
+// dst[i] += src[i], i < n.
+__global__ void add_into_kernel(float *dst, const float *src, size_t n) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] += src[i];
+}
+
+// Sums the segment's gradient over the ranks into each owner's part (comm stream) and adds this
+// rank's part to its gradient slice (the step's sum over micro-steps).
+static void zero_grads_release(GPUModel *g, int seg) {
+    GPUZero *z = &g->zero;
+    if (z->plan.stage < 2) return;
+    const ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
+    float *scratch = scratch_data(z, seg);
+    zero_comm_begin(g);
+    zero_split(&z->plan, r, z->counts);
+    z->comm->reduce_scatter_sum_f32(z->comm, scratch, z->counts);
+    const size_t n = own.end - own.begin;
+    if (n > 0) {
+        add_into_kernel<<<ceil_div((int64_t)n, 256), 256, 0, z->comm_stream>>>(
+            g->grads + (own.begin - zero_slice(&z->plan, z->plan.rank).begin), scratch + (own.begin - r.begin), n);
+        kernelCheck();
+    }
+    cudaCheck(cudaEventRecord(z->reduced, z->comm_stream));
+    z->scratch_segment = -1;
+}
+
+// Tensor (kind, layer) of the weights: in the whole buffer, or (stage 3) in its gathered segment.
+static bf16 *param_ptr(GPUModel *g, int kind, int layer) {
+    const size_t off = gpt2_param_offset(&g->cfg, kind, layer);
+    GPUZero *z = &g->zero;
+    if (z->plan.stage < 3) return g->params + off;
+    const int seg = param_segment(&g->cfg, kind, layer), s = zero_slot_of(z, seg);
+    if (s < 0 || !z->slot_acquired[s]) die("internal error: ZeRO-3 uses segment %d, which is not acquired", seg);
+    return slot_data(z, s, seg) + (off - zero_segment(&g->cfg, seg).begin);
+}
+
+// Tensor (kind, layer) of the gradient: in the whole buffer, or (stages 2-3) in the scratch.
+static float *grad_ptr(GPUModel *g, int kind, int layer) {
+    const size_t off = gpt2_param_offset(&g->cfg, kind, layer);
+    GPUZero *z = &g->zero;
+    if (z->plan.stage < 2) return g->grads + off;
+    const int seg = param_segment(&g->cfg, kind, layer);
+    if (z->scratch_segment != seg) die("internal error: ZeRO gradient of segment %d used outside its scratch", seg);
+    return scratch_data(z, seg) + (off - zero_segment(&g->cfg, seg).begin);
+}
+
+// This rank's slice (from its first element) of a buffer the stage keeps whole or sharded.
+static size_t own_slice_offset(const GPUModel *g, int sharded) {
+    return sharded ? 0 : zero_slice(&g->zero.plan, g->zero.plan.rank).begin;
+}
+static bf16 *own_params(GPUModel *g) { return g->params + own_slice_offset(g, g->zero.plan.stage >= 3); }
+static float *own_grads(GPUModel *g) { return g->grads + own_slice_offset(g, g->zero.plan.stage >= 2); }
+static float *own_state(GPUModel *g, float *buf) { return buf + own_slice_offset(g, g->zero.plan.stage >= 1); }
+
+// Waits for the compute stream; under NCCL with the deadline of LLMC_COMM_TIMEOUT.
+static void gpu_sync(GPUModel *g) { comm_gpu_wait(g->zero.comm, g->stream); }
 
 // Hands out 256-byte aligned pieces of one allocation (base NULL: only measures); requested
 // counts the bytes asked for, without the alignment.
@@ -224,12 +424,64 @@ static void layout_activations(GPUModel *g, Carver *cv) {
 #undef TAKE
 }
 
+static size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
+
+// The buffers of GPUZero's table for the plan, the streams, events and the device communicator
+// of host's ranks (NULL: a single process).
+static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
+    GPUZero *z = &g->zero;
+    z->cfg = g->cfg;
+    cudaCheck(cudaStreamCreateWithFlags(&z->comm_stream, cudaStreamNonBlocking));
+    if (host) comm_gpu_init(&z->device_comm, host, z->comm_stream);
+    else comm_init_single(&z->device_comm);
+    z->comm = &z->device_comm;
+    zero_plan_init(&z->plan, &g->cfg, stage, z->comm->rank, z->comm->size);
+    z->counts = (size_t *)malloc_check((size_t)z->comm->size * sizeof(size_t));
+    cudaCheck(cudaEventCreateWithFlags(&z->compute_mark, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&z->comm_done, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&z->reduced, cudaEventDisableTiming));
+    const ZeroPlan *p = &z->plan;
+    const size_t S = p->slice, M = p->max_segment, slack_bf16 = 256 / sizeof(bf16), slack_f32 = 256 / sizeof(float);
+    const size_t nparams = p->stage < 3 ? p->padded : S, ngrads = p->stage < 2 ? p->padded : S;
+    const size_t nstate = p->stage < 1 ? p->padded : S;
+    // Gather buffers and scratch follow the slices in the same allocations, each starting 256-byte
+    // aligned (S is a multiple of ZERO_ALIGN = 64 elements: 256 bytes of fp32, 128 of bf16).
+    const size_t params_end = round_up(nparams, slack_bf16);
+    const size_t slot_elems[ZERO_SLOTS] = {round_up(M + slack_bf16, slack_bf16), round_up(M + slack_bf16, slack_bf16),
+                                           round_up(p->final_numel + slack_bf16, slack_bf16)};
+    size_t gather = 0;
+    if (p->stage >= 3)
+        for (int s = 0; s < ZERO_SLOTS; s++) gather += slot_elems[s];
+    const size_t scratch = p->stage >= 2 ? M + slack_f32 : 0;
+    cudaCheck(cudaMalloc(&g->params, (params_end + gather) * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&g->grads, (ngrads + scratch) * sizeof(float)));
+    cudaCheck(cudaMemset(g->params, 0, (params_end + gather) * sizeof(bf16)));
+    cudaCheck(cudaMemset(g->grads, 0, (ngrads + scratch) * sizeof(float)));
+    float **state[3] = {&g->master, &g->m, &g->v};
+    for (int i = 0; i < 3; i++) {
+        cudaCheck(cudaMalloc(state[i], nstate * sizeof(float)));
+        cudaCheck(cudaMemset(*state[i], 0, nstate * sizeof(float)));
+    }
+    bf16 *next = g->params + params_end;
+    for (int s = 0; s < ZERO_SLOTS; s++) {
+        z->slot_base[s] = p->stage >= 3 ? next : NULL;
+        next += p->stage >= 3 ? slot_elems[s] : 0;
+        z->slot_segment[s] = -1;
+        cudaCheck(cudaEventCreateWithFlags(&z->slot_ready[s], cudaEventDisableTiming));
+    }
+    z->grad_scratch = p->stage >= 2 ? g->grads + ngrads : NULL;
+    z->scratch_segment = -1;
+    const ZeroRange own = zero_slice_params(p, p->rank);
+    if (p->stage == 0) adamw_init(&g->opt, &g->cfg, g->hp.weight_decay, 0, g->num_params);
+    else adamw_init(&g->opt, &g->cfg, g->hp.weight_decay, own.begin, own.end);
+}
+
 // precision: of the four block linears (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8); fp8_wgrad and
 // amax_history as --fp8-wgrad and --amax-history; policies: the L layers' recompute policies
-// (NULL: keep everything).
+// (NULL: keep everything); stage: the ZeRO stage over host's ranks (host NULL: one process).
 static void gpu_model_alloc_with(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp,
                                  uint64_t seed, matmul_precision precision, int fp8_wgrad, int amax_history,
-                                 const int *policies) {
+                                 const int *policies, int stage, const Comm *host) {
     memset(g, 0, sizeof(*g));
     g->cfg = *cfg;
     g->num_params = gpt2_num_params(cfg);
@@ -247,16 +499,7 @@ static void gpu_model_alloc_with(GPUModel *g, const GPT2Config *cfg, int B, int 
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_init(&g->mm);
     lowp_init(&g->lp, precision, fp8_wgrad, amax_history, cfg->num_layers, C, B * T);
-    adamw_init(&g->opt, cfg, hp->weight_decay);
-    const size_t P = g->num_params;
-    cudaCheck(cudaMalloc(&g->params, P * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&g->grads, P * sizeof(float)));
-    cudaCheck(cudaMalloc(&g->master, P * sizeof(float)));
-    cudaCheck(cudaMalloc(&g->m, P * sizeof(float)));
-    cudaCheck(cudaMalloc(&g->v, P * sizeof(float)));
-    cudaCheck(cudaMemset(g->grads, 0, P * sizeof(float)));
-    cudaCheck(cudaMemset(g->m, 0, P * sizeof(float)));
-    cudaCheck(cudaMemset(g->v, 0, P * sizeof(float)));
+    gpu_zero_alloc(g, stage, host);
 
     g->blocks = (GPUBlockActs *)malloc_check((size_t)cfg->num_layers * sizeof(GPUBlockActs));
     g->policy = (int *)calloc_check((size_t)cfg->num_layers, sizeof(int));
@@ -276,16 +519,16 @@ static void gpu_model_alloc_with(GPUModel *g, const GPT2Config *cfg, int B, int 
     g->h_counts = (int *)malloc_check((size_t)cfg->padded_vocab_size * sizeof(int));
 }
 
-#ifdef TESTING
-// Every layer keeps everything (test_gpt.cu).
+#ifdef TESTING  // test_gpt.cu's models: one process, every layer keeps everything
 static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed,
                             matmul_precision precision, int fp8_wgrad, int amax_history) {
-    gpu_model_alloc_with(g, cfg, B, T, hp, seed, precision, fp8_wgrad, amax_history, NULL);
+    gpu_model_alloc_with(g, cfg, B, T, hp, seed, precision, fp8_wgrad, amax_history, NULL, 0, NULL);
 }
 #endif
 
 static void gpu_model_free(GPUModel *g) {
-    cudaCheck(cudaStreamSynchronize(g->stream));
+    gpu_sync(g);
+    cudaCheck(cudaStreamSynchronize(g->zero.comm_stream));
     cudaCheck(cudaFree(g->params));
     cudaCheck(cudaFree(g->grads));
     cudaCheck(cudaFree(g->master));
@@ -303,24 +546,47 @@ static void gpu_model_free(GPUModel *g) {
     lowp_free(&g->lp);
     matmul_free(&g->mm);
     cudaCheck(cudaStreamDestroy(g->stream));
+    GPUZero *z = &g->zero;
+    free(z->counts);
+    cudaEvent_t events[] = {z->compute_mark, z->comm_done, z->reduced, z->slot_ready[0], z->slot_ready[1], z->slot_ready[2]};
+    for (cudaEvent_t e : events) cudaCheck(cudaEventDestroy(e));
+    // comm_stream stays: the device communicator enqueues on it until main finalizes it
 }
 
-// master = weights (fp32, layer-major, num_params), params = bf16 round-to-nearest-even of them.
+// master = weights (fp32, layer-major, num_params), params = bf16 round-to-nearest-even of them;
+// under ZeRO the parts of them this rank keeps.
 static void gpu_set_weights(GPUModel *g, const float *weights) {
-    const size_t P = g->num_params;
-    uint16_t *h = (uint16_t *)malloc_check(P * sizeof(uint16_t));
-    for (size_t i = 0; i < P; i++) h[i] = bf16_from_float(weights[i]);
-    cudaCheck(cudaMemcpy(g->master, weights, P * sizeof(float), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(g->params, h, P * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    const ZeroPlan *p = &g->zero.plan;
+    const ZeroRange own = zero_slice_params(p, p->rank);
+    const size_t P = g->num_params, n = own.end - own.begin;
+    const size_t pfirst = p->stage < 3 ? 0 : own.begin, np = p->stage < 3 ? P : n;      // params kept
+    const size_t mfirst = p->stage < 1 ? 0 : own.begin, nm = p->stage < 1 ? P : n;      // master kept
+    uint16_t *h = (uint16_t *)malloc_check((np ? np : 1) * sizeof(uint16_t));
+    for (size_t i = 0; i < np; i++) h[i] = bf16_from_float(weights[pfirst + i]);
+    cudaCheck(cudaMemcpy(g->master, weights + mfirst, nm * sizeof(float), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(g->params, h, np * sizeof(uint16_t), cudaMemcpyHostToDevice));
     free(h);
 }
 
-// The bf16 weights widened to fp32 (exact), layer-major, into host memory.
+// The bf16 weights widened to fp32 (exact), layer-major, into host memory (weights may be NULL
+// on ranks that only take part: under ZeRO-3 every rank gathers every segment).
 static void gpu_get_weights(GPUModel *g, float *weights) {
     const size_t P = g->num_params;
     uint16_t *h = (uint16_t *)malloc_check(P * sizeof(uint16_t));
-    cudaCheck(cudaMemcpy(h, g->params, P * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(h[i]);
+    if (g->zero.plan.stage < 3) {
+        cudaCheck(cudaMemcpy(h, g->params, P * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    } else {
+        for (int seg = 0; seg < g->zero.plan.num_segments; seg++) {
+            const ZeroRange r = zero_segment(&g->cfg, seg);
+            zero_weights_acquire(g, seg);
+            cudaCheck(cudaMemcpyAsync(h + r.begin, slot_data(&g->zero, zero_slot_of(&g->zero, seg), seg),
+                                      (r.end - r.begin) * sizeof(uint16_t), cudaMemcpyDeviceToHost, g->stream));
+            gpu_sync(g);
+            zero_weights_release(g, seg);
+        }
+    }
+    if (weights)
+        for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(h[i]);
     free(h);
 }
 
@@ -387,7 +653,9 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
     if (steps & RC_STEP_FCPROJ) {
         block_linear(g, pass, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C,
                      l, LINEAR_FCPROJ);
-        // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf.
+        // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf (ZeRO-3: whose
+        // weights the forward prefetched; the backward's recompute never reruns this step).
+        zero_weights_acquire(g, l + 1 < L ? zero_layer_segment(l + 1) : zero_final_segment(&g->cfg));
         if (l + 1 < L) {
             const GPUBlockActs n = block_buffers(g, l + 1);
             fused_residual_layernorm_forward(a->residual3, n.ln1, n.ln1_mean, n.ln1_rstd, a->residual2, proj,
@@ -426,28 +694,39 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     cudaCheck(cudaMemcpyAsync(g->d_tokens, g->h_tokens, count * sizeof(int), cudaMemcpyHostToDevice, st));
     const int *d_inputs = g->d_tokens, *d_targets = g->d_tokens + N;
 
+    zero_weights_acquire(g, 0);  // ZeRO-3 hooks (no-ops below stage 3): see GPUZero
+    zero_weights_acquire(g, zero_layer_segment(0));
     encoder_forward(g->encoded, d_inputs, param_ptr(g, PT_WTE, -1), param_ptr(g, PT_WPE, -1), B, T, C, st);
+    zero_weights_release(g, 0);
     const bf16 *residual = g->encoded;
     const BlockPass pass = with_grad ? PASS_TRAINING : PASS_INFERENCE;
     for (int l = 0; l < L; l++) {
         const GPUBlockActs a = block_buffers(g, l);
+        zero_forward_prefetch(g, l);
         // Block l-1's last step already made block l's ln1 (fused with its residual add).
         gpu_block_forward(g, l, residual, &a, l == 0 ? RC_ALL_STEPS : RC_ALL_STEPS & ~RC_STEP_LN1, pass, B, T);
         residual = a.residual3;
+        zero_weights_release(g, zero_layer_segment(l));
     }
+    zero_weights_acquire(g, 0);
     matmul_forward(&g->mm, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), NULL, N, C, Vp, st);
+    zero_weights_release(g, 0);
+    zero_weights_release(g, zero_final_segment(c));
     if (!targets) return 0.0f;
     fused_classifier(g->logits, g->losses, d_targets, loss_scale / (float)N, N, V, Vp, with_grad, st);
     cudaCheck(cudaMemcpyAsync(g->h_losses, g->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost, st));
-    cudaCheck(cudaStreamSynchronize(st));
+    gpu_sync(g);
     double sum = 0.0;  // as train_gpt.c: the mean over positions, summed in double
     for (int i = 0; i < N; i++) sum += g->h_losses[i];
     return (float)(sum / N);
 }
 
 // Backward of the last forward (which had targets and with_grad), accumulating into the fp32
-// gradients. Mirrors gpt2_backward in train_gpt.c step by step, each block first recomputing
-// what its policy did not keep (into the shared scratch g->work).
+// gradients. Mirrors gpt2_backward in train_gpt.c step by step: each block first recomputes what
+// its policy did not keep (into the shared scratch g->work); segments finish in the order final
+// LayerNorm, layers L-1..0, embeddings, and the tied head's weight gradient (dlogits^T lnf, both
+// kept) is added last, after the encoder's, so that under ZeRO 2-3 the embeddings' gradient is
+// one segment completed once.
 static void gpu_backward(GPUModel *g, int B, int T) {
     const GPT2Config *c = &g->cfg;
     const int C = c->channels, NH = c->num_heads, HS = C / NH, Vp = c->padded_vocab_size, N = B * T, L = c->num_layers;
@@ -456,13 +735,22 @@ static void gpu_backward(GPUModel *g, int B, int T) {
     LowpMatmul *lp = &g->lp;
     float *cs = g->colsum_scratch;
     const bf16 *last = g->blocks[L - 1].residual3;
-    matmul_backward(mm, g->dbtc, grad_ptr(g, PT_WTE, -1), NULL, cs, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), N, C,
-                    Vp, st);
+    const int FINAL = zero_final_segment(c);
+    zero_weights_acquire(g, FINAL);  // ZeRO hooks (no-ops below stages 2 and 3): see GPUZero
+    zero_weights_acquire(g, 0);
+    matmul_backward_input(mm, g->dbtc, g->logits, param_ptr(g, PT_WTE, -1), N, C, Vp, st);
+    zero_weights_release(g, 0);
+    zero_grads_acquire(g, FINAL);
     cudaCheck(cudaMemsetAsync(g->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     layernorm_backward(g->dresidual, grad_ptr(g, PT_LNFW, -1), grad_ptr(g, PT_LNFB, -1), cs, g->dbtc, last,
                        param_ptr(g, PT_LNFW, -1), g->lnf_mean, g->lnf_rstd, N, C, st);
+    zero_grads_release(g, FINAL);
+    zero_weights_release(g, FINAL);
     for (int l = L - 1; l >= 0; l--) {
         GPUBlockActs acts = block_buffers(g, l), *a = &acts;
+        zero_weights_acquire(g, zero_layer_segment(l));
+        if (l > 0) zero_weights_prefetch(g, zero_layer_segment(l - 1));
+        zero_grads_acquire(g, zero_layer_segment(l));
         const bf16 *residual = l == 0 ? g->encoded : g->blocks[l - 1].residual3;
         const int recompute = recompute_steps(g->policy[l]);
         if (recompute) gpu_block_forward(g, l, residual, a, recompute, PASS_RECOMPUTE, B, T);
@@ -483,23 +771,68 @@ static void gpu_backward(GPUModel *g, int B, int T) {
                              param_ptr(g, PT_QKVW, l), N, C, 3 * C, l, LINEAR_QKV, st);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
                            param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, st);
+        zero_grads_release(g, zero_layer_segment(l));
+        zero_weights_release(g, zero_layer_segment(l));
     }
+    zero_grads_acquire(g, 0);
     encoder_backward(grad_ptr(g, PT_WTE, -1), grad_ptr(g, PT_WPE, -1), g->dresidual, g->d_tokens + 2 * N,
                      g->num_buckets, B, T, C, st);
+    matmul_backward_weight(mm, grad_ptr(g, PT_WTE, -1), NULL, cs, g->logits, g->lnf, N, C, Vp, st);
+    zero_grads_release(g, 0);
     lowp_step_done(lp);
 }
 
+// Completes the step's gradient (stage 0 all-reduces it, stage 1 reduce-scatters it; stages 2
+// and 3 did during the backward pass), then the norm: each rank's sum of squares over its slice,
+// summed over the ranks (as train_gpt.c).
 static double gpu_grad_norm(GPUModel *g) {
-    global_sum_squares(g->norm_out, g->norm_scratch, g->grads, g->num_params, g->stream);
-    cudaCheck(cudaMemcpyAsync(g->h_norm, g->norm_out, sizeof(double), cudaMemcpyDeviceToHost, g->stream));
-    cudaCheck(cudaStreamSynchronize(g->stream));
-    return sqrt(*g->h_norm);
+    GPUZero *z = &g->zero;
+    const ZeroPlan *p = &z->plan;
+    if (p->stage <= 1) {
+        zero_comm_begin(g);
+        if (p->stage == 0) z->comm->allreduce_sum_f32(z->comm, g->grads, p->padded);
+        else {
+            zero_split(p, (ZeroRange){0, p->padded}, z->counts);
+            z->comm->reduce_scatter_sum_f32(z->comm, g->grads, z->counts);
+        }
+        zero_comm_end(g);
+    } else {
+        cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced, 0));  // the last segment's reduction
+    }
+    const ZeroRange own = zero_slice_params(p, p->rank);
+    double ss = 0.0;
+    if (own.end > own.begin) {
+        global_sum_squares(g->norm_out, g->norm_scratch, own_grads(g), own.end - own.begin, g->stream);
+        cudaCheck(cudaMemcpyAsync(g->h_norm, g->norm_out, sizeof(double), cudaMemcpyDeviceToHost, g->stream));
+        gpu_sync(g);
+        ss = *g->h_norm;
+    } else {
+        gpu_sync(g);  // the reductions above have completed on every path
+    }
+    z->comm->allreduce_sum_f64(z->comm, &ss, 1);
+    return sqrt(ss);
 }
 
+// Stage 0: every rank updates every weight. Stages 1-3: each rank its slice, with the update-
+// clipping sums completed across ranks; stages 1 and 2 then all-gather the updated bf16 weights
+// (16-bit all-gather: the rounded weights as they are, half the bytes of the fp32 master).
 static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
     const AdamWConfig *hp = &g->hp;
-    return adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1, hp->beta2,
-                        hp->eps, hp->update_clip, g->rounding_seed, g->stream);
+    GPUZero *z = &g->zero;
+    const ZeroPlan *p = &z->plan;
+    if (p->stage == 0)
+        return adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1,
+                            hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream, NULL, NULL);
+    const int clipped = adamw_update(&g->opt, g->master, own_params(g), g->m, g->v, own_grads(g), t, lr, grad_scale,
+                                     hp->beta1, hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream,
+                                     comm_allreduce_sum_f64_fn, z->comm);
+    if (p->stage < 3) {
+        zero_comm_begin(g);
+        zero_split(p, (ZeroRange){0, p->padded}, z->counts);
+        z->comm->allgather_u16(z->comm, (uint16_t *)g->params, z->counts);
+        zero_comm_end(g);
+    }
+    return clipped;
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -507,12 +840,15 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
 
 static void gpu_zero_grads(void *self) {
     GPUModel *g = (GPUModel *)self;
-    cudaCheck(cudaMemsetAsync(g->grads, 0, g->num_params * sizeof(float), g->stream));
+    const ZeroPlan *p = &g->zero.plan;
+    cudaCheck(cudaMemsetAsync(g->grads, 0, (p->stage >= 2 ? p->slice : p->padded) * sizeof(float), g->stream));
 }
 
 static float gpu_forward_backward(void *self, const int *inputs, const int *targets, float loss_scale) {
     GPUModel *g = (GPUModel *)self;
-    float loss = gpu_forward(g, inputs, targets, g->B, g->T, 1, loss_scale);
+    // Each rank's gradient of loss_scale / W times its mean loss: their sum over the ranks is
+    // the gradient of the global batch's mean loss.
+    float loss = gpu_forward(g, inputs, targets, g->B, g->T, 1, loss_scale / (float)g->zero.plan.world);
     gpu_backward(g, g->B, g->T);
     return loss;
 }
@@ -528,7 +864,7 @@ static void gpu_next_token_logits(void *self, const int *tokens, int n, float *l
     gpu_forward(g, tokens, NULL, 1, n, 0, 1.0f);
     cudaCheck(cudaMemcpyAsync(g->h_logits, g->logits + (size_t)(n - 1) * Vp, (size_t)V * sizeof(bf16),
                               cudaMemcpyDeviceToHost, g->stream));
-    cudaCheck(cudaStreamSynchronize(g->stream));
+    gpu_sync(g);
     for (int j = 0; j < V; j++) logits[j] = __bfloat162float(g->h_logits[j]);
 }
 
@@ -538,52 +874,84 @@ static int gpu_backend_update(void *self, int t, float lr, float grad_scale) {
     return gpu_update((GPUModel *)self, t, lr, grad_scale);
 }
 
+// Rank 0 writes the model file (under ZeRO-3 assembled segment by segment, every rank taking part
+// in the gathers); every rank writes its slice of the AdamW moments and master weights, the
+// files train_gpt.c writes, so either trainer resumes from them at any world size or stage.
+// The FP8 amax history (llmc/amax_history.h; the device ring has the same [operands][H] layout
+// and slot convention) copied to the host; length 0 without delayed scaling.
+static void gpu_history_get(GPUModel *g, AmaxHistory *h) {
+    amax_history_init(h, g->lp.num_operands, g->lp.history_len);
+    if (h->length == 0) return;
+    cudaCheck(cudaMemcpy(h->values, g->lp.history, (size_t)h->operands * h->length * sizeof(float),
+                         cudaMemcpyDeviceToHost));
+    h->steps = g->lp.history_steps;
+}
+
 static int gpu_save(void *self, const char *model_path, const char *state_path, const TrainState *st, char *err,
                     size_t errlen) {
     GPUModel *g = (GPUModel *)self;
-    const size_t P = g->num_params;
-    float *buf = (float *)malloc_check(3 * P * sizeof(float));
-    float *m = buf, *v = buf + P, *master = buf + 2 * P;
-    gpu_get_weights(g, master);  // the bf16 weights, as fp32, for the model file
-    int rc = checkpoint_write(model_path, &g->cfg, master, err, errlen);
-    if (rc == 0) {
-        cudaCheck(cudaMemcpy(m, g->m, P * sizeof(float), cudaMemcpyDeviceToHost));
-        cudaCheck(cudaMemcpy(v, g->v, P * sizeof(float), cudaMemcpyDeviceToHost));
-        cudaCheck(cudaMemcpy(master, g->master, P * sizeof(float), cudaMemcpyDeviceToHost));
-        rc = state_write(state_path, st, m, v, master, err, errlen);
-    }
+    const ZeroPlan *p = &g->zero.plan;
+    const int main_rank = p->rank == 0;
+    gpu_sync(g);
+    float *weights = main_rank ? (float *)malloc_check(g->num_params * sizeof(float)) : NULL;
+    gpu_get_weights(g, weights);  // the bf16 weights, as fp32, for the model file
+    int rc = main_rank ? checkpoint_write(model_path, &g->cfg, weights, err, errlen) : 0;
+    free(weights);
+    if (rc != 0) return rc;
+    const ZeroRange own = zero_slice_params(p, p->rank);
+    const size_t n = own.end - own.begin, bytes = n * sizeof(float);
+    float *buf = (float *)malloc_check(3 * (n ? n : 1) * sizeof(float));
+    float *m = buf, *v = buf + n, *master = buf + 2 * n;
+    cudaCheck(cudaMemcpy(m, own_state(g, g->m), bytes, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(v, own_state(g, g->v), bytes, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(master, own_state(g, g->master), bytes, cudaMemcpyDeviceToHost));
+    TrainState mine = *st;  // with this rank's FP8 amax history (delayed scaling), if any
+    AmaxHistory history;
+    gpu_history_get(g, &history);
+    mine.amax = history;
+    rc = state_write(state_path, &mine, m, v, master, err, errlen);
+    amax_history_free(&history);
     free(buf);
     return rc;
 }
 
+// Loads a checkpoint of either trainer written at any world size and stage: the model file's
+// bf16 weights, then this rank's range of the moments (and master weights, when the files hold
+// them; a CPU checkpoint's master weights are the model file's) re-sliced from the state files.
 static void gpu_load(void *self, const char *model_path, const char *state_path, TrainState *st) {
     GPUModel *g = (GPUModel *)self;
+    const ZeroPlan *p = &g->zero.plan;
     const size_t P = g->num_params;
     GPT2Config saved;
     checkpoint_read_config(model_path, &saved);
     if (memcmp(&saved, &g->cfg, sizeof(saved)) != 0) die("'%s' holds a different model than -e describes", model_path);
-    TrainState header;
-    int has_master;
-    state_read_header(state_path, &header, &has_master);
-    if (header.num_params != (int64_t)P || header.begin != 0 || header.end != (int64_t)P)
-        die("'%s' was written for another model or sharding", state_path);
-    float *buf = (float *)malloc_check(3 * P * sizeof(float));
-    float *weights = buf, *m = buf + P, *v = buf + 2 * P;
+    float *weights = (float *)malloc_check(P * sizeof(float));
     checkpoint_read_params(model_path, &g->cfg, weights);
     gpu_set_weights(g, weights);  // the file holds the bf16 weights: rounding them is exact
-    // Without a master section (a CPU checkpoint), the master weights are the file's.
-    float *master = has_master ? weights : NULL;
-    state_read(state_path, st, m, v, master);
-    if (master) cudaCheck(cudaMemcpy(g->master, master, P * sizeof(float), cudaMemcpyHostToDevice));
-    // The state file has no room for the FP8 amax history yet: delayed scaling starts over.
-    if (g->lp.history_len > 0) {
-        lowp_history_reset(&g->lp);
-        fprintf(stderr, "warning: '%s' holds no FP8 amax history: delayed scaling restarts from current amaxes, "
-                        "so this resume is not bit-exact\n", state_path);
-    }
-    cudaCheck(cudaMemcpy(g->m, m, P * sizeof(float), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(g->v, v, P * sizeof(float), cudaMemcpyHostToDevice));
+    free(weights);
+    const ZeroRange own = zero_slice_params(p, p->rank), need = p->stage == 0 ? (ZeroRange){0, P} : own;
+    const size_t n = need.end - need.begin, bytes = n * sizeof(float);
+    float *buf = (float *)malloc_check(3 * (n ? n : 1) * sizeof(float));
+    float *m = buf, *v = buf + n, *master = buf + 2 * n;
+    const int has_master = state_read_range(state_path, (int64_t)P, need.begin, need.end, m, v, master, st);
+    // need starts at the kept buffers' first element: 0 at stage 0, the slice's start (= own.begin) above
+    cudaCheck(cudaMemcpy(g->m, m, bytes, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(g->v, v, bytes, cudaMemcpyHostToDevice));
+    if (has_master) cudaCheck(cudaMemcpy(g->master, master, bytes, cudaMemcpyHostToDevice));
     free(buf);
+    st->rank = p->rank;
+    st->num_ranks = p->world;
+    st->begin = (int64_t)own.begin;
+    st->end = (int64_t)own.end;
+    AmaxHistory history;  // this rank's own (another world size restarts it, with a warning)
+    amax_history_init(&history, g->lp.num_operands, g->lp.history_len);
+    state_restore_amax_history(state_path, p->rank, p->world, &history);
+    if (history.length > 0) {
+        cudaCheck(cudaMemcpy(g->lp.history, history.values, (size_t)history.operands * history.length * sizeof(float),
+                             cudaMemcpyHostToDevice));
+        g->lp.history_steps = history.steps;
+    }
+    amax_history_free(&history);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -613,38 +981,48 @@ int main(int argc, char **argv) {
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
     Comm comm;
-    comm_init(&comm, &argc, &argv);
-    if (comm.size > 1) die("train_gptcu runs as one process for now: multi-GPU (NCCL, ZeRO) is not built yet");
+    comm_init(&comm, &argc, &argv);  // MPI under mpirun; the device communicator wraps it (GPUZero)
 
     GPT2Config cfg;
     const int from_checkpoint = trainer_model_config(&tc, &cfg);
 
-    cudaCheck(cudaSetDevice(comm.local_rank));
+    const int device = comm_gpu_device(&comm);
+    cudaCheck(cudaSetDevice(device));
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, comm.local_rank));
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
 
     AdamWConfig hp = {tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
     int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
     gpu_recompute_plan(&tc, &cfg, comm.rank, policies);
     GPUModel g;
     gpu_model_alloc_with(&g, &cfg, tc.B, tc.T, &hp, tc.seed, gpu_block_precision(&tc), tc.fp8_wgrad,
-                         tc.amax_history, policies);
+                         tc.amax_history, policies, tc.zero_stage, &comm);
     const double predicted_act_bytes = gpu_predicted_activation_bytes(&cfg, tc.B, tc.T, policies);
     free(policies);
+    Comm *dc = g.zero.comm;  // takes comm over: host collectives through it, finalized through it
     float *weights = (float *)malloc_check(g.num_params * sizeof(float));
     if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, weights);
     else gpt2_init_params(&cfg, weights, tc.seed);
     gpu_set_weights(&g, weights);
     free(weights);
 
+    const ZeroPlan *plan = &g.zero.plan;
     if (comm.rank == 0) {
-        const double mib = 1.0 / (1 << 20), P = (double)g.num_params;
+        const double mib = 1.0 / (1 << 20);
+        const ZeroMemory mem = zero_memory(plan);
+        const double gather = plan->stage >= 3 ? (double)plan->max_segment : 0.0;  // the second gather buffer
         printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
                (double)prop.totalGlobalMem / (1 << 30));
         printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
                cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, g.num_params);
-        printf("memory: params %.1f MiB (bf16), grads %.1f MiB, master + AdamW state %.1f MiB, activations %.1f MiB\n",
-               P * 2 * mib, P * 4 * mib, P * 12 * mib, (double)g.acts_bytes * mib);
+        printf("memory per rank (ZeRO stage %d, %d rank(s), %s): params %.1f MiB (bf16%s), grads %.1f MiB, "
+               "master %.1f MiB, AdamW state %.1f MiB, activations %.1f MiB\n", plan->stage, plan->world, dc->name,
+               ((double)mem.params + gather) * 2 * mib, plan->stage >= 3 ? ", with the prefetch buffer" : "",
+               (double)mem.grads * 4 * mib, (double)mem.optimizer / 2 * 4 * mib, (double)mem.optimizer * 4 * mib,
+               (double)g.acts_bytes * mib);
+        printf("zero: stage %d ranks %d params %zu padded %zu slice %zu max_segment %zu | elements per rank: params %zu "
+               "(bf16) + gather %zu grads %zu optimizer %zu\n", plan->stage, plan->world, plan->num_params,
+               plan->padded, plan->slice, plan->max_segment, mem.params, (size_t)gather, mem.grads, mem.optimizer);
         printf("activations: kept %.1f MiB (predicted %.1f MiB), recompute scratch %.1f MiB\n",
                (double)g.kept_bytes * mib, predicted_act_bytes * mib, (double)g.recompute_scratch_bytes * mib);
         printf("block matmuls: %s%s%s, low-precision scratch %.1f MiB\n",
@@ -660,7 +1038,8 @@ int main(int argc, char **argv) {
     }
     TrainerBackend backend = {&g, gpu_zero_grads, gpu_forward_backward, gpu_forward_loss, gpu_next_token_logits,
                               gpu_backend_grad_norm, gpu_backend_update, gpu_save, gpu_load};
-    Trainer trainer = {&tc, &cfg, &backend, &comm, (int64_t)g.num_params, 0, (int64_t)g.num_params,
+    const ZeroRange own = zero_slice_params(plan, plan->rank);
+    Trainer trainer = {&tc, &cfg, &backend, dc, (int64_t)g.num_params, (int64_t)own.begin, (int64_t)own.end,
                        flops_per_token, peak};
     trainer_run(&trainer);
     if (comm.rank == 0) {  // all buffers are allocated up front: what is in use now is the run's peak
@@ -670,7 +1049,7 @@ int main(int argc, char **argv) {
                (double)(total_bytes - free_bytes) / (1 << 20), (double)total_bytes / (1 << 20));
     }
     gpu_model_free(&g);
-    comm.finalize(&comm);
+    dc->finalize(dc);
     return 0;
 }
 #endif

@@ -10,13 +10,19 @@
 // STATUS: compiled for sm_90 but NOT YET RUN ON A GPU (see dev/gpu_report.md).
 //
 // Layout: grads, m, v, master fp32 and params bf16, all flat in the layer-major order of
-// llmc/model.h. Work is cut into chunks of ADAMW_CHUNK = 8192 elements aligned to each slot's
-// start (as the CPU's reduction chunks); one block of 256 threads per chunk, each thread handling
-// float4s i, i + 256, ... (every slot's size is a multiple of C, itself a multiple of 64, so
-// chunks are whole float4s and 16-byte aligned).
-//   1. adamw_moments_kernel: m, v, and the chunk's sum of g^2 / max(vhat, eps^2) in double
-//   2. adamw_lr_kernel:      one thread per slot adds its chunks' sums in order -> lr_t
-//   3. adamw_params_kernel:  master and the bf16 parameters
+// llmc/model.h, for the range [begin, end) of the flat index space that this rank updates (the
+// whole model, or its ZeRO slice as llmc/optimizer.h's adamw_step): every pointer points at
+// element `begin`. Work is cut into chunks of ADAMW_CHUNK = 8192 elements aligned to each slot's
+// start in the global index space (as the CPU's reduction chunks) and clipped to the range; one
+// block of 256 threads per chunk, each thread handling float4s i, i + 256, ... (every slot's size
+// and offset, and a ZeRO slice's start, are multiples of 4, so chunks are whole, 16-byte aligned
+// float4s).
+//   1. adamw_moments_kernel:   m, v, and the chunk's sum of g^2 / max(vhat, eps^2) in double
+//   2. adamw_slot_sums_kernel: one thread per slot adds its chunks' sums in order; under ZeRO the
+//                              slots' sums are then summed over ranks (the allreduce callback)
+//   3. adamw_lr_kernel:        one thread per slot: lr_t from the slot's sum over all its elements
+//   4. adamw_params_kernel:    master and the bf16 parameters; the rounding bits of element i use
+//                              its global index, so every sharding rounds every weight alike
 // No float atomics: the bits depend only on the inputs. (The count of clipped tensors is an
 // integer atomicAdd, which is order-independent.)
 #ifndef LLMC_ADAMW_CUH
@@ -24,28 +30,32 @@
 
 #include "cuda_common.cuh"
 #include "model.h"
+#include "optimizer.h"
 #include "rng.h"
 
 #define ADAMW_CHUNK 8192
 #define ADAMW_BLOCK 256
 
 typedef struct {
-    int64_t begin;  // first element in the flat buffer
+    int64_t begin;  // first element, counted from the range's first element
     int len;        // elements, <= ADAMW_CHUNK, a multiple of 4
     int slot;
 } AdamWChunk;
 
 typedef struct {
-    int first_chunk, nchunks;
-    int64_t numel;
+    int first_chunk, nchunks;  // its chunks inside the range (none when it lies outside)
+    int64_t numel;             // the whole tensor's elements (the RMS is over all of them)
     float weight_decay;
 } AdamWSlot;
 
 typedef struct {
     int nchunks, nslots;
-    AdamWChunk *chunks;  // device tables, built once from the model
+    int64_t begin;        // the range's first element in the flat index space
+    AdamWChunk *chunks;   // device tables, built once from the model and the range
     AdamWSlot *slots;
     double *rms_partial;  // nchunks
+    double *slot_sum;     // nslots, with a pinned host copy for the sum over ranks
+    double *h_slot_sum;
     float *slot_lr;       // nslots
     int *clipped;         // 1
     int *h_clipped;       // pinned host copy
@@ -75,16 +85,23 @@ adamw_moments_kernel(double *rms_partial, float *m, float *v, const float *grads
     if (threadIdx.x == 0) rms_partial[blockIdx.x] = acc;
 }
 
-__global__ void adamw_lr_kernel(float *slot_lr, int *clipped, const double *rms_partial, const AdamWSlot *slots,
+__global__ void adamw_slot_sums_kernel(double *slot_sum, const double *rms_partial, const AdamWSlot *slots,
+                                       int nslots) {
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= nslots) return;
+    const AdamWSlot sl = slots[s];
+    double sum = 0.0;
+    for (int c = sl.first_chunk; c < sl.first_chunk + sl.nchunks; c++) sum += rms_partial[c];
+    slot_sum[s] = sum;
+}
+
+__global__ void adamw_lr_kernel(float *slot_lr, int *clipped, const double *slot_sum, const AdamWSlot *slots,
                                 int nslots, float lr, float update_clip) {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= nslots) return;
     float lr_t = lr;
     if (update_clip > 0.0f) {
-        const AdamWSlot sl = slots[s];
-        double sum = 0.0;
-        for (int c = sl.first_chunk; c < sl.first_chunk + sl.nchunks; c++) sum += rms_partial[c];
-        const float rms = (float)sqrt(sum / (double)sl.numel);
+        const float rms = (float)sqrt(slot_sum[s] / (double)slots[s].numel);
         if (rms > update_clip) {
             lr_t = lr / (rms / update_clip);
             atomicAdd(clipped, 1);
@@ -96,7 +113,7 @@ __global__ void adamw_lr_kernel(float *slot_lr, int *clipped, const double *rms_
 __global__ void __launch_bounds__(ADAMW_BLOCK)
 adamw_params_kernel(float *master, bf16 *params, const float *m, const float *v, const AdamWChunk *chunks,
                     const AdamWSlot *slots, const float *slot_lr, float bc1, float bc2, float eps, uint64_t seed,
-                    int t) {
+                    int t, int64_t first) {
     const AdamWChunk ch = chunks[blockIdx.x];
     const float lr_t = slot_lr[ch.slot], wd = slots[ch.slot].weight_decay;
     for (int k = threadIdx.x * 4; k < ch.len; k += ADAMW_BLOCK * 4) {
@@ -108,7 +125,7 @@ adamw_params_kernel(float *master, bf16 *params, const float *m, const float *v,
         for (int e = 0; e < 4; e++) {
             const float mhat = mv[e] / bc1, vhat = vv[e] / bc2;
             w[e] -= lr_t * (mhat / (sqrtf(vhat) + eps) + wd * w[e]);
-            bits[e] = bf16_from_float_stochastic(w[e], (uint32_t)rng_bits(seed, (uint64_t)t, (uint64_t)(i + e)));
+            bits[e] = bf16_from_float_stochastic(w[e], (uint32_t)rng_bits(seed, (uint64_t)t, (uint64_t)(first + i + e)));
         }
         store128(master + i, w);
         uint2 packed;  // 4 bf16, one 8-byte store (i is a multiple of 4)
@@ -118,31 +135,38 @@ adamw_params_kernel(float *master, bf16 *params, const float *m, const float *v,
     }
 }
 
-// Builds the chunk and slot tables of the model (weight decay from hp) and the scratch.
-static inline void adamw_init(AdamW *opt, const GPT2Config *cfg, float weight_decay) {
+// Builds the chunk and slot tables of the model for the flat range [begin, end) (weight decay
+// from hp) and the scratch.
+static inline void adamw_init(AdamW *opt, const GPT2Config *cfg, float weight_decay, size_t begin, size_t end) {
     const int nslots = gpt2_num_slots(cfg);
+    if (begin % 4 != 0) die("adamw: the range starts at %zu, not a whole float4", begin);
     int nchunks = 0;
     for (int s = 0; s < nslots; s++) nchunks += ceil_div((int64_t)gpt2_slot(cfg, s).numel, ADAMW_CHUNK);
-    AdamWChunk *chunks = (AdamWChunk *)malloc_check((size_t)nchunks * sizeof(AdamWChunk));
+    AdamWChunk *chunks = (AdamWChunk *)malloc_check((size_t)(nchunks ? nchunks : 1) * sizeof(AdamWChunk));
     AdamWSlot *slots = (AdamWSlot *)malloc_check((size_t)nslots * sizeof(AdamWSlot));
     int c = 0;
     for (int s = 0; s < nslots; s++) {
         const ParamSlot ps = gpt2_slot(cfg, s);
         if (ps.numel % 4 != 0 || ps.offset % 4 != 0) die("adamw: tensor %d is not a whole number of float4s", s);
         slots[s] = (AdamWSlot){c, 0, (int64_t)ps.numel, param_tensor_is_decayed(ps.kind) ? weight_decay : 0.0f};
-        for (size_t lo = 0; lo < ps.numel; lo += ADAMW_CHUNK, c++) {
-            const size_t len = ps.numel - lo < ADAMW_CHUNK ? ps.numel - lo : ADAMW_CHUNK;
-            chunks[c] = (AdamWChunk){(int64_t)(ps.offset + lo), (int)len, s};
+        for (size_t lo = ps.offset; lo < ps.offset + ps.numel; lo += ADAMW_CHUNK) {
+            const size_t hi = lo + ADAMW_CHUNK < ps.offset + ps.numel ? lo + ADAMW_CHUNK : ps.offset + ps.numel;
+            const size_t clo = lo > begin ? lo : begin, chi = hi < end ? hi : end;
+            if (clo >= chi) continue;
+            chunks[c++] = (AdamWChunk){(int64_t)(clo - begin), (int)(chi - clo), s};
             slots[s].nchunks++;
         }
     }
-    opt->nchunks = nchunks;
+    opt->nchunks = c;
     opt->nslots = nslots;
-    cudaCheck(cudaMalloc(&opt->chunks, (size_t)nchunks * sizeof(AdamWChunk)));
+    opt->begin = (int64_t)begin;
+    cudaCheck(cudaMalloc(&opt->chunks, (size_t)(c ? c : 1) * sizeof(AdamWChunk)));
     cudaCheck(cudaMalloc(&opt->slots, (size_t)nslots * sizeof(AdamWSlot)));
-    cudaCheck(cudaMemcpy(opt->chunks, chunks, (size_t)nchunks * sizeof(AdamWChunk), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(opt->chunks, chunks, (size_t)c * sizeof(AdamWChunk), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(opt->slots, slots, (size_t)nslots * sizeof(AdamWSlot), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMalloc(&opt->rms_partial, (size_t)nchunks * sizeof(double)));
+    cudaCheck(cudaMalloc(&opt->rms_partial, (size_t)(c ? c : 1) * sizeof(double)));
+    cudaCheck(cudaMalloc(&opt->slot_sum, (size_t)nslots * sizeof(double)));
+    cudaCheck(cudaMallocHost(&opt->h_slot_sum, (size_t)nslots * sizeof(double)));
     cudaCheck(cudaMalloc(&opt->slot_lr, (size_t)nslots * sizeof(float)));
     cudaCheck(cudaMalloc(&opt->clipped, sizeof(int)));
     cudaCheck(cudaMallocHost(&opt->h_clipped, sizeof(int)));
@@ -154,26 +178,45 @@ static inline void adamw_free(AdamW *opt) {
     cudaCheck(cudaFree(opt->chunks));
     cudaCheck(cudaFree(opt->slots));
     cudaCheck(cudaFree(opt->rms_partial));
+    cudaCheck(cudaFree(opt->slot_sum));
+    cudaCheck(cudaFreeHost(opt->h_slot_sum));
     cudaCheck(cudaFree(opt->slot_lr));
     cudaCheck(cudaFree(opt->clipped));
     cudaCheck(cudaFreeHost(opt->h_clipped));
 }
 
-// Step t (from 1). Returns how many tensors update clipping slowed (synchronizes the stream).
+// Step t (from 1) on the range of adamw_init; the pointers point at the range's first element.
+// allreduce (llmc/optimizer.h; NULL for the whole model on one rank) sums the slots' update-
+// clipping sums over the ranks that hold the other parts of the model. Returns how many tensors
+// update clipping slowed, the same number on every rank (synchronizes the stream).
 static inline int adamw_update(AdamW *opt, float *master, bf16 *params, float *m, float *v, const float *grads, int t,
                                float lr, float grad_scale, float b1, float b2, float eps, float update_clip,
-                               uint64_t seed, cudaStream_t stream) {
+                               uint64_t seed, cudaStream_t stream, AllReduceSumFn allreduce, void *ctx) {
     const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
+    const int slot_grid = ceil_div(opt->nslots, 128);
     cudaCheck(cudaMemsetAsync(opt->clipped, 0, sizeof(int), stream));
-    adamw_moments_kernel<<<opt->nchunks, ADAMW_BLOCK, 0, stream>>>(opt->rms_partial, m, v, grads, opt->chunks,
-                                                                   grad_scale, b1, b2, bc2, eps);
+    if (opt->nchunks > 0) {
+        adamw_moments_kernel<<<opt->nchunks, ADAMW_BLOCK, 0, stream>>>(opt->rms_partial, m, v, grads, opt->chunks,
+                                                                       grad_scale, b1, b2, bc2, eps);
+        kernelCheck();
+    }
+    adamw_slot_sums_kernel<<<slot_grid, 128, 0, stream>>>(opt->slot_sum, opt->rms_partial, opt->slots, opt->nslots);
     kernelCheck();
-    adamw_lr_kernel<<<ceil_div(opt->nslots, 128), 128, 0, stream>>>(opt->slot_lr, opt->clipped, opt->rms_partial,
-                                                                   opt->slots, opt->nslots, lr, update_clip);
+    if (allreduce) {
+        const size_t bytes = (size_t)opt->nslots * sizeof(double);
+        cudaCheck(cudaMemcpyAsync(opt->h_slot_sum, opt->slot_sum, bytes, cudaMemcpyDeviceToHost, stream));
+        cudaCheck(cudaStreamSynchronize(stream));
+        allreduce(opt->h_slot_sum, opt->nslots, ctx);
+        cudaCheck(cudaMemcpyAsync(opt->slot_sum, opt->h_slot_sum, bytes, cudaMemcpyHostToDevice, stream));
+    }
+    adamw_lr_kernel<<<slot_grid, 128, 0, stream>>>(opt->slot_lr, opt->clipped, opt->slot_sum, opt->slots, opt->nslots,
+                                                   lr, update_clip);
     kernelCheck();
-    adamw_params_kernel<<<opt->nchunks, ADAMW_BLOCK, 0, stream>>>(master, params, m, v, opt->chunks, opt->slots,
-                                                                  opt->slot_lr, bc1, bc2, eps, seed, t);
-    kernelCheck();
+    if (opt->nchunks > 0) {
+        adamw_params_kernel<<<opt->nchunks, ADAMW_BLOCK, 0, stream>>>(master, params, m, v, opt->chunks, opt->slots,
+                                                                      opt->slot_lr, bc1, bc2, eps, seed, t, opt->begin);
+        kernelCheck();
+    }
     cudaCheck(cudaMemcpyAsync(opt->h_clipped, opt->clipped, sizeof(int), cudaMemcpyDeviceToHost, stream));
     cudaCheck(cudaStreamSynchronize(stream));
     return *opt->h_clipped;

@@ -1,6 +1,7 @@
 // Collective communication between the ranks of a data-parallel run. One small interface with
-// three implementations: MPI (llmc/comm_mpi.c, the CPU trainer, host buffers), NCCL (the GPU
-// trainer, device buffers) and a single process, where every collective is the identity.
+// four implementations: MPI (llmc/comm_mpi.c, the CPU trainer, host buffers), NCCL and MPI
+// staged through host memory (llmc/comm_nccl.h, the GPU trainer, device buffers), and a single
+// process, where every collective is the identity.
 //
 // Buffer collectives work in place on a buffer that is the concatenation of the ranks' parts in
 // rank order: counts[q] elements for rank q (the same counts array on every rank). ZeRO passes
@@ -20,6 +21,7 @@
 #define LLMC_COMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +31,7 @@ extern "C" {
 
 typedef struct Comm Comm;
 struct Comm {
+    const char *name;  // "single", "mpi", "nccl" or "mpi-staged"
     int rank, size;
     int local_rank;  // rank among the processes on this node (picks the GPU)
     void *impl;
@@ -46,6 +49,9 @@ struct Comm {
     void (*reduce_scatter_sum_f32)(Comm *c, float *buf, const size_t *counts);
     // On entry this rank's part of buf holds its data; on return every part holds its rank's.
     void (*allgather_f32)(Comm *c, float *buf, const size_t *counts);
+    // The same for 16-bit elements (bf16 weights: ZeRO gathers them as they are, half the bytes
+    // of fp32, and a copy is exact whatever the element's meaning).
+    void (*allgather_u16)(Comm *c, uint16_t *buf, const size_t *counts);
     void (*finalize)(Comm *c);
 };
 
@@ -56,6 +62,10 @@ void comm_init(Comm *c, int *argc, char ***argv);
 void comm_init_single(Comm *c);
 // Rank q's part [q n / W, (q + 1) n / W) of an equal split of n elements, as its count per rank.
 void comm_equal_split(size_t n, int world, size_t *counts);
+// comm->allreduce_sum_f64 as llmc/optimizer.h's AllReduceSumFn (ctx: the Comm).
+void comm_allreduce_sum_f64_fn(double *buf, int n, void *ctx);
+// LLMC_COMM_TIMEOUT in seconds (COMM_DEFAULT_TIMEOUT_S when unset); exits 1 on a bad value.
+double comm_timeout_from_env(void);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,6 @@
 // mpirun ends every rank with a non-zero status). MPI errors are returned, not fatal inside
 // MPI, and reported the same way with MPI's own message.
 #ifdef LLMC_HAVE_MPI
-#include <errno.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,23 +84,26 @@ static void fill_offsets(Comm *c, const size_t *counts) {
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
-// One round of the pairwise exchange: sends nsend floats from send to rank `to` and receives
-// nrecv floats from rank `from`, a piece at a time; each received piece is passed to
-// consume(recv_piece, offset, count, arg) (or received in place at recv + offset when recv).
+// One round of the pairwise exchange: sends nsend elements of `type` (elsize bytes each) from
+// send to rank `to` and receives nrecv from rank `from`, a piece at a time; each received piece
+// is passed to consume(recv_piece, offset, count, arg) (or received in place at recv + offset
+// when recv). Only float exchanges consume (into the float scratch m->piece).
 typedef void (*ConsumeFn)(const float *piece, size_t offset, size_t count, void *arg);
-static void exchange(Comm *c, const float *send, size_t nsend, int to, float *recv, size_t nrecv, int from,
-                     ConsumeFn consume, void *arg, const char *what) {
+static void exchange(Comm *c, const void *send, size_t nsend, int to, void *recv, size_t nrecv, int from,
+                     MPI_Datatype type, size_t elsize, ConsumeFn consume, void *arg, const char *what) {
     MpiComm *m = (MpiComm *)c->impl;
     size_t sent = 0, got = 0;
     while (sent < nsend || got < nrecv) {
         size_t s = min_size(MPI_PIECE, nsend - sent), g = min_size(MPI_PIECE, nrecv - got);
         MPI_Request reqs[2];
         int n = 0;
-        float *dst = recv ? recv + got : m->piece;
-        if (g > 0) MPI_CHECK(c, MPI_Irecv(dst, (int)g, MPI_FLOAT, from, TAG_BUFFER, MPI_COMM_WORLD, &reqs[n++]));
-        if (s > 0) MPI_CHECK(c, MPI_Isend(send + sent, (int)s, MPI_FLOAT, to, TAG_BUFFER, MPI_COMM_WORLD, &reqs[n++]));
+        void *dst = recv ? (char *)recv + got * elsize : (void *)m->piece;
+        if (g > 0) MPI_CHECK(c, MPI_Irecv(dst, (int)g, type, from, TAG_BUFFER, MPI_COMM_WORLD, &reqs[n++]));
+        if (s > 0)
+            MPI_CHECK(c, MPI_Isend((const char *)send + sent * elsize, (int)s, type, to, TAG_BUFFER, MPI_COMM_WORLD,
+                                   &reqs[n++]));
         wait_all(c, reqs, n, what);
-        if (g > 0 && consume) consume(dst, got, g, arg);
+        if (g > 0 && consume) consume((const float *)dst, got, g, arg);
         sent += s;
         got += g;
     }
@@ -126,19 +128,31 @@ static void mpi_reduce_scatter(Comm *c, float *buf, const size_t *counts) {
     }
     for (int k = 1; k < W; k++) {
         int to = (r + k) % W, from = (r - k + W) % W;
-        exchange(c, buf + m->offsets[to], counts[to], to, NULL, counts[r], from, add_piece, own, "reduce-scatter");
+        exchange(c, buf + m->offsets[to], counts[to], to, NULL, counts[r], from, MPI_FLOAT, sizeof(float), add_piece,
+                 own, "reduce-scatter");
+    }
+}
+
+// All-gather of elements of `type` (elsize bytes): in round k, this rank's part goes to rank
+// r + k and rank r - k's part arrives in place.
+static void allgather_typed(Comm *c, void *buf, const size_t *counts, MPI_Datatype type, size_t elsize) {
+    MpiComm *m = (MpiComm *)c->impl;
+    const int W = c->size, r = c->rank;
+    fill_offsets(c, counts);
+    char *base = (char *)buf;
+    for (int k = 1; k < W; k++) {
+        int to = (r + k) % W, from = (r - k + W) % W;
+        exchange(c, base + m->offsets[r] * elsize, counts[r], to, base + m->offsets[from] * elsize, counts[from], from,
+                 type, elsize, NULL, NULL, "all-gather");
     }
 }
 
 static void mpi_allgather(Comm *c, float *buf, const size_t *counts) {
-    MpiComm *m = (MpiComm *)c->impl;
-    const int W = c->size, r = c->rank;
-    fill_offsets(c, counts);
-    for (int k = 1; k < W; k++) {
-        int to = (r + k) % W, from = (r - k + W) % W;
-        exchange(c, buf + m->offsets[r], counts[r], to, buf + m->offsets[from], counts[from], from, NULL, NULL,
-                 "all-gather");
-    }
+    allgather_typed(c, buf, counts, MPI_FLOAT, sizeof(float));
+}
+
+static void mpi_allgather_u16(Comm *c, uint16_t *buf, const size_t *counts) {
+    allgather_typed(c, buf, counts, MPI_UINT16_T, sizeof(uint16_t));
 }
 
 static void mpi_allreduce_f32(Comm *c, float *buf, size_t n) {
@@ -202,25 +216,16 @@ static int launched_by_mpirun(void) {
     return 0;
 }
 
-static double timeout_from_env(void) {
-    const char *s = getenv("LLMC_COMM_TIMEOUT");
-    if (!s || !*s) return COMM_DEFAULT_TIMEOUT_S;
-    char *end;
-    errno = 0;
-    double t = strtod(s, &end);
-    if (errno || *end || !(t > 0) || t > 1e7) die("LLMC_COMM_TIMEOUT='%s': must be a number of seconds in (0, 1e7]", s);
-    return t;
-}
-
 void comm_init(Comm *c, int *argc, char ***argv) {
     if (!launched_by_mpirun()) {
         comm_init_single(c);
         return;
     }
-    double timeout = timeout_from_env();
+    double timeout = comm_timeout_from_env();
     int provided;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) die("MPI_Init_thread failed");
     memset(c, 0, sizeof(*c));
+    c->name = "mpi";
     MpiComm *m = (MpiComm *)calloc_check(1, sizeof(MpiComm));
     c->impl = m;
     m->timeout_s = timeout;
@@ -239,6 +244,7 @@ void comm_init(Comm *c, int *argc, char ***argv) {
     c->allreduce_sum_f32 = mpi_allreduce_f32;
     c->reduce_scatter_sum_f32 = mpi_reduce_scatter;
     c->allgather_f32 = mpi_allgather;
+    c->allgather_u16 = mpi_allgather_u16;
     c->finalize = mpi_finalize;
 }
 #endif

@@ -1,5 +1,6 @@
 #include "state.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,4 +158,85 @@ void state_read(const char *path, TrainState *st, float *m, float *v, float *mas
     if ((int64_t)hash != h[13]) die("'%s' is corrupt: checksum mismatch", path);
     if (unpack_outliers(&so[0], &st->loss_outliers) || unpack_outliers(&so[1], &st->norm_outliers))
         die("'%s' is corrupt: bad outlier window", path);
+}
+
+// The state file of rank q of the checkpoint whose file for this rank is state_path: trainer.c
+// names them <dir>/state_<step>_<rank>.bin with the rank in 5 digits.
+static void state_path_of_rank(const char *state_path, int q, char *out, size_t n) {
+    size_t len = strlen(state_path);
+    const size_t tail = strlen("_00000.bin");
+    if (len < tail || strcmp(state_path + len - 4, ".bin") != 0 || state_path[len - tail] != '_')
+        die("internal error: '%s' is not named state_<step>_<rank>.bin", state_path);
+    snprintf(out, n, "%.*s_%05d.bin", (int)(len - tail), state_path, q);
+}
+
+int state_read_range(const char *state_path, int64_t num_params, size_t begin, size_t end, float *m, float *v,
+                     float *master, TrainState *st) {
+    char path[4096];
+    state_path_of_rank(state_path, 0, path, sizeof(path));
+    TrainState first;
+    int has_master;
+    state_read_header(path, &first, &has_master);
+    size_t covered = 0;
+    for (int q = 0; q < first.num_ranks; q++) {
+        state_path_of_rank(state_path, q, path, sizeof(path));
+        TrainState s;
+        int with_master;
+        state_read_header(path, &s, &with_master);
+        if (s.num_params != num_params || s.num_ranks != first.num_ranks || s.rank != q || s.step != first.step ||
+            with_master != has_master)
+            die("'%s' does not belong with '%s' (another model, step or number of ranks)", path, state_path);
+        size_t lo = (size_t)s.begin > begin ? (size_t)s.begin : begin;
+        size_t hi = (size_t)s.end < end ? (size_t)s.end : end;
+        if (q != 0 && lo >= hi) continue;
+        size_t n = (size_t)(s.end - s.begin), alloc = n ? n : 1;
+        float *fm = (float *)malloc_check(alloc * sizeof(float)), *fv = (float *)malloc_check(alloc * sizeof(float));
+        float *fw = master && has_master ? (float *)malloc_check(alloc * sizeof(float)) : NULL;
+        state_read(path, &s, fm, fv, fw);
+        if (lo < hi) {
+            const size_t from = lo - (size_t)s.begin, to = lo - begin, len = (hi - lo) * sizeof(float);
+            memcpy(m + to, fm + from, len);
+            memcpy(v + to, fv + from, len);
+            if (fw) memcpy(master + to, fw + from, len);
+            covered += hi - lo;
+        }
+        if (q == 0) *st = s;
+        free(fm);
+        free(fv);
+        free(fw);
+    }
+    if (covered != end - begin)
+        die("the training-state files next to '%s' do not cover parameters [%zu, %zu) exactly once", state_path, begin,
+            end);
+    return has_master;
+}
+
+// Reads rank's history into h when the checkpoint was written by `world` ranks and holds one of
+// h's shape; returns whether it did.
+static int read_amax_history(const char *state_path, int rank, int world, AmaxHistory *h) {
+    char path[4096];
+    TrainState s;
+    int has_master;
+    state_path_of_rank(state_path, 0, path, sizeof(path));  // rank 0's file always exists
+    state_read_header(path, &s, &has_master);
+    if (s.num_ranks != world) return 0;
+    state_path_of_rank(state_path, rank, path, sizeof(path));
+    state_read_header(path, &s, &has_master);
+    if (s.num_ranks != world || s.rank != rank || s.amax.operands != h->operands || s.amax.length != h->length)
+        return 0;
+    const size_t n = (size_t)(s.end - s.begin), alloc = n ? n : 1;
+    float *fm = (float *)malloc_check(alloc * sizeof(float)), *fv = (float *)malloc_check(alloc * sizeof(float));
+    s.amax = *h;
+    state_read(path, &s, fm, fv, NULL);
+    free(fm);
+    free(fv);
+    h->steps = s.amax.steps;
+    return 1;
+}
+
+void state_restore_amax_history(const char *state_path, int rank, int world, AmaxHistory *h) {
+    if (h->length == 0 || read_amax_history(state_path, rank, world, h)) return;
+    amax_history_reset(h);
+    fprintf(stderr, "warning: '%s' holds no FP8 amax history of this shape for rank %d of %d: delayed scaling "
+                    "restarts from current amaxes, so this resume is not bit-exact\n", state_path, rank, world);
 }

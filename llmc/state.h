@@ -57,6 +57,23 @@ void state_read_header(const char *path, TrainState *st, int *has_master);
 // operands, length, steps describe what the file held (0 0 0: nothing).
 void state_read(const char *path, TrainState *st, float *m, float *v, float *master);
 
+// Reads the flat range [begin, end) of the moments (and master weights, when master != NULL and
+// the files have them) from all the state files of one checkpoint, whichever number of ranks
+// wrote it (each file's header gives its slice): re-slicing for another world size or ZeRO
+// stage. state_path is this rank's file of the checkpoint (<dir>/state_<step>_<rank>.bin, the
+// names llmc/trainer.c gives); m, v, master hold end - begin floats for the range. st gets the
+// run's shared state (step, data position, sampling RNG, outlier windows) from rank 0's file.
+// Returns whether the files hold master weights. Dies naming the file when the files do not
+// belong together or do not cover the range exactly once.
+int state_read_range(const char *state_path, int64_t num_params, size_t begin, size_t end, float *m, float *v,
+                     float *master, TrainState *st);
+// Restores the FP8 amax history (llmc/amax_history.h) of rank `rank` from its file of the
+// checkpoint into h (whose operands and length say the shape wanted; nothing to do for length
+// 0). When the checkpoint was written by another number of ranks than `world` or holds no history
+// of that shape, resets h and warns that the resume is not bit-exact (a rank's history is of its
+// own data, so it does not re-slice).
+void state_restore_amax_history(const char *state_path, int rank, int world, AmaxHistory *h);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,7 +19,7 @@ TEST_DEPS += $(PARSER_FUZZ_TARGETS)
 # Each target with the llmc sources its parser needs (explicit rules: they take precedence over
 # the tokenizer fragment's pattern rule for $(BUILD)/fuzz/%).
 $(PARSER_FUZZ_DIR)/fuzz_checkpoint: dev/fuzz/fuzz_checkpoint.c llmc/checkpoint.c llmc/model.c llmc/rng.c llmc/fileio.c llmc/utils.c
-$(PARSER_FUZZ_DIR)/fuzz_state: dev/fuzz/fuzz_state.c llmc/state.c llmc/outlier.c llmc/fileio.c llmc/utils.c
+$(PARSER_FUZZ_DIR)/fuzz_state: dev/fuzz/fuzz_state.c llmc/state.c llmc/amax_history.c llmc/outlier.c llmc/fileio.c llmc/utils.c
 $(PARSER_FUZZ_DIR)/fuzz_shard: dev/fuzz/fuzz_shard.c llmc/dataloader.c llmc/utils.c
 $(PARSER_FUZZ_DIR)/fuzz_args: dev/fuzz/fuzz_args.c llmc/args.c llmc/schedule.c llmc/utils.c
 $(PARSER_FUZZ_DIR)/fuzz_tokenizer_files: dev/fuzz/fuzz_tokenizer_files.c llmc/tokenizer.c llmc/utils.c

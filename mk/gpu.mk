@@ -9,21 +9,30 @@ GPU_NVCCFLAGS := -O3 -std=c++17 -arch=$(NVCC_ARCH) -lineinfo -Werror all-warning
 GPU_HEADERS   := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
 # The Makefile's LDLIBS with gcc's -Wl, spelled for nvcc (recursive: other fragments extend LDLIBS).
 GPU_COMMA     := ,
-GPU_LIBS       = -lcublasLt -lcublas $(subst -Wl$(GPU_COMMA),-Xlinker ,$(LDLIBS)) -lgomp
+GPU_LIBS       = -lcublasLt -lcublas $(subst -Wl$(GPU_COMMA),-Xlinker ,$(LDLIBS)) -lgomp $(if $(GPU_HAVE_NCCL),-lnccl)
+# The GPU communicators (llmc/comm_nccl.cu, host code): NCCL when the toolkit has nccl.h, MPI
+# staged through host memory when the build has MPI (mk/zero.mk adds LLMC_HAVE_MPI and MPI's
+# include path to CPPFLAGS and MPI's libraries to LDLIBS). train_gptcu and test_gptcu link it.
+GPU_HAVE_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),1)
+GPU_COMM_OBJ  := $(BUILD)/llmc/comm_nccl.o
 GPU_KERNEL_HARNESSES := $(addprefix $(BUILD)/dev/cuda/,encoder layernorm gelu classifier optimizer matmul)
 
 CUDA_TARGETS += train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES)
 
-train_gptcu: train_gpt.cu $(GPU_HEADERS) $(LLMC_OBJS)
-	$(NVCC) $(GPU_NVCCFLAGS) train_gpt.cu $(LLMC_OBJS) -o $@ $(GPU_LIBS)
+$(GPU_COMM_OBJ): llmc/comm_nccl.cu $(GPU_HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_NVCCFLAGS) $(CPPFLAGS) $(if $(GPU_HAVE_NCCL),-DLLMC_HAVE_NCCL) -c $< -o $@
+
+train_gptcu: train_gpt.cu $(GPU_HEADERS) $(LLMC_OBJS) $(GPU_COMM_OBJ)
+	$(NVCC) $(GPU_NVCCFLAGS) train_gpt.cu $(LLMC_OBJS) $(GPU_COMM_OBJ) -o $@ $(GPU_LIBS)
 
 # The CPU reference (train_gpt.c, fp32, OpenMP) compiled by gcc behind a small C interface.
 $(BUILD)/dev/test/cpu_reference.o: dev/test/cpu_reference.c dev/test/cpu_reference.h train_gpt.c $(wildcard llmc/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/test/check.h $(GPU_HEADERS) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS)
-	$(NVCC) $(GPU_NVCCFLAGS) test_gpt.cu $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) -o $@ $(GPU_LIBS)
+test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/test/check.h $(GPU_HEADERS) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) $(GPU_COMM_OBJ)
+	$(NVCC) $(GPU_NVCCFLAGS) test_gpt.cu $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) $(GPU_COMM_OBJ) -o $@ $(GPU_LIBS)
 
 $(BUILD)/dev/cuda/%: dev/cuda/%.cu dev/cuda/common.h $(GPU_HEADERS) $(LLMC_OBJS)
 	@mkdir -p $(dir $@)

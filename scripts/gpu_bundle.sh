@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds the GPU programs here (sm_90) and bundles them with the shared libraries the GPU machine
-# lacks (json-c, pcre2, OpenMP OpenBLAS, Open MPI) into gpu_carry/ (ignored by git, under the
-# device tool's 64 MiB carry limit), for scripts/gpu_run_bundle.sh on a machine that cannot build.
+# lacks (json-c, pcre2, OpenMP OpenBLAS, Open MPI's libraries) into gpu_carry/ (ignored by git,
+# under the device tool's 64 MiB carry limit), for scripts/gpu_run_bundle.sh on a machine that
+# cannot build. NCCL comes from the GPU machine's CUDA toolkit (like cuBLAS: paths with "cuda" are
+# not copied). Open MPI's launcher (mpirun, orted, its plugins and help files: about 20 MiB more)
+# does not fit beside the ~59 MiB bundle, so the 2-rank ZeRO checks need mpirun installed there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -j2 cuda NVCC_ARCH=sm_90
@@ -12,4 +15,8 @@ for b in gpu_carry/bin/*; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u |
     grep -v -E 'libc\.so|libm\.so|libstdc|libgcc_s|libdl|libpthread|librt|cuda|ld-linux|libcublas' |
     while read -r lib; do cp -L "$lib" gpu_carry/lib/; done
 strip --strip-debug gpu_carry/bin/* gpu_carry/lib/*
+# Token shards for scripts/gpu_zero_check.sh (the GPU machine may lack python3 and numpy).
+mkdir -p gpu_carry/zero_data
+for i in 0 1; do python3 dev/test/make_shard.py gpu_carry/zero_data/train_00000$i.bin 5000 512 $((70 + i)); done
+python3 dev/test/make_shard.py gpu_carry/zero_data/val_000000.bin 3000 512 72
 du -sh gpu_carry

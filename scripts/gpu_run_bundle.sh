@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks
-# against the CPU reference, every kernel harness, compute-sanitizer, the d12 benchmark, and the
-# recompute checks and memory/speed table (phase recompute).
+# against the CPU reference, every kernel harness, compute-sanitizer, the d12 benchmark, the
+# recompute checks and memory/speed table (phase recompute) and the ZeRO checks (phase zero:
+# scripts/gpu_zero_check.sh, PASS/FAIL lines in $OUT/zero.log).
 # Each step has a time limit; logs and a summary table go to $OUT (or build/gpu_run).
 set -u
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
     echo "== $name: $result"; tail -n 25 "$out/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-phase=${1:-all}  # checks, sanitize, recompute or all (each phase fits one 10-minute device call)
+phase=${1:-all}  # checks, sanitize, recompute, zero or all (each phase fits one 10-minute device call)
 if [ "$phase" = checks ] || [ "$phase" = all ]; then
     step test_gptcu_tiny 60 $bin/test_gptcu tiny
     step test_gptcu_small 90 $bin/test_gptcu small
@@ -47,5 +48,8 @@ if [ "$phase" = recompute ] || [ "$phase" = all ]; then  # selective recomputati
         step memcheck_recompute_tiny 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny recompute
     fi
     step bench_recompute 300 dev/bench/bench_recompute_gpu.sh $bin/train_gptcu
+fi
+if [ "$phase" = zero ] || [ "$phase" = all ]; then
+    step zero 300 bash scripts/gpu_zero_check.sh $bin gpu_carry/zero_data "$out/zero"
 fi
 cat "$summary"

@@ -21,7 +21,7 @@ static void run(const GPT2Config *cfg, bool timing) {
     cuda_check(cudaMemset(d_m, 0, P * sizeof(float)));
     cuda_check(cudaMemset(d_v, 0, P * sizeof(float)));
     AdamW opt;
-    adamw_init(&opt, cfg, hp.weight_decay);
+    adamw_init(&opt, cfg, hp.weight_decay, 0, P);
     const uint64_t seed = 77;
     for (int t = 1; t <= 3; t++) {
         std::vector<float> g = random_bf16_values(P, 100 + t, -1, 1);
@@ -33,7 +33,7 @@ static void run(const GPT2Config *cfg, bool timing) {
         expect_close("global norm", &got, &ref, 1, 1e-6);  // double sums in another order, compared as fp32
         const float scale = grad_clip_scale(hp.grad_clip, ref_norm);
         const int clipped = adamw_update(&opt, d_master, d_params, d_m, d_v, d_grads, t, 1e-3f, scale, hp.beta1,
-                                         hp.beta2, hp.eps, hp.update_clip, seed, 0);
+                                         hp.beta2, hp.eps, hp.update_clip, seed, 0, NULL, NULL);
         const int ref_clipped = adamw_step(cfg, &hp, w.data(), g.data(), m.data(), v.data(), 0, P, t, 1e-3f, scale, NULL, NULL);
         char what[128];
         snprintf(what, sizeof(what), "step %d: clipped tensors gpu %d cpu %d", t, clipped, ref_clipped);
@@ -58,7 +58,7 @@ static void run(const GPT2Config *cfg, bool timing) {
     if (timing) {
         float ms = time_median_ms([&] {
             adamw_update(&opt, d_master, d_params, d_m, d_v, d_grads, 4, 1e-3f, 1.0f, hp.beta1, hp.beta2, hp.eps,
-                         hp.update_clip, seed, 0);
+                         hp.update_clip, seed, 0, NULL, NULL);
         }, 3, 21, 0);
         float nm = time_median_ms([&] { global_sum_squares(d_norm, d_scratch, d_grads, P, 0); }, 3, 21, 0);
         printf("time P=%zu: AdamW step %.3f ms (%.0f GB/s), global norm %.3f ms (median of 21)\n", P, ms,

@@ -5,8 +5,8 @@
 //     concatenate to the segment in rank order; the memory formula of each stage.
 //   - the collectives, on seeded random data (every rank can compute every rank's input):
 //     reduce-scatter with uneven counts, empty parts and a part longer than one MPI message
-//     piece, against the documented summation order bit for bit; all-gather; the f32 all-reduce
-//     (a length that W does not divide); the f64 all-reduce in rank order; broadcast.
+//     piece, against the documented summation order bit for bit; all-gather (fp32 and 16-bit);
+//     the f32 all-reduce (a length that W does not divide); the f64 all-reduce in rank order; broadcast.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +108,19 @@ static void test_reduce_scatter_allgather(Comm *c, int k, const size_t *counts) 
     snprintf(what, sizeof(what), "all-gather case %d: %zu of %zu elements differ", k, bad, total);
     check(bad == 0, what, c);
     free(buf);
+
+    // The 16-bit all-gather (bf16 weights): element i of rank q's part is (q, i) packed in 16 bits.
+    uint16_t *half = (uint16_t *)malloc_check((total ? total : 1) * sizeof(uint16_t));
+    for (size_t i = 0; i < total; i++)
+        half[i] = i >= mine && i < mine + counts[r] ? (uint16_t)(r * 4099 + i * 31) : 0xffff;
+    c->allgather_u16(c, half, counts);
+    bad = 0;
+    at = 0;
+    for (int q = 0; q < W; q++)
+        for (size_t i = 0; i < counts[q]; i++, at++) bad += half[at] != (uint16_t)(q * 4099 + at * 31);
+    snprintf(what, sizeof(what), "16-bit all-gather case %d: %zu of %zu elements differ", k, bad, total);
+    check(bad == 0, what, c);
+    free(half);
 }
 
 static void test_collectives(Comm *c) {

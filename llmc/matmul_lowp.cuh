@@ -55,9 +55,6 @@ typedef struct {
     size_t bytes;                // device memory of all of the above
 } LowpMatmul;
 
-static inline int lowp_operand(int layer, int linear, quant_operand role) {
-    return quant_operand_index(layer, linear, role);
-}
 
 // An operand's scale (the multiplier before the cast) and its inverse (the dequantization
 // multiplier cuBLASLt reads). Each operand owns 16 bytes so that the inverse is 16-byte aligned:
@@ -262,7 +259,7 @@ static inline void lowp_history_reset(LowpMatmul *lp) {
 static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight,
                                             const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
                                             bool again, cudaStream_t st) {
-    const int op_inp = lowp_operand(layer, linear, QUANT_ACTIVATION), op_w = lowp_operand(layer, linear, QUANT_WEIGHT);
+    const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT);
     switch (lp->precision) {
     case MATMUL_FP8:
         if (again) {
@@ -312,8 +309,8 @@ static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *o
 static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, float *dweight, float *dbias,
                                         float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *weight, int N,
                                         int IC, int OC, int layer, int linear, cudaStream_t st) {
-    const int op_inp = lowp_operand(layer, linear, QUANT_ACTIVATION), op_w = lowp_operand(layer, linear, QUANT_WEIGHT),
-              op_g = lowp_operand(layer, linear, QUANT_GRADIENT);
+    const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT),
+              op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
     const bool fp8_wgrad = lp->precision == MATMUL_FP8 && lp->fp8_wgrad;
     switch (lp->precision) {
     case MATMUL_FP8:

@@ -17,6 +17,6 @@ for b in gpu_carry/bin/*; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u |
 strip --strip-debug gpu_carry/bin/* gpu_carry/lib/*
 # Token shards for scripts/gpu_zero_check.sh (the GPU machine may lack python3 and numpy).
 mkdir -p gpu_carry/zero_data
-for i in 0 1; do python3 dev/test/make_shard.py gpu_carry/zero_data/train_00000$i.bin 5000 512 $((70 + i)); done
-python3 dev/test/make_shard.py gpu_carry/zero_data/val_000000.bin 3000 512 72
+for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py gpu_carry/zero_data/train_00000$i.bin 5000 512 $((70 + i)); done
+/usr/bin/python3 dev/test/make_shard.py gpu_carry/zero_data/val_000000.bin 3000 512 72
 du -sh gpu_carry

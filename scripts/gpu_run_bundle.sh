@@ -9,6 +9,15 @@ cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/gpu_carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+# NCCL (linked by train_gptcu and test_gptcu; 218 MB, too large to carry): the system's, else the
+# one PyTorch's pip package nvidia-nccl-cu13 installs.
+if ! ldconfig -p | grep -q 'libnccl\.so\.2' && ! ls /usr/local/cuda*/lib*/libnccl.so.2 > /dev/null 2>&1; then
+    nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+    [ -n "$nccl_dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"
+else
+    for d in /usr/local/cuda*/lib*; do [ -f "$d/libnccl.so.2" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d" && break; done
+fi
+ldd $bin/train_gptcu | grep -q 'libnccl.so.2 => not found' && echo "warning: libnccl.so.2 not found: train_gptcu and test_gptcu cannot start"
 bin=gpu_carry/bin
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 summary="$out/summary.md"

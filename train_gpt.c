@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llmc/amax_history.h"
 #include "llmc/args.h"
 #include "llmc/checkpoint.h"
 #include "llmc/comm.h"
@@ -422,10 +423,6 @@ typedef struct {
     int amax_history;             // FP8 delayed scaling over this many micro-steps (0: current)
 } ModelOptions;
 
-// What a forward pass does with FP8 scales (llmc/amax_history.h): a training pass records this
-// micro-step's amaxes, validation and sampling do not, and the backward pass's recompute of a
-// block replays the scales its forward used (so it computes the same bits).
-typedef enum { LOWP_TRAIN = 0, LOWP_EVAL, LOWP_REPLAY } lowp_phase;
 
 typedef struct {
     GPT2Config cfg;
@@ -440,7 +437,7 @@ typedef struct {
     int *policy;                      // L recompute policies
     matmul_precision precision;
     int fp8_wgrad;
-    lowp_phase phase;
+    quant_pass phase;                 // llmc/amax_history.h
     AmaxHistory amax;                 // FP8 delayed scaling (length 0: current scaling)
     float *fp8_scales;                // FP8: the scale of each operand in this micro-step's forward
     float *acts_memory;
@@ -623,7 +620,8 @@ static float fp8_scale(GPT2 *m, int op, const float *x, size_t n, float qmax, in
 // out = the FP8 fake quantization of a forward operand (E4M3): its scale is computed (and kept
 // for the backward pass), or replayed when the backward pass recomputes the forward.
 static void fp8_forward_operand(GPT2 *m, float *out, const float *x, size_t n, int op) {
-    if (m->phase != LOWP_REPLAY) m->fp8_scales[op] = fp8_scale(m, op, x, n, FP8_E4M3_MAX, m->phase == LOWP_TRAIN);
+    if (m->phase != QUANT_PASS_REPLAY)
+        m->fp8_scales[op] = fp8_scale(m, op, x, n, FP8_E4M3_MAX, m->phase == QUANT_PASS_TRAIN);
     fp8_fake_quantize(out, x, n, m->fp8_scales[op], FP8_E4M3);
 }
 
@@ -759,7 +757,7 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     const GPT2Config *c = &m->cfg;
     const int C = c->channels, NH = c->num_heads, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
     const int EMB = 0, FINAL = zero_final_segment(c);
-    m->phase = LOWP_REPLAY;  // a block's recompute reuses its forward's FP8 scales
+    m->phase = QUANT_PASS_REPLAY;  // a block's recompute reuses its forward's FP8 scales
     crossentropy_softmax_backward_inplace(m->logits, m->lse, m->targets, loss_scale / (float)N, N, V, Vp);
     const float *last = c->num_layers > 0 ? m->blocks[c->num_layers - 1].residual3 : m->encoded;
     Segment wf = weights_acquire(m, FINAL), we = weights_acquire(m, EMB);
@@ -802,7 +800,7 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
     encoder_backward(at(m, ge, PT_WTE, -1), at(m, ge, PT_WPE, -1), m->dresidual, m->inputs, B, T, C);
     matmul_backward_weight(at(m, ge, PT_WTE, -1), NULL, m->logits, m->lnf, N, C, Vp);
     grads_release(m, EMB);
-    m->phase = LOWP_TRAIN;
+    m->phase = QUANT_PASS_TRAIN;
     amax_history_step_done(&m->amax);
 }
 
@@ -893,17 +891,17 @@ static float cpu_forward_backward(void *self, const int *inputs, const int *targ
 
 static float cpu_forward_loss(void *self, const int *inputs, const int *targets) {
     GPT2 *m = &((CPUTrainer *)self)->model;
-    m->phase = LOWP_EVAL;
+    m->phase = QUANT_PASS_EVAL;
     gpt2_forward(m, inputs, targets, m->B, m->T);
-    m->phase = LOWP_TRAIN;
+    m->phase = QUANT_PASS_TRAIN;
     return m->mean_loss;
 }
 
 static void cpu_next_token_logits(void *self, const int *tokens, int n, float *logits) {
     GPT2 *m = &((CPUTrainer *)self)->model;
-    m->phase = LOWP_EVAL;
+    m->phase = QUANT_PASS_EVAL;
     gpt2_forward(m, tokens, NULL, 1, n);
-    m->phase = LOWP_TRAIN;
+    m->phase = QUANT_PASS_TRAIN;
     memcpy(logits, m->logits + (size_t)(n - 1) * m->cfg.padded_vocab_size, (size_t)m->cfg.vocab_size * sizeof(float));
 }
 

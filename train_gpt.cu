@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llmc/amax_history.h"
 #include "llmc/args.h"
 #include "llmc/checkpoint.h"
 #include "llmc/comm.h"
@@ -595,25 +596,20 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
         if (tok[i] < 0 || tok[i] >= V) die("train_gptcu: %s token %d at position %d is outside the vocabulary [0, %d)", what, tok[i], i, V);
 }
 
-// How gpu_block_forward runs the block linears (llmc/matmul_lowp.cuh).
-typedef enum {
-    PASS_INFERENCE,  // validation, sampling: FP8 amaxes are not recorded
-    PASS_TRAINING,   // a training micro-step's forward: delayed FP8 scaling also records the amaxes
-    PASS_RECOMPUTE,  // the backward's rerun of a training forward's steps: its bits, no state changed
-} BlockPass;
+// How gpu_block_forward runs the block linears: quant_pass (llmc/amax_history.h).
 
-static void block_linear(GPUModel *g, BlockPass pass, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias,
+static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias,
                          int N, int IC, int OC, int layer, int linear) {
-    if (pass == PASS_RECOMPUTE)
+    if (pass == QUANT_PASS_REPLAY)
         lowp_linear_forward_again(&g->lp, &g->mm, out, inp, weight, bias, N, IC, OC, layer, linear, g->stream);
     else
-        lowp_linear_forward(&g->lp, &g->mm, out, inp, weight, bias, N, IC, OC, layer, linear, pass == PASS_TRAINING,
+        lowp_linear_forward(&g->lp, &g->mm, out, inp, weight, bias, N, IC, OC, layer, linear, pass == QUANT_PASS_TRAIN,
                             g->stream);
 }
 
 // The `steps` (llmc/recompute.h) of block l's forward pass over B x T tokens, from its input
 // `residual` into the buffers a (block_buffers(g, l)); the forward runs them all, the backward
-// pass first those its policy dropped (PASS_RECOMPUTE), with the same kernels on the same inputs,
+// pass first those its policy dropped (QUANT_PASS_REPLAY), with the same kernels on the same inputs,
 // which are deterministic: the same bits.
 // Each projection's output goes through g->dbtc, free both in the forward and before a block's
 // backward, into one kernel that adds the residual and normalizes the sum: the attention
@@ -626,7 +622,7 @@ static void block_linear(GPUModel *g, BlockPass pass, bf16 *out, const bf16 *inp
 // recomputes mean and rstd, into the kept buffers where the policy keeps them: the same values.
 // UNVERIFIED ON A GPU.
 static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GPUBlockActs *a, int steps,
-                              BlockPass pass, int B, int T) {
+                              quant_pass pass, int B, int T) {
     const int C = g->cfg.channels, NH = g->cfg.num_heads, HS = C / NH, N = B * T, L = g->cfg.num_layers;
     cudaStream_t st = g->stream;
     bf16 *proj = g->dbtc;
@@ -699,7 +695,7 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     encoder_forward(g->encoded, d_inputs, param_ptr(g, PT_WTE, -1), param_ptr(g, PT_WPE, -1), B, T, C, st);
     zero_weights_release(g, 0);
     const bf16 *residual = g->encoded;
-    const BlockPass pass = with_grad ? PASS_TRAINING : PASS_INFERENCE;
+    const quant_pass pass = with_grad ? QUANT_PASS_TRAIN : QUANT_PASS_EVAL;
     for (int l = 0; l < L; l++) {
         const GPUBlockActs a = block_buffers(g, l);
         zero_forward_prefetch(g, l);
@@ -753,7 +749,7 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         zero_grads_acquire(g, zero_layer_segment(l));
         const bf16 *residual = l == 0 ? g->encoded : g->blocks[l - 1].residual3;
         const int recompute = recompute_steps(g->policy[l]);
-        if (recompute) gpu_block_forward(g, l, residual, a, recompute, PASS_RECOMPUTE, B, T);
+        if (recompute) gpu_block_forward(g, l, residual, a, recompute, QUANT_PASS_REPLAY, B, T);
         bf16 *dfch = g->dwide, *dqkv = g->dwide;
         // MLP; dresidual holds d residual3.
         lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,

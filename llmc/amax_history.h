@@ -18,6 +18,12 @@
 extern "C" {
 #endif
 
+// What a forward pass does with FP8 scales, on both trainers: a training micro-step's forward
+// computes them (and with delayed scaling records this step's amaxes), validation and sampling
+// compute them without recording, and the backward pass's recompute of a block replays the scales
+// its forward used (so it computes the same bits and changes no state).
+typedef enum { QUANT_PASS_TRAIN = 0, QUANT_PASS_EVAL, QUANT_PASS_REPLAY } quant_pass;
+
 // Limits a state file's header may claim (a d1024 model has 12 * 1024 operands).
 #define AMAX_MAX_OPERANDS (1 << 20)
 #define AMAX_MAX_LENGTH 1024

@@ -63,7 +63,7 @@ static const Option kOptions[] = {
     {NULL, "tokenizer", OPT_STRING, NULL, F(tokenizer_dir), 0, 0, "directory with encoder.json and vocab.bpe"},
     {NULL, "matmul", OPT_ENUM, matmul_mode_names, F(matmul), 0, NUM_MATMUL_MODES - 1, "precision of the block matmuls: auto (fp32 on the CPU, bf16 on a GPU), fp32, bf16, fp8, int8"},
     {NULL, "fp8-wgrad", OPT_INT, NULL, F(fp8_wgrad), 0, 1, "1: the weight-gradient matmul in FP8 too (E5M2 x E4M3)"},
-    {NULL, "amax-history", OPT_INT, NULL, F(amax_history), 0, 1024, "FP8 delayed scaling from the max amax of this many steps (0: current scaling)"},
+    {NULL, "amax-history", OPT_INT, NULL, F(amax_history), 0, 1024, "FP8 delayed scaling from the max amax of this many micro-steps (0: current scaling)"},
     {"-r", "recompute-level", OPT_STRING, NULL, F(recompute_level), 0, 0, "recompute policy of every layer: none, gelu, norm, attn, mlp, block, or a+b"},
     {NULL, "recompute", OPT_STRING, NULL, F(recompute_list), 0, 0, "recompute policies by layer range, e.g. 0-5:block,6-11:gelu"},
     {NULL, "mem-budget", OPT_FLOAT, NULL, F(mem_budget_gib), 0, 1e6, "activation memory budget in GiB: choose the cheapest recompute plan that fits (0: off)"},

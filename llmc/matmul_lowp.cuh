@@ -135,8 +135,8 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
     if (precision == MATMUL_BF16) return;
     if (precision != MATMUL_FP8 && precision != MATMUL_INT8)
         die("lowp_init: the block matmuls run in bf16, fp8 or int8, not precision %d", (int)precision);
-    if (precision != MATMUL_FP8 && (fp8_wgrad || history_len > 0))
-        usage_error("--fp8-wgrad and --amax-history apply to --matmul fp8 only");
+    if (precision != MATMUL_FP8 && (fp8_wgrad || history_len > 0))  // the flags are checked in trainer_matmul_precision
+        die("lowp_init: an FP8 weight gradient or amax history without FP8 (precision %d)", (int)precision);
     // The FP8 weight gradient contracts over the N rows: cuBLASLt's FP8 kernels want K % 16 == 0.
     if (fp8_wgrad && N % 16 != 0) usage_error("--fp8-wgrad 1 needs B*T = %d to be a multiple of 16", N);
     lp->fp8_wgrad = fp8_wgrad;

@@ -47,9 +47,9 @@ float cpu_model_forward(CpuModel *m, const int *inputs, const int *targets) {
 }
 
 float cpu_model_forward_eval(CpuModel *m, const int *inputs, const int *targets) {
-    m->gpt.phase = LOWP_EVAL;
+    m->gpt.phase = QUANT_PASS_EVAL;
     const float loss = cpu_model_forward(m, inputs, targets);
-    m->gpt.phase = LOWP_TRAIN;
+    m->gpt.phase = QUANT_PASS_TRAIN;
     return loss;
 }
 

@@ -3,8 +3,9 @@
 // The T x T score matrix never reaches global memory: forward keeps only the per-row
 // log-sum-exp, backward recomputes the probabilities tile by tile from it.
 //
-// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU. dev/cuda/attention.cu checks it against
-// an fp64 CPU reference, checks bit-reproducibility and times it beside cuDNN.
+// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md): dev/cuda/attention.cu checks
+// it against an fp64 CPU reference and for bit-reproducibility, and times it; it is correct and
+// race-free but about half the speed of PyTorch's flash attention there.
 //
 // Layouts (all row-major, C = NH * HS):
 //   qkv   bf16 (B, T, 3, NH, HS)  the fused qkv matmul output: each token's 3C channels are

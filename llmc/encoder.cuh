@@ -1,6 +1,6 @@
 // Token + position embedding, forward and a deterministic backward.
 //
-// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU (see dev/gpu_report.md).
+// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
 //
 // Layouts (row-major): inp int (B, T); wte bf16 (Vp, C); wpe bf16 (maxT, C); out bf16 (B, T, C);
 // the gradients dwte (Vp, C) and dwpe (maxT, C) are fp32 and accumulated (+=). C % 8 == 0.

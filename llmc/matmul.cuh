@@ -2,7 +2,8 @@
 // never the TF32 or 16-bit compute types), bf16 or fp32 outputs, the bias added in the epilogue,
 // one persistent workspace.
 //
-// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU (see dev/gpu_report.md).
+// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md); the plan cache in
+// matmul_lt_run, added later, has NOT RUN on a GPU.
 //
 // Layouts (row-major, as train_gpt.c): inp (N, IC), weight (OC, IC) as torch.nn.Linear, out (N, OC).
 // cuBLASLt is column-major: a row-major (R, K) matrix is the column-major (K, R) matrix with
@@ -13,7 +14,8 @@
 // Weight gradients are fp32 and accumulated (beta = 1); bias gradients are column sums
 // (colsum.cuh), because cuBLASLt's BGRAD epilogues overwrite and round to the bias type.
 // Determinism: cuBLASLt gives the same bits for the same shapes, pointers' alignment and
-// workspace on the same GPU; the heuristic's choice depends only on those.
+// workspace on the same GPU; the heuristic's choice depends only on those, and each choice is
+// kept (matmul_lt_run) so that it is asked once per distinct call.
 #ifndef LLMC_MATMUL_CUH
 #define LLMC_MATMUL_CUH
 
@@ -22,17 +24,35 @@
 
 #define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
 
+// cuBLASLt's heuristic costs tens of microseconds of host time per query, and a training step asks
+// the same few dozen questions every time (one per distinct matmul shape), so each answer is kept.
+// The key is the call's full description (shape, types, transposes, epilogue, accumulation) and
+// the pointers' alignments: everything the query sees, so a kept answer is the one the heuristic
+// would give again, and the bits stay the same.
+#define MATMUL_PLAN_KEY 224
+#define MATMUL_MAX_PLANS 256
+typedef struct {
+    char key[MATMUL_PLAN_KEY];
+    cublasLtMatmulAlgo_t algo;
+} MatmulPlan;
+
 typedef struct {
     cublasLtHandle_t handle;
-    void *workspace;  // MATMUL_WORKSPACE_BYTES, allocated once
+    void *workspace;    // MATMUL_WORKSPACE_BYTES, allocated once
+    MatmulPlan *plans;  // the heuristic's answers so far, MATMUL_MAX_PLANS at most
+    int num_plans;
 } Matmul;
 
 static inline void matmul_init(Matmul *mm) {
     cublasCheck(cublasLtCreate(&mm->handle));
     cudaCheck(cudaMalloc(&mm->workspace, MATMUL_WORKSPACE_BYTES));
+    mm->plans = (MatmulPlan *)malloc(MATMUL_MAX_PLANS * sizeof(MatmulPlan));
+    if (!mm->plans) die("out of host memory for the matmul plans");
+    mm->num_plans = 0;
 }
 
 static inline void matmul_free(Matmul *mm) {
+    free(mm->plans);
     cudaCheck(cudaFree(mm->workspace));
     cublasCheck(cublasLtDestroy(mm->handle));
 }
@@ -46,13 +66,12 @@ static inline uint32_t pointer_alignment(const void *p) {
     return align;
 }
 
-// Runs D = alpha op(A) op(B) + beta C (C = D) with the descriptor and layouts the caller built:
-// asks the heuristic for the best algorithm given the pointers' alignment and the workspace,
-// then destroys the preference. `what` names the call in the error when no algorithm exists.
-static inline void matmul_lt_run(Matmul *mm, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
-                                 cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t ld, const void *alpha,
-                                 const void *a, const void *b, const void *beta, void *d, cudaStream_t stream,
-                                 const char *what) {
+// The heuristic's best algorithm for the descriptor and layouts given the pointers' alignments
+// and the workspace. `what` names the call in the error when no algorithm exists.
+static inline cublasLtMatmulAlgo_t matmul_lt_heuristic(Matmul *mm, cublasLtMatmulDesc_t desc,
+                                                       cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                                                       cublasLtMatrixLayout_t ld, const void *a, const void *b,
+                                                       const void *d, const char *what) {
     cublasLtMatmulPreference_t pref;
     cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = MATMUL_WORKSPACE_BYTES;
@@ -67,9 +86,34 @@ static inline void matmul_lt_run(Matmul *mm, cublasLtMatmulDesc_t desc, cublasLt
     int found = 0;
     cublasCheck(cublasLtMatmulAlgoGetHeuristic(mm->handle, desc, la, lb, ld, ld, pref, 1, &heuristic, &found));
     if (found == 0) die("cuBLASLt has no algorithm for %s", what);
-    cublasCheck(cublasLtMatmul(mm->handle, desc, alpha, a, la, b, lb, beta, d, ld, d, ld, &heuristic.algo,
-                               mm->workspace, MATMUL_WORKSPACE_BYTES, stream));
     cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    return heuristic.algo;
+}
+
+// Runs D = alpha op(A) op(B) + beta C (C = D) with the descriptor and layouts the caller built and
+// the algorithm kept for this call's description `what` (which must name everything the
+// descriptor and layouts say) and pointer alignments, asking the heuristic the first time.
+static inline void matmul_lt_run(Matmul *mm, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+                                 cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t ld, const void *alpha,
+                                 const void *a, const void *b, const void *beta, void *d, cudaStream_t stream,
+                                 const char *what) {
+    char key[MATMUL_PLAN_KEY];
+    const int len = snprintf(key, sizeof(key), "%s align %u %u %u", what, pointer_alignment(a), pointer_alignment(b),
+                             pointer_alignment(d));
+    if (len >= (int)sizeof(key)) die("matmul plan key too long for %s", what);
+    const cublasLtMatmulAlgo_t *algo = nullptr;
+    for (int i = 0; i < mm->num_plans && !algo; i++)
+        if (strcmp(mm->plans[i].key, key) == 0) algo = &mm->plans[i].algo;
+    if (!algo) {
+        if (mm->num_plans == MATMUL_MAX_PLANS)
+            die("more than %d distinct matmuls (raise MATMUL_MAX_PLANS in llmc/matmul.cuh)", MATMUL_MAX_PLANS);
+        MatmulPlan *plan = &mm->plans[mm->num_plans++];
+        memcpy(plan->key, key, sizeof(key));
+        plan->algo = matmul_lt_heuristic(mm, desc, la, lb, ld, a, b, d, what);
+        algo = &plan->algo;
+    }
+    cublasCheck(cublasLtMatmul(mm->handle, desc, alpha, a, la, b, lb, beta, d, ld, d, ld, algo, mm->workspace,
+                               MATMUL_WORKSPACE_BYTES, stream));
 }
 
 // Column-major D (m, n) [+]= op(A) op(B) [+ bias (m)], op(A) (m, k), op(B) (k, n).
@@ -98,8 +142,8 @@ static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const b
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, m));
 
     char what[160];
-    snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias=%d out=%s", m, n, k, trans_a,
-             trans_b, bias != nullptr, d_type == CUDA_R_32F ? "fp32" : "bf16");
+    snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias=%d out=%s accumulate=%d", m, n, k,
+             trans_a, trans_b, bias != nullptr, d_type == CUDA_R_32F ? "fp32" : "bf16", accumulate);
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     matmul_lt_run(mm, desc, la, lb, ld, &alpha, a, b, &beta, d, stream, what);
     cublasCheck(cublasLtMatrixLayoutDestroy(la));

@@ -2,8 +2,9 @@
 // quantize-and-transpose that also produces the amax, amax and scale computation on the device,
 // int8 row-wise quantization, and the dequantize-with-bias epilogue of an int8 GEMM.
 //
-// STATUS: compiled for sm_90 but NOT YET RUN ON A GPU. dev/cuda/quant.cu checks every kernel
-// against llmc/quant.h byte for byte, and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths.
+// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md); the 8-element vector paths
+// added later have NOT RUN on a GPU. dev/cuda/quant.cu checks every kernel against llmc/quant.h
+// byte for byte, and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths.
 //
 // Conventions (the same as llmc/quant.h, whose scalar functions the CPU twin uses):
 //   - a scale is the multiplier before the cast: q = Q(x * scale); the GEMM dequantizes with
@@ -56,6 +57,39 @@ __device__ __forceinline__ uint8_t quant_to_byte(float x, float scale, quant_tar
 // Bits of |x|, ordered like the values (and NaN above Inf).
 __device__ __forceinline__ unsigned int quant_abs_bits(float x) { return __float_as_uint(x) & 0x7FFFFFFFu; }
 
+// Vector access. These kernels are memory-bound: each thread moves 8 consecutive elements with one
+// 16-byte load of bf16 (two of fp32) and one 8-byte store of codes, so that enough bytes are in
+// flight to reach DRAM bandwidth (one 2-byte load per thread reaches a fraction of it). A tensor
+// whose pointers are not aligned for that, or whose length is not a multiple of 8, takes the
+// one-element path for the elements that do not fit; the bytes written are the same.
+__device__ __forceinline__ void quant_load8(float v[8], const __nv_bfloat16 *p) {
+    const uint4 raw = *reinterpret_cast<const uint4 *>(p);
+    const __nv_bfloat162 *pairs = reinterpret_cast<const __nv_bfloat162 *>(&raw);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const float2 f = __bfloat1622float2(pairs[k]);
+        v[2 * k] = f.x;
+        v[2 * k + 1] = f.y;
+    }
+}
+__device__ __forceinline__ void quant_load8(float v[8], const float *p) {
+    const float4 a = reinterpret_cast<const float4 *>(p)[0], b = reinterpret_cast<const float4 *>(p)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+__device__ __forceinline__ void quant_store8(uint8_t *p, const uint8_t b[8]) {
+    uint2 w;
+    w.x = b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    w.y = b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+    *reinterpret_cast<uint2 *>(p) = w;
+}
+__device__ __forceinline__ bool quant_aligned(const void *p, int bytes) { return (uintptr_t)p % bytes == 0; }
+
+// Groups of 8 elements that a flat kernel handles with vector accesses: all whole groups when the
+// input is 16-byte and the output (if any) 8-byte aligned, none otherwise.
+__device__ __forceinline__ size_t quant_vector_groups(const void *in, const uint8_t *out, size_t n) {
+    return quant_aligned(in, 16) && (out == nullptr || quant_aligned(out, 8)) ? n / 8 : 0;
+}
+
 // Max of `bits` over the block, into *amax (as bits) with one atomic per block. Every thread of
 // the block must call it; blockDim.x * blockDim.y must be a multiple of 32 and at most 1024.
 __device__ __forceinline__ void quant_block_amax(float *amax, unsigned int bits) {
@@ -75,27 +109,46 @@ __device__ __forceinline__ void quant_block_amax(float *amax, unsigned int bits)
 // Kernels
 
 // out[i] = Q(in[i] * scale) for a contiguous tensor; amax (optional) accumulates max |in[i]|.
-// One element per thread per grid-stride step: reads of 2 or 4 bytes and writes of 1 byte per
-// thread are coalesced across the warp.
+// Grid-stride over groups of 8 elements (see quant_load8), then the remainder one by one.
 template <typename Tin>
-__global__ void quant_cast_kernel(uint8_t *out, float *amax, const Tin *in, size_t n, const float *scale,
-                                  quant_target target) {
+__global__ void quant_cast_kernel(uint8_t *__restrict__ out, float *amax, const Tin *__restrict__ in, size_t n,
+                                  const float *scale, quant_target target) {
     const float s = *scale;
+    const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+    const size_t groups = quant_vector_groups(in, out, n);
     unsigned int bits = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float x = quant_load(in[i]);
+    for (size_t g = first; g < groups; g += stride) {
+        float x[8];
+        uint8_t b[8];
+        quant_load8(x, in + 8 * g);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            b[k] = quant_to_byte(x[k], s, target);
+            bits = max(bits, quant_abs_bits(x[k]));
+        }
+        quant_store8(out + 8 * g, b);
+    }
+    for (size_t i = 8 * groups + first; i < n; i += stride) {
+        const float x = quant_load(in[i]);
         out[i] = quant_to_byte(x, s, target);
         bits = max(bits, quant_abs_bits(x));
     }
     if (amax) quant_block_amax(amax, bits);
 }
 
-// max |in| over a contiguous tensor, into *amax (zeroed by the caller).
+// max |in| over a contiguous tensor, into *amax (zeroed by the caller). Same traversal as the cast.
 template <typename Tin>
-__global__ void quant_amax_kernel(float *amax, const Tin *in, size_t n) {
+__global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_t n) {
+    const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+    const size_t groups = quant_vector_groups(in, nullptr, n);
     unsigned int bits = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        bits = max(bits, quant_abs_bits(quant_load(in[i])));
+    for (size_t g = first; g < groups; g += stride) {
+        float x[8];
+        quant_load8(x, in + 8 * g);
+#pragma unroll
+        for (int k = 0; k < 8; k++) bits = max(bits, quant_abs_bits(x[k]));
+    }
+    for (size_t i = 8 * groups + first; i < n; i += stride) bits = max(bits, quant_abs_bits(quant_load(in[i])));
     quant_block_amax(amax, bits);
 }
 
@@ -111,49 +164,91 @@ __global__ void quant_scale_kernel(float *scale, float *inv_scale, const float *
 //   q  (rows, cols) row-major: q[r * cols + c]  = Q(x[r, c] * scale)   (optional, may be NULL)
 //   qt (cols, rows) row-major: qt[c * rows + r] = the same byte          (optional, may be NULL)
 //   amax (optional) accumulates max |x|.
-// Tiling: a block of 32 x 8 threads owns a 32 x 32 tile; each thread handles 4 rows (ty, ty + 8,
-// ty + 16, ty + 24) at column tx, so reads and q writes run along rows (coalesced). The bytes go
-// through shared memory and come back transposed, so qt writes also run along qt's rows. The +4
-// padding staggers the transposed reads across shared-memory banks.
-#define QUANT_TILE 32
-#define QUANT_TILE_ROWS 8
+// Tiling: a block of 256 threads owns a 64 x 64 tile. Pass 1 reads it as 64 rows x 8 groups of 8
+// columns (two groups per thread, 16-byte loads along x's rows; q written 8 bytes at a time) and
+// keeps the codes in shared memory. Pass 2 reads the tile back as 64 columns x 8 groups of 8
+// rows, so that each thread writes 8 consecutive bytes of one qt row and a warp covers 4 qt rows
+// with 64 contiguous bytes each. Groups cut by the tensor's edge, or in a tensor whose rows
+// (pass 1) or columns (pass 2) are not 8-aligned, go one element at a time.
+#define QUANT_TILE 64
+#define QUANT_TILE_THREADS 256
 template <typename Tin>
-__global__ void quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *x, int rows, int cols,
-                                       const float *scale, quant_target target) {
-    __shared__ uint8_t tile[QUANT_TILE][QUANT_TILE + 4];
+__global__ void __launch_bounds__(QUANT_TILE_THREADS)
+quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restrict__ x, int rows, int cols,
+                       const float *scale, quant_target target) {
+    constexpr int GROUPS = QUANT_TILE * QUANT_TILE / 8;
+    __shared__ __align__(8) uint8_t tile[QUANT_TILE][QUANT_TILE + 8];  // rows 8-byte aligned for pass 1
     const float s = *scale;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int col0 = blockIdx.x * QUANT_TILE, row0 = blockIdx.y * QUANT_TILE;
+    const int row0 = blockIdx.y * QUANT_TILE, col0 = blockIdx.x * QUANT_TILE;
+    const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8));
     unsigned int bits = 0;
-    for (int k = ty; k < QUANT_TILE; k += QUANT_TILE_ROWS) {
-        int r = row0 + k, c = col0 + tx;
-        if (r < rows && c < cols) {
-            float v = quant_load(x[(size_t)r * cols + c]);
-            uint8_t b = quant_to_byte(v, s, target);
-            if (q) q[(size_t)r * cols + c] = b;
-            tile[k][tx] = b;
-            bits = max(bits, quant_abs_bits(v));
+    for (int g = threadIdx.x; g < GROUPS; g += QUANT_TILE_THREADS) {
+        const int r = g / 8, c = g % 8 * 8, row = row0 + r, col = col0 + c;
+        if (row >= rows) continue;
+        const size_t at = (size_t)row * cols + col;
+        uint8_t b[8];
+        if (vector_rows && col + 8 <= cols) {
+            float v[8];
+            quant_load8(v, x + at);
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                b[k] = quant_to_byte(v[k], s, target);
+                bits = max(bits, quant_abs_bits(v[k]));
+            }
+            if (q) quant_store8(q + at, b);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                b[k] = 0;
+                if (col + k >= cols) continue;
+                const float v = quant_load(x[at + k]);
+                b[k] = quant_to_byte(v, s, target);
+                bits = max(bits, quant_abs_bits(v));
+                if (q) q[at + k] = b[k];
+            }
         }
+        quant_store8(&tile[r][c], b);
     }
     if (amax) quant_block_amax(amax, bits);   // contains __syncthreads(), which also publishes the tile
     else __syncthreads();
     if (!qt) return;
-    for (int k = ty; k < QUANT_TILE; k += QUANT_TILE_ROWS) {
-        int c = col0 + k, r = row0 + tx;      // element (r, c) of x is tile[tx][k]
-        if (r < rows && c < cols) qt[(size_t)c * rows + r] = tile[tx][k];
+    const bool vector_cols = rows % 8 == 0 && quant_aligned(qt, 8);
+    for (int g = threadIdx.x; g < GROUPS; g += QUANT_TILE_THREADS) {
+        const int c = g / 8, r = g % 8 * 8, col = col0 + c, row = row0 + r;
+        if (col >= cols) continue;
+        uint8_t b[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) b[k] = tile[r + k][c];
+        uint8_t *dst = qt + (size_t)col * rows + row;
+        if (vector_cols && row + 8 <= rows) {
+            quant_store8(dst, b);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (row + k < rows) dst[k] = b[k];
+        }
     }
 }
 
 // Row-wise int8 of x (rows, cols) row-major: one block per row; the block reduces the row's amax,
-// every thread computes the same scale, then quantizes its strided share of the row.
+// every thread computes the same scale, then quantizes its strided share of the row. Both passes
+// go 8 elements at a time where the row allows it (cols % 8 == 0 and aligned pointers).
 template <typename Tin>
-__global__ void int8_quantize_rows_kernel(int8_t *q, float *scales, const Tin *x, int cols, quant_scale_mode mode) {
+__global__ void int8_quantize_rows_kernel(int8_t *q, float *scales, const Tin *__restrict__ x, int cols,
+                                          quant_scale_mode mode) {
     __shared__ unsigned int warp_max[32];
     __shared__ float row_scale;
     const Tin *xr = x + (size_t)blockIdx.x * cols;
     int8_t *qr = q + (size_t)blockIdx.x * cols;
+    const int groups = (int)quant_vector_groups(xr, (const uint8_t *)qr, (size_t)cols);
     unsigned int bits = 0;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) bits = max(bits, quant_abs_bits(quant_load(xr[c])));
+    for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+        float v[8];
+        quant_load8(v, xr + 8 * g);
+#pragma unroll
+        for (int k = 0; k < 8; k++) bits = max(bits, quant_abs_bits(v[k]));
+    }
+    for (int c = 8 * groups + threadIdx.x; c < cols; c += blockDim.x) bits = max(bits, quant_abs_bits(quant_load(xr[c])));
     bits = __reduce_max_sync(0xFFFFFFFFu, bits);
     if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = bits;
     __syncthreads();
@@ -167,32 +262,69 @@ __global__ void int8_quantize_rows_kernel(int8_t *q, float *scales, const Tin *x
     }
     __syncthreads();
     const float s = row_scale;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) qr[c] = int8_from_float(quant_load(xr[c]), s);
+    for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+        float v[8];
+        uint8_t b[8];
+        quant_load8(v, xr + 8 * g);
+#pragma unroll
+        for (int k = 0; k < 8; k++) b[k] = (uint8_t)int8_from_float(v[k], s);
+        quant_store8((uint8_t *)qr + 8 * g, b);
+    }
+    for (int c = 8 * groups + threadIdx.x; c < cols; c += blockDim.x) qr[c] = int8_from_float(quant_load(xr[c]), s);
 }
 
 // Epilogue of an int8 GEMM acc = qa @ qb^T (int32, (rows, cols) row-major, exact):
 //   out[r, c] = bf16(acc[r, c] * (1 / row_scales[r]) * (1 / *col_scale) + bias[c])
 // in this order, each step rounded in fp32 (no FMA contraction, so the CPU can replay it exactly);
 // with power-of-two scales the two products are exact and only the bias add and bf16 round.
-__global__ void int8_dequantize_bias_kernel(__nv_bfloat16 *out, const int32_t *acc, const float *row_scales,
-                                            const float *col_scale, const __nv_bfloat16 *bias, int rows,
-                                            int cols) {
+// Grid: y strides over rows, x over groups of 8 columns (two 16-byte loads of acc, one of bias,
+// one 16-byte store when cols % 8 == 0 and the pointers are aligned; element by element otherwise).
+__global__ void int8_dequantize_bias_kernel(__nv_bfloat16 *__restrict__ out, const int32_t *__restrict__ acc,
+                                            const float *row_scales, const float *col_scale,
+                                            const __nv_bfloat16 *__restrict__ bias, int rows, int cols) {
     const float inv_col = 1.0f / *col_scale;
-    size_t n = (size_t)rows * cols;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        int r = (int)(i / cols), c = (int)(i % cols);
-        float v = __fmul_rn(__fmul_rn(__int2float_rn(acc[i]), 1.0f / row_scales[r]), inv_col);
-        if (bias) v = __fadd_rn(v, __bfloat162float(bias[c]));
-        out[i] = __float2bfloat16_rn(v);
+    const int groups = (cols + 7) / 8;
+    const bool vector = cols % 8 == 0 && quant_aligned(acc, 16) && quant_aligned(out, 16) &&
+                        (bias == nullptr || quant_aligned(bias, 16));
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float inv_row = 1.0f / row_scales[r];
+        for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += gridDim.x * blockDim.x) {
+            const int c = 8 * g;
+            const size_t at = (size_t)r * cols + c;
+            if (vector) {
+                const int4 a0 = reinterpret_cast<const int4 *>(acc + at)[0], a1 = reinterpret_cast<const int4 *>(acc + at)[1];
+                const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                float bv[8] = {0};
+                if (bias) quant_load8(bv, bias + c);
+                uint4 packed;
+                __nv_bfloat162 *pairs = reinterpret_cast<__nv_bfloat162 *>(&packed);
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    float lo = __fmul_rn(__fmul_rn(__int2float_rn(a[2 * k]), inv_row), inv_col);
+                    float hi = __fmul_rn(__fmul_rn(__int2float_rn(a[2 * k + 1]), inv_row), inv_col);
+                    if (bias) lo = __fadd_rn(lo, bv[2 * k]), hi = __fadd_rn(hi, bv[2 * k + 1]);
+                    pairs[k] = __halves2bfloat162(__float2bfloat16_rn(lo), __float2bfloat16_rn(hi));
+                }
+                *reinterpret_cast<uint4 *>(out + at) = packed;
+            } else {
+                for (int k = 0; k < 8 && c + k < cols; k++) {
+                    float v = __fmul_rn(__fmul_rn(__int2float_rn(acc[at + k]), inv_row), inv_col);
+                    if (bias) v = __fadd_rn(v, __bfloat162float(bias[c + k]));
+                    out[at + k] = __float2bfloat16_rn(v);
+                }
+            }
+        }
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Launchers (every launch checked; sizes validated with a clear message)
 
+// Blocks for a flat kernel over n elements taken 8 at a time (see quant_load8), at most 65536:
+// the grid-stride loops cover the rest.
 static inline int quant_grid_1d(size_t n, int block) {
-    size_t blocks = (n + block - 1) / block;
-    return (int)(blocks < 65536 ? (blocks ? blocks : 1) : 65536);   // grid-stride loops cover the rest
+    size_t blocks = ((n + 7) / 8 + block - 1) / block;
+    return (int)(blocks < 65536 ? (blocks ? blocks : 1) : 65536);
 }
 
 template <typename Tin>
@@ -222,8 +354,8 @@ static inline void quant_transpose_gpu(uint8_t *q, uint8_t *qt, float *amax, con
     if (rows <= 0 || cols <= 0) die("quant_transpose_gpu: bad shape %d x %d", rows, cols);
     int tiles_y = (rows + QUANT_TILE - 1) / QUANT_TILE;
     if (tiles_y > 65535) die("quant_transpose_gpu: %d rows exceed the grid limit of %d", rows, 65535 * QUANT_TILE);
-    dim3 grid((cols + QUANT_TILE - 1) / QUANT_TILE, tiles_y), block(QUANT_TILE, QUANT_TILE_ROWS);
-    quant_transpose_kernel<<<grid, block, 0, stream>>>(q, qt, amax, x, rows, cols, scale, target);
+    dim3 grid((cols + QUANT_TILE - 1) / QUANT_TILE, tiles_y);
+    quant_transpose_kernel<<<grid, QUANT_TILE_THREADS, 0, stream>>>(q, qt, amax, x, rows, cols, scale, target);
     quant_cuda_check(cudaGetLastError());
 }
 
@@ -238,8 +370,9 @@ static inline void int8_quantize_rows_gpu(int8_t *q, float *scales, const Tin *x
 static inline void int8_dequantize_bias_gpu(__nv_bfloat16 *out, const int32_t *acc, const float *row_scales,
                                             const float *col_scale, const __nv_bfloat16 *bias, int rows, int cols,
                                             cudaStream_t stream) {
-    int8_dequantize_bias_kernel<<<quant_grid_1d((size_t)rows * cols, 256), 256, 0, stream>>>(
-        out, acc, row_scales, col_scale, bias, rows, cols);
+    if (rows <= 0 || cols <= 0) die("int8_dequantize_bias_gpu: bad shape %d x %d", rows, cols);
+    const dim3 grid(quant_grid_1d((size_t)cols, 256), rows < 65535 ? rows : 65535);  // y strides over rows
+    int8_dequantize_bias_kernel<<<grid, 256, 0, stream>>>(out, acc, row_scales, col_scale, bias, rows, cols);
     quant_cuda_check(cudaGetLastError());
 }
 

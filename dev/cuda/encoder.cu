@@ -1,7 +1,7 @@
 // Harness of llmc/encoder.cuh: token + position embedding forward and its deterministic backward.
 // Checks against the CPU loops of train_gpt.c on the same bf16 inputs, checks that two backward
 // runs give identical bits, then times both at GPT-2 d12 shapes (B=8, T=1024, C=768).
-// STATUS: compiled for sm_90, NOT YET RUN ON A GPU.
+// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md).
 #include "check.h"
 #include "../../llmc/encoder.cuh"
 

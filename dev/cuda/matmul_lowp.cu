@@ -15,7 +15,8 @@
 // The input gradient dx (M, K) = dout (M, N) @ w (N, K) is the same call with x = dout and w = w^T
 // (K, N), the transposed copy that quant_transpose_gpu() writes.
 //
-// STATUS: compiles for sm_90 (make cuda); NOT YET RUN ON A GPU.
+// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md), after its FP8 scale pointers
+// were given 16-byte alignment.
 #include <cublasLt.h>
 #include <omp.h>
 

@@ -2,13 +2,18 @@
 // timings (median of CUDA-event runs).
 //   1. fp32 -> E4M3 / E5M2 cast kernel for all 2^32 fp32 bit patterns (specials included), scale 1
 //   2. bf16 -> E4M3 / E5M2 / int8 for all 2^16 bf16 patterns at several scales (powers of two and not)
+//   2b. the cast and amax kernels' one-element path: lengths not a multiple of 8, pointers not
+//      aligned for the 8-element vector path
 //   3. fused quantize + transpose + amax, after the device amax and scale kernels, on odd shapes
-//   4. row-wise int8 quantization (codes and scales), both scale modes
-//   5. the int8 GEMM epilogue (dequantize with bias), replayed on the host in the same fp32 order
+//      (tiles cut by the edge; rows or columns not a multiple of 8 take the one-element path)
+//   4. row-wise int8 quantization (codes and scales), both scale modes, vector and one-element rows
+//   5. the int8 GEMM epilogue (dequantize with bias), replayed on the host in the same fp32 order,
+//      vector (columns a multiple of 8) and one-element shapes
 //   6. bf16 stochastic rounding (quant.h's function run on the device) against the host
 // Exit status 1 if any byte differs.
 //
-// STATUS: compiles for sm_90 (make cuda); NOT YET RUN ON A GPU.
+// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md); checks 2b, the {200, 136}
+// transpose, the 1003-column int8 rows and the 128x512 epilogue (for the vector paths) have not run.
 // Usage: build/cuda/quant            (checks, then timings)
 #include <omp.h>
 
@@ -128,10 +133,39 @@ static void check_all_bf16(void) {
     cuda_check(cudaFree(d_in)), cuda_check(cudaFree(d_out));
 }
 
+// 2b. Lengths that leave a remainder after the groups of 8, and pointers one element off the
+// 16-byte (input) and 8-byte (output) alignment of the vector path: bytes and amax as on the host.
+static void check_cast_unaligned(void) {
+    const size_t total = 4099;
+    std::vector<uint16_t> bits = random_bf16_bits(1, total, 50);
+    __nv_bfloat16 *d_in = to_device_bf16(bits);
+    uint8_t *d_out = device_alloc<uint8_t>(total);
+    float *d_s = device_scalar(0x1p4f), *d_amax = device_alloc<float>(2);
+    const size_t cases[3][2] = {{0, 4099}, {1, 4098}, {3, 4096}};  // (first element, length)
+    for (auto &cs : cases) {
+        const size_t off = cs[0], n = cs[1];
+        std::vector<float> x(n);
+        for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(bits[off + i]);
+        cuda_check(cudaMemset(d_amax + 1, 0, sizeof(float)));
+        quant_cast_gpu(d_out + off, d_amax + 1, d_in + off, n, d_s, QUANT_TO_E4M3, 0);
+        quant_amax_gpu(d_amax, d_in + off, n, 0);
+        std::vector<uint8_t> got = to_host(d_out, total), want(n);
+        for (size_t i = 0; i < n; i++) want[i] = host_quantize(x[i], 0x1p4f, QUANT_TO_E4M3);
+        size_t first, bad = count_mismatches(got.data() + off, want.data(), n, &first);
+        const float amax = quant_amax(x.data(), n);
+        bad += host_scalar(d_amax) != amax;
+        bad += host_scalar(d_amax + 1) != amax;
+        char what[96];
+        snprintf(what, sizeof what, "bf16 -> E4M3 cast + amax, %zu elements from element %zu", n, off);
+        report(what, bad, n + 2, first);
+    }
+    cuda_check(cudaFree(d_in)), cuda_check(cudaFree(d_out)), cuda_check(cudaFree(d_s)), cuda_check(cudaFree(d_amax));
+}
+
 // 3. amax kernel, scale kernel, then the fused quantize + transpose (+ amax) on odd shapes.
 static void check_transpose(void) {
-    const int shapes[4][2] = {{77, 130}, {1024, 768}, {33, 1}, {1, 1000}};
-    for (int si = 0; si < 4; si++) {
+    const int shapes[5][2] = {{77, 130}, {1024, 768}, {33, 1}, {1, 1000}, {200, 136}};
+    for (int si = 0; si < 5; si++) {
         int rows = shapes[si][0], cols = shapes[si][1];
         size_t n = (size_t)rows * cols;
         for (int t = 0; t < 3; t++) {
@@ -176,10 +210,11 @@ static void check_transpose(void) {
 
 // 4. Row-wise int8: codes and per-row scales, both scale modes.
 static void check_int8_rows(void) {
-    const int rows = 301, cols = 1000;
-    const size_t n = (size_t)rows * cols;
+    const int rows = 301;
+    for (int cols : {1000, 1003})   // rows of whole 8-element groups, and rows that are not
     for (int mode = 0; mode < 2; mode++) {
-        std::vector<uint16_t> bits = random_bf16_bits(rows, cols, 200 + mode);
+        const size_t n = (size_t)rows * cols;
+        std::vector<uint16_t> bits = random_bf16_bits(rows, cols, 200 + mode + cols);
         std::vector<float> x(n), want_scales(rows);
         for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(bits[i]);
         std::vector<int8_t> want_q(n);
@@ -191,16 +226,18 @@ static void check_int8_rows(void) {
         std::vector<int8_t> q = to_host(d_q, n);
         std::vector<float> scales = to_host(d_scales, rows);
         size_t first, bad = count_mismatches(q.data(), want_q.data(), n, &first);
-        report(mode ? "int8 rows (exact scales): codes" : "int8 rows (pow2 scales): codes", bad, n, first);
+        char what[96];
+        snprintf(what, sizeof what, "int8 rows %dx%d (%s scales): codes", rows, cols, mode ? "exact" : "pow2");
+        report(what, bad, n, first);
         bad = count_mismatches(scales.data(), want_scales.data(), rows, &first);
-        report(mode ? "int8 rows (exact scales): scales" : "int8 rows (pow2 scales): scales", bad, rows, first);
+        snprintf(what, sizeof what, "int8 rows %dx%d (%s scales): scales", rows, cols, mode ? "exact" : "pow2");
+        report(what, bad, rows, first);
         cuda_check(cudaFree(d_x)), cuda_check(cudaFree(d_q)), cuda_check(cudaFree(d_scales));
     }
 }
 
 // 5. Dequantize-with-bias epilogue: the host replays the kernel's fp32 operations in the same order.
-static void check_dequantize_bias(void) {
-    const int rows = 129, cols = 515;
+static void check_dequantize_bias(int rows, int cols) {
     const size_t n = (size_t)rows * cols;
     std::vector<int32_t> acc(n);
     std::vector<float> row_scales(rows);
@@ -226,7 +263,9 @@ static void check_dequantize_bias(void) {
         got[i] = __nv_bfloat16_raw(out[i]).x;
     }
     size_t first, bad = count_mismatches(got.data(), want.data(), n, &first);
-    report("int8 dequantize + bias epilogue", bad, n, first);
+    char what[96];
+    snprintf(what, sizeof what, "int8 dequantize + bias epilogue %dx%d", rows, cols);
+    report(what, bad, n, first);
     cuda_check(cudaFree(d_acc)), cuda_check(cudaFree(d_row)), cuda_check(cudaFree(d_col));
     cuda_check(cudaFree(d_bias)), cuda_check(cudaFree(d_out));
 }
@@ -299,9 +338,11 @@ int main(int argc, char **argv) {
     if (prop.major * 10 + prop.minor < 89) die("the FP8 cast kernels need sm_89 or newer; this device is sm_%d%d", prop.major, prop.minor);
     check_all_fp32();
     check_all_bf16();
+    check_cast_unaligned();
     check_transpose();
     check_int8_rows();
-    check_dequantize_bias();
+    check_dequantize_bias(129, 515);   // columns not a multiple of 8: the one-element path
+    check_dequantize_bias(128, 512);   // the vector path
     check_stochastic_rounding();
     cuda_check(cudaDeviceSynchronize());
     if (failures) {

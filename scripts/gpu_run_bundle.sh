@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks
 # against the CPU reference, every kernel harness, compute-sanitizer, the d12 benchmark, the
-# recompute checks and memory/speed table (phase recompute) and the ZeRO checks (phase zero:
-# scripts/gpu_zero_check.sh, PASS/FAIL lines in $OUT/zero.log).
+# recompute checks and memory/speed table (phase recompute), the ZeRO checks (phase zero:
+# scripts/gpu_zero_check.sh, PASS/FAIL lines in $OUT/zero.log), the throughput of every block-matmul
+# precision at d12 and d48 (phase bench) and where a training step's time goes, kernel by kernel,
+# under Nsight Compute (phase profile: $OUT/profile_*.md).
 # Each step has a time limit; logs and a summary table go to $OUT (or build/gpu_run).
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/gpu_carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+bin=gpu_carry/bin
 # NCCL (linked by train_gptcu and test_gptcu; 218 MB, too large to carry): the system's, else the
 # one PyTorch's pip package nvidia-nccl-cu13 installs.
 if ! ldconfig -p | grep -q 'libnccl\.so\.2' && ! ls /usr/local/cuda*/lib*/libnccl.so.2 > /dev/null 2>&1; then
@@ -18,7 +21,6 @@ else
     for d in /usr/local/cuda*/lib*; do [ -f "$d/libnccl.so.2" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d" && break; done
 fi
 ldd $bin/train_gptcu | grep -q 'libnccl.so.2 => not found' && echo "warning: libnccl.so.2 not found: train_gptcu and test_gptcu cannot start"
-bin=gpu_carry/bin
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 summary="$out/summary.md"
 { echo "| step | result | seconds |"; echo "|---|---|---|"; } > "$summary"
@@ -33,7 +35,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
     echo "== $name: $result"; tail -n 25 "$out/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-phase=${1:-all}  # checks, sanitize, recompute, zero or all (each phase fits one 10-minute device call)
+phase=${1:-all}  # checks, sanitize, recompute, zero, bench, profile or all (each phase fits one 10-minute device call)
 if [ "$phase" = checks ] || [ "$phase" = all ]; then
     step test_gptcu_tiny 60 $bin/test_gptcu tiny
     step test_gptcu_small 90 $bin/test_gptcu small
@@ -60,5 +62,31 @@ if [ "$phase" = recompute ] || [ "$phase" = all ]; then  # selective recomputati
 fi
 if [ "$phase" = zero ] || [ "$phase" = all ]; then
     step zero 300 bash scripts/gpu_zero_check.sh $bin gpu_carry/zero_data "$out/zero"
+fi
+if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precision, same settings as gpu_report.md's table
+    for run in "d12 16" "d48 4"; do
+        set -- $run
+        for m in bf16 fp8 int8; do step "bench_$1_$m" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul $m; done
+    done
+    { echo; echo "| model | B | bf16 tokens/s | fp8 tokens/s | int8 tokens/s |"; echo "|---|---|---|---|---|"
+      for run in "d12 16" "d48 4"; do
+          set -- $run
+          row="| $1 | $2 |"
+          for m in bf16 fp8 int8; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$out/bench_$1_$m.log") |"; done
+          echo "$row"
+      done; } >> "$summary"
+fi
+if [ "$phase" = profile ] || [ "$phase" = all ]; then  # GPU time per kernel over two d12 steps (ncu serializes kernels)
+    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+    if [ -n "$ncu" ]; then
+        for m in bf16 fp8; do
+            step "profile_d12_$m" 280 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
+                --log-file "$out/profile_d12_$m.csv" $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 2 --matmul $m
+            python3 dev/bench/ncu_summary.py "$out/profile_d12_$m.csv" > "$out/profile_d12_$m.md" 2>&1
+            head -n 30 "$out/profile_d12_$m.md"
+        done
+    else
+        echo "| ncu | not found | 0 |" >> "$summary"
+    fi
 fi
 cat "$summary"

@@ -71,6 +71,17 @@ constexpr int ROWS_PER_CTA = 16 * NWARPS;  // rows of the operand that stays res
 constexpr int SMEM_PAD = 8;                // bf16 of padding per shared-memory row, see below
 constexpr float LOG2E = 1.4426950408889634f;
 
+// Resident CTAs per SM that each kernel asks the register allocator for (__launch_bounds__'s
+// second argument). 1 leaves the compiler free (HS 64: 168 registers forward, 232-240 backward,
+// so 3 and 2 CTAs fit); a larger value caps the registers at 65536 / (128 x value) so that more
+// CTAs hide more latency, at the price of a few spilled bytes (ptxas -v, HS 64: forward 4 CTAs,
+// 128 registers, 16 bytes spilled; backward 3 CTAs, 168 registers, 16 bytes spilled; HS 128
+// spills hundreds of bytes at any cap, so it stays at 1). The arithmetic is the same either way
+// (the results are bit-identical); dev/cuda/attention.cu times both settings side by side, and
+// these defaults are the faster ones measured there.
+template <int HS> __host__ __device__ constexpr int forward_min_ctas() { return 1; }
+template <int HS> __host__ __device__ constexpr int backward_min_ctas() { return 1; }
+
 // Shared-memory tiles are [rows][HS + 8] bf16. The row stride, 144 B (HS 64) or 272 B (HS 128),
 // is an odd multiple of 16 B, so the 8 row addresses of one ldmatrix 8x8 matrix fall in 8
 // different 16 B bank groups: conflict-free without a swizzle.
@@ -243,8 +254,8 @@ template <int HS> constexpr size_t forward_smem_bytes() {
     return (size_t)(ROWS_PER_CTA + 4 * FWD_KEYS) * ld<HS>() * sizeof(__nv_bfloat16);
 }
 
-template <int HS>
-__global__ void __launch_bounds__(NTHREADS)
+template <int HS, int MIN_CTAS>
+__global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ lse,
                          const __nv_bfloat16 *__restrict__ qkv, int T, int NH, float scale) {
     constexpr int BK = FWD_KEYS, LD = ld<HS>();
@@ -403,8 +414,8 @@ template <int HS> constexpr size_t backward_smem_bytes() {
            (size_t)4 * bwd_stream_rows<HS>() * sizeof(float);
 }
 
-template <int HS>
-__global__ void __launch_bounds__(NTHREADS)
+template <int HS, int MIN_CTAS>
+__global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                                const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                                const float *__restrict__ delta, int T, int NH, float scale) {
@@ -513,8 +524,8 @@ attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bflo
 // dQ += dS K  (scaled by s at the end).
 // Shared: Q, dO [64][HS+8] (read once into registers), K, V [2][BK][HS+8] streamed.
 
-template <int HS>
-__global__ void __launch_bounds__(NTHREADS)
+template <int HS, int MIN_CTAS>
+__global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                              const float *__restrict__ delta, int T, int NH, float scale) {
@@ -632,17 +643,17 @@ static inline void check_args(const char *fn, int B, int T, int NH, int HS, cons
             die("%s: tensor argument %d is not %u-byte aligned", fn, i + 1, args[i].alignment);
 }
 
-template <int HS>
+template <int HS, int MIN_CTAS = forward_min_ctas<HS>()>
 static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int NH,
                               cudaStream_t stream) {
     const size_t smem = forward_smem_bytes<HS>();
-    launch_config(attention_forward_kernel<HS>, smem);
+    launch_config(attention_forward_kernel<HS, MIN_CTAS>, smem);
     const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
-    attention_forward_kernel<HS><<<grid, NTHREADS, smem, stream>>>(out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
+    attention_forward_kernel<HS, MIN_CTAS><<<grid, NTHREADS, smem, stream>>>(out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
 }
 
-template <int HS>
+template <int HS, int MIN_CTAS = backward_min_ctas<HS>()>
 static inline void backward_hs(__nv_bfloat16 *dqkv, float *delta, const __nv_bfloat16 *dout,
                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                int B, int T, int NH, cudaStream_t stream) {
@@ -654,11 +665,12 @@ static inline void backward_hs(__nv_bfloat16 *dqkv, float *delta, const __nv_bfl
 
     const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
     const size_t smem = backward_smem_bytes<HS>();
-    launch_config(attention_backward_dkdv_kernel<HS>, smem);
-    attention_backward_dkdv_kernel<HS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH, scale);
+    launch_config(attention_backward_dkdv_kernel<HS, MIN_CTAS>, smem);
+    attention_backward_dkdv_kernel<HS, MIN_CTAS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH,
+                                                                                    scale);
     attention_cuda_check(cudaGetLastError());
-    launch_config(attention_backward_dq_kernel<HS>, smem);
-    attention_backward_dq_kernel<HS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH, scale);
+    launch_config(attention_backward_dq_kernel<HS, MIN_CTAS>, smem);
+    attention_backward_dq_kernel<HS, MIN_CTAS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH, scale);
     attention_cuda_check(cudaGetLastError());
 }
 

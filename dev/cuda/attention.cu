@@ -7,7 +7,9 @@
 // and exits 1 if any check fails.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024,
 // 2048, 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels.
-// NOT DONE YET: the same-run baseline of cuDNN's fused SDPA (issue 5 asks for the ratio).
+// Then the HS 64 kernels at two occupancy settings side by side (see tune_occupancy).
+// The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
+// machine (issue 5 asks for the ratio).
 // FLOP convention (the one FlashAttention papers use): forward = 4 B NH T^2 HS / 2 (two matmuls,
 // half of the T x T square under the causal mask), backward = 2.5 x forward (five matmuls). Our
 // backward actually does seven (P and dP recomputed in the dQ kernel), which is not counted.
@@ -260,6 +262,48 @@ static BenchRow bench(int T, int HS, uint64_t seed) {
     return row;
 }
 
+// Occupancy settings side by side (llmc/attention.cuh: forward_min_ctas, backward_min_ctas) at
+// HS 64: the compiler's free register allocation (1) against the register caps that fit 4
+// forward / 3 backward CTAs per SM. The two must give identical bits; returns false if not.
+static bool tune_occupancy(void) {
+    using namespace attention_detail;
+    bool identical = true;
+    printf("\noccupancy, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms):\n");
+    printf("%5s | %10s %10s | %10s %10s | %s\n", "T", "fwd free", "fwd 4/SM", "bwd free", "bwd 3/SM", "bits");
+    for (int T : {1024, 2048}) {
+        const Shape sh = {16384 / T, 32, T, 64};
+        bf16 *qkv = device_alloc<bf16>(sh.qkv_count()), *dqkv = device_alloc<bf16>(sh.qkv_count());
+        bf16 *out = device_alloc<bf16>(sh.out_count()), *dout = device_alloc<bf16>(sh.out_count());
+        float *lse = device_alloc<float>(sh.lse_count());
+        float *delta = device_alloc<float>(attention_backward_scratch_floats(sh.B, T, sh.NH));
+        fill_uniform_bf16(qkv, sh.qkv_count(), 2000 + T, -1.0f, 1.0f);
+        fill_uniform_bf16(dout, sh.out_count(), 2001 + T, -1.0f, 1.0f);
+        const int warmup = 3, reps = 21;
+        float ms[4];
+        std::vector<bf16> outs[2], grads[2];
+        std::vector<float> lses[2];
+        ms[0] = time_median_ms([&] { forward_hs<64, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
+        outs[0] = to_host(out, sh.out_count()), lses[0] = to_host(lse, sh.lse_count());
+        ms[1] = time_median_ms([&] { forward_hs<64, 4>(out, lse, qkv, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
+        outs[1] = to_host(out, sh.out_count()), lses[1] = to_host(lse, sh.lse_count());
+        ms[2] = time_median_ms([&] { backward_hs<64, 1>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
+                               warmup, reps, 0);
+        grads[0] = to_host(dqkv, sh.qkv_count());
+        ms[3] = time_median_ms([&] { backward_hs<64, 3>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
+                               warmup, reps, 0);
+        grads[1] = to_host(dqkv, sh.qkv_count());
+        const bool same = !memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(bf16)) &&
+                          !memcmp(lses[0].data(), lses[1].data(), lses[0].size() * sizeof(float)) &&
+                          !memcmp(grads[0].data(), grads[1].data(), grads[0].size() * sizeof(bf16));
+        identical = identical && same;
+        printf("%5d | %10.3f %10.3f | %10.3f %10.3f | %s\n", T, ms[0], ms[1], ms[2], ms[3],
+               same ? "identical" : "DIFFER (FAIL)");
+        cuda_check(cudaFree(qkv)), cuda_check(cudaFree(dqkv)), cuda_check(cudaFree(out));
+        cuda_check(cudaFree(dout)), cuda_check(cudaFree(lse)), cuda_check(cudaFree(delta));
+    }
+    return identical;
+}
+
 static void print_bench_table(const std::vector<BenchRow> &rows) {
     printf("\nbenchmark: B*T = 16384 tokens, NH*HS = 2048; median of 21 runs; TFLOP/s with forward = "
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
@@ -312,6 +356,7 @@ int main(int argc, char **argv) {
         for (int HS : HSs)
             for (int T : Ts) rows.push_back(bench(T, HS, seed += 2));
         print_bench_table(rows);
+        failed += !tune_occupancy();
     }
     return failed ? 1 : 0;
 }

@@ -10,9 +10,10 @@
 //         operands (also the FP8 weight gradient);
 //      b. the whole model: one training step against the CPU twin (train_gpt.c's emulation of the
 //         same precision), then a second step's loss; determinism; delayed scaling (fp8).
-//   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list and a --mem-budget plan give
-//      bit-identical losses, gradients and weights to keeping everything over 3 steps (bf16; fp8
-//      with delayed scaling; int8), and allocate exactly the activation bytes the plan predicts.
+//   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list
+//      and a --mem-budget plan give bit-identical losses, gradients and weights to keeping
+//      everything over 3 steps (bf16; fp8 with delayed scaling; int8), and allocate exactly the
+//      activation bytes the plan predicts; an FP8 forward replayed after its amax grew gives its bits.
 // Usage: test_gptcu tiny|small|d12 [recompute] (configurations below; recompute: check 7 alone,
 // else 1-6). Exits 1 if any check fails.
 //
@@ -401,6 +402,36 @@ static void poison_recompute_scratch(GPUModel *g) {
         cudaCheck(cudaMemsetAsync(g->recompute_scratch, 0xFF, g->recompute_scratch_bytes, g->stream));
 }
 
+// lowp_linear_forward_again must cast with the scales the forward stored. In check_recompute's
+// whole model an amax hardly moves over three steps and scales are powers of two, so a replay
+// that chose its scales anew would seldom change a bit there. Here, with delayed scaling, the
+// second micro-step's input is 4x the first's: its forward scales from the first's amax (and
+// saturates), while a scale chosen again from the history, which now holds this step's amax,
+// would be 4x smaller. The replay must give the forward's output bits.
+static void check_forward_again(int N, int IC, int OC) {
+    Matmul mm;
+    matmul_init(&mm);
+    LowpMatmul lp;
+    lowp_init(&lp, MATMUL_FP8, 0, 2, 1, IC > OC ? IC : OC, N);
+    const std::vector<float> x = random_bf16((size_t)N * IC, 700, 1.0f), w = random_bf16((size_t)OC * IC, 701, 0.02f);
+    std::vector<float> x4(x.size());
+    for (size_t i = 0; i < x.size(); i++) x4[i] = 4.0f * x[i];  // exact in bf16
+    bf16 *d_x = upload_bf16(x), *d_x4 = upload_bf16(x4), *d_w = upload_bf16(w), *d_out, *d_again;
+    cudaCheck(cudaMalloc(&d_out, (size_t)N * OC * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_again, (size_t)N * OC * sizeof(bf16)));
+    lowp_linear_forward(&lp, &mm, d_out, d_x, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
+    lowp_step_done(&lp);
+    lowp_linear_forward(&lp, &mm, d_out, d_x4, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
+    lowp_linear_forward_again(&lp, &mm, d_again, d_x4, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, 0);
+    std::vector<uint16_t> out((size_t)N * OC), again(out.size());
+    cudaCheck(cudaMemcpy(out.data(), d_out, out.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(again.data(), d_again, again.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    check(out == again, "recompute fp8+delayed forward_again after the amax grew 4x: the forward's bits");
+    for (bf16 *p : {d_x, d_x4, d_w, d_out, d_again}) cudaCheck(cudaFree(p));
+    lowp_free(&lp);
+    matmul_free(&mm);
+}
+
 typedef struct {
     std::vector<float> losses, grads;  // each step's loss; each step's gradient, concatenated
     Snapshot end;
@@ -442,9 +473,10 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
 // Why this fails when a recompute is wrong: a step left out (say recompute_steps forgetting
 // RC_STEP_GELU under RC_GELU) leaves the backward reading the poisoned scratch, NaN gradients;
 // without the poison it would read another layer's values, wrong gradients for every layer
-// below the last. A recompute from other inputs, or an FP8 operand scaled anew (delayed scaling
-// would read this step's amax), changes bits. A policy that the allocation ignored (everything
-// kept) fails the memory check: kept bytes must equal the plan's prediction, below none's.
+// below the last. A recompute from other inputs changes bits; an FP8 operand scaled anew only
+// where its power-of-two scale moved, which check_forward_again forces. A policy that the
+// allocation ignored (everything kept) fails the memory check: kept bytes must equal the plan's
+// prediction, below none's.
 static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
                             matmul_precision precision) {
     const GPT2Config *cfg = &tc.cfg;
@@ -453,7 +485,8 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
     const char *const kinds[] = {"block", "attn+gelu", "mlp", "norm"};
     std::string mixed;
     for (int l = 0; l < L; l++) mixed += (l ? "," : "") + std::to_string(l) + ":" + kinds[l % 4];
-    std::vector<std::string> levels = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", mixed, "budget"};
+    std::vector<std::string> levels = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", "attn+mlp+norm",
+                                       mixed, "budget"};
     if (precision != MATMUL_BF16) levels = {"none", "mlp", "block", mixed};  // the levels that rerun block linears
     std::vector<int> policies(L);
     RecomputeRun ref;
@@ -513,6 +546,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(bf16_from_float(weights[i]));
     if (recompute_only) {
         gpu_model_free(&g);
+        check_forward_again(64, cfg->channels, 4 * cfg->channels);  // fc's shape
         check_recompute(tc, hp, weights, MATMUL_BF16);
         check_recompute(tc, hp, weights, MATMUL_FP8);
         check_recompute(tc, hp, weights, MATMUL_INT8);

@@ -56,7 +56,7 @@ fi
 if [ "$phase" = recompute ] || [ "$phase" = all ]; then  # selective recomputation (unverified until this runs)
     step test_gptcu_recompute_small 90 $bin/test_gptcu small recompute
     if [ -n "$sanitizer" ]; then
-        step memcheck_recompute_tiny 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny recompute
+        step memcheck_recompute_tiny 240 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny recompute
     fi
     step bench_recompute 300 dev/bench/bench_recompute_gpu.sh $bin/train_gptcu
 fi

@@ -1,7 +1,9 @@
 // Harness of llmc/layernorm.cuh (and the column sums of llmc/colsum.cuh it uses): LayerNorm
 // forward, fused with the residual add, and backward, against the CPU loops of train_gpt.c on the
-// same bf16 inputs; identical bits on a second backward run; timing at GPT-2 d12 shapes.
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md).
+// same bf16 inputs; identical bits on a second backward run and from the unfused forward of the
+// stored residual (what recomputation reruns); timing at GPT-2 d12 shapes.
+// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md), before the unfused-forward
+// check was added (that check has not run).
 #include "check.h"
 #include "../../llmc/layernorm.cuh"
 
@@ -44,6 +46,18 @@ static void run(int N, int C, bool timing) {
     snprintf(what, sizeof(what), "forward mean, rstd N=%d C=%d", N, C);
     expect_close(what, to_host(d_mean, N).data(), mean.data(), N, 1e-5);  // fp32 vs double sums
     expect_close(what, to_host(d_rstd, N).data(), rstd.data(), N, 1e-4);
+
+    // Recomputation (train_gpt.cu's gpu_block_forward) reruns a LayerNorm that the forward fused
+    // with its residual add as layernorm_forward of the stored residual: it must give the same bits.
+    bf16 *d_out2 = device_alloc<bf16>(NC);
+    float *d_mean2 = device_alloc<float>(N), *d_rstd2 = device_alloc<float>(N);
+    layernorm_forward(d_out2, d_mean2, d_rstd2, d_res, d_w, d_bias, N, C, 0);
+    const bool same = !memcmp(to_host(d_out2, NC).data(), to_host(d_out, NC).data(), NC * sizeof(bf16)) &&
+                      !memcmp(to_host(d_mean2, N).data(), to_host(d_mean, N).data(), N * sizeof(float)) &&
+                      !memcmp(to_host(d_rstd2, N).data(), to_host(d_rstd, N).data(), N * sizeof(float));
+    snprintf(what, sizeof(what), "unfused forward of the stored residual: the fused bits N=%d C=%d", N, C);
+    expect_true(same, what);
+    cuda_check(cudaFree(d_out2)); cuda_check(cudaFree(d_mean2)); cuda_check(cudaFree(d_rstd2));
 
     // Backward from the CPU's statistics (identical inputs), onto a non-zero dinp.
     to_device(d_mean, mean);

@@ -12,10 +12,15 @@
 //         same precision), then a second step's loss; determinism; delayed scaling (fp8).
 //   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list
 //      and a --mem-budget plan give bit-identical losses, gradients and weights to keeping
-//      everything over 3 steps (bf16; fp8 with delayed scaling; int8), and allocate exactly the
-//      activation bytes the plan predicts; an FP8 forward replayed after its amax grew gives its bits.
+//      everything over 3 steps (bf16, also with --gelu-fusion 2; fp8 with delayed scaling; int8),
+//      and allocate exactly the activation bytes the plan predicts; an FP8 forward replayed after
+//      its amax grew gives its bits.
+//   8. GELU in cuBLASLt's epilogues (--gelu-fusion 1, 2): logits, loss and gradients against the
+//      CPU reference with the tolerances of 1 and 2; determinism.
 // Usage: test_gptcu tiny|small|d12 [recompute] (configurations below; recompute: check 7 alone,
-// else 1-6). Exits 1 if any check fails.
+// else 1-6 and 8). Exits 1 if any check fails.
+//
+// Check 8 is UNVERIFIED: written after the last GPU run, compiled and linked only.
 //
 // Check 7 is UNVERIFIED: written after the last GPU run, compiled and linked only.
 // STATUS: tiny and small ran once on an H100 (dev/gpu_report.md, 2026-11-22): all checks pass but
@@ -432,6 +437,62 @@ static void check_forward_again(int N, int IC, int OC) {
     matmul_free(&mm);
 }
 
+// ---------------------------------------------------------------------------------------------
+// 8. GELU in cuBLASLt's epilogues
+
+// --gelu-fusion 1 and 2 against the CPU reference with checks 1 and 2's tolerances (the
+// epilogue's GELU is the same tanh approximation in fp32 as gelu.cuh; only roundings differ, and
+// the fused input gradient rounds once where the unfused one rounds twice), then determinism.
+// A wrong aux leading dimension or a GELU applied to the wrong matrix gives errors of order 1.
+static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
+    const GPT2Config *cfg = &tc.cfg;
+    const int B = tc.B, T = tc.T, N = B * T, V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
+    const size_t P = weights.size();
+    CpuModel *cpu = cpu_model_new(cfg, B, T);
+    memcpy(cpu_model_params(cpu), weights.data(), P * sizeof(float));
+    std::vector<int> in(N), tg(N);
+    make_batch(in.data(), tg.data(), N, V, 0);
+    cpu_model_zero_grads(cpu);
+    const float cpu_loss = cpu_model_forward(cpu, in.data(), tg.data());
+    const std::vector<float> cpu_logits(cpu_model_logits(cpu), cpu_model_logits(cpu) + (size_t)N * Vp);
+    cpu_model_backward(cpu, 1.0f);
+    for (int fusion = 1; fusion <= 2; fusion++) {
+        GPUModel g;
+        gpu_model_alloc(&g, cfg, B, T, &hp, 1337, MATMUL_BF16, 0, 0);
+        g.gelu_fusion = fusion;
+        gpu_set_weights(&g, weights.data());
+        char label[64];
+        const float loss = gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
+        std::vector<uint16_t> lbits((size_t)N * Vp);
+        cudaCheck(cudaMemcpy(lbits.data(), g.logits, lbits.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+        std::vector<float> logits(lbits.size());
+        for (size_t i = 0; i < lbits.size(); i++) logits[i] = bf16_to_float(lbits[i]);
+        snprintf(label, sizeof(label), "fusion%d logits", fusion);
+        compare(label, logits.data(), cpu_logits.data(), (size_t)N, (size_t)V, (size_t)Vp, 2e-2, 5e-2);
+        check(fabsf(loss - cpu_loss) <= 1e-2f, "fusion%d loss   gpu %.6f cpu %.6f (tol 1e-2 absolute)", fusion, loss,
+              cpu_loss);
+        gpu_zero_grads(&g);
+        gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
+        std::vector<float> grads(P);
+        cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int s = 0; s < gpt2_num_slots(cfg); s++) {
+            const ParamSlot slot = gpt2_slot(cfg, s);
+            if (slot.layer >= 0) snprintf(label, sizeof(label), "fusion%d d%s[%d]", fusion, param_tensor_name(slot.kind), slot.layer);
+            else snprintf(label, sizeof(label), "fusion%d d%s", fusion, param_tensor_name(slot.kind));
+            compare(label, grads.data() + slot.offset, cpu_model_grads(cpu) + slot.offset, 1, slot.numel, 0, 5e-2, 1e-1);
+        }
+        gpu_reset(&g, weights.data());
+        const std::vector<float> run_a = gpu_steps(&g, 1, 3, tc.lr);
+        const Snapshot snap_a = snapshot(&g);
+        gpu_reset(&g, weights.data());
+        const std::vector<float> run_b = gpu_steps(&g, 1, 3, tc.lr);
+        check(same_bits(snap_a, snapshot(&g)) && !memcmp(run_a.data(), run_b.data(), run_a.size() * sizeof(float)),
+              "fusion%d determinism: two 3-step runs give identical bits", fusion);
+        gpu_model_free(&g);
+    }
+    cpu_model_free(cpu);
+}
+
 typedef struct {
     std::vector<float> losses, grads;  // each step's loss; each step's gradient, concatenated
     Snapshot end;
@@ -440,10 +501,11 @@ typedef struct {
 
 // Steps 1-3 of gpu_steps from `weights` under `policies`, keeping every step's gradient.
 static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
-                                  matmul_precision precision, int amax_history, const int *policies) {
+                                  matmul_precision precision, int amax_history, int gelu_fusion, const int *policies) {
     const int N = tc.B * tc.T, steps = 3;
     GPUModel g;
     gpu_model_alloc_with(&g, &tc.cfg, tc.B, tc.T, &hp, 1337, precision, 0, amax_history, policies, 0, NULL);
+    g.gelu_fusion = gelu_fusion;
     gpu_reset(&g, weights.data());
     const size_t P = g.num_params;
     RecomputeRun run;
@@ -467,7 +529,8 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
 
 // Every level against keeping everything, in `precision` (fp8: with delayed scaling over a
 // history of 2 micro-steps, so steps 2 and 3 take their scales from the history that the forward
-// has updated by the time the backward recomputes). Bit-identical is the requirement: the
+// has updated by the time the backward recomputes) and with GELU in the matmul epilogues
+// (gelu_fusion, bf16: a layer whose policy recomputes the GELU alone must not fuse its forward). Bit-identical is the requirement: the
 // recompute runs the forward's kernels on the same inputs (and FP8 casts with the forward's
 // stored scales), and every kernel is deterministic.
 // Why this fails when a recompute is wrong: a step left out (say recompute_steps forgetting
@@ -478,7 +541,7 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
 // allocation ignored (everything kept) fails the memory check: kept bytes must equal the plan's
 // prediction, below none's.
 static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
-                            matmul_precision precision) {
+                            matmul_precision precision, int gelu_fusion) {
     const GPT2Config *cfg = &tc.cfg;
     const int L = cfg->num_layers, history = precision == MATMUL_FP8 ? 2 : 0;
     // The mixed list: layer l gets kinds[l % 4], e.g. "0:block,1:attn+gelu,2:mlp".
@@ -512,7 +575,7 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
             if (recompute_parse_policy(level.c_str(), &p) != 0) die("bad policy %s", level.c_str());
             for (int l = 0; l < L; l++) policies[l] = p;
         }
-        const RecomputeRun run = recompute_run(tc, hp, weights, precision, history, policies.data());
+        const RecomputeRun run = recompute_run(tc, hp, weights, precision, history, gelu_fusion, policies.data());
         const double predicted = gpu_predicted_activation_bytes(cfg, tc.B, tc.T, policies.data());
         if (level == "none") ref = run;
         const bool same = !memcmp(run.losses.data(), ref.losses.data(), run.losses.size() * sizeof(float)) &&
@@ -520,8 +583,9 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
                           same_bits(run.end, ref.end);
         const bool memory = (double)run.kept_bytes == predicted && (level == "none" || run.kept_bytes < ref.kept_bytes) &&
                             (level != "budget" || predicted <= budget_bytes);
-        check(same && memory, "recompute %s%s %-28s 3 steps' losses, gradients, weights bit-identical to none: %s; "
+        check(same && memory, "recompute %s%s%s %-28s 3 steps' losses, gradients, weights bit-identical to none: %s; "
               "activations %zu B (predicted %.0f%s)", precision_name(precision), history ? "+delayed" : "",
+              gelu_fusion ? "+gelu-fusion" : "",
               level.size() > 28 ? "list" : level.c_str(), same ? "yes" : "NO", run.kept_bytes, predicted,
               level == "budget" ? ", within the budget" : "");
     }
@@ -547,9 +611,10 @@ int main(int argc, char **argv) {
     if (recompute_only) {
         gpu_model_free(&g);
         check_forward_again(64, cfg->channels, 4 * cfg->channels);  // fc's shape
-        check_recompute(tc, hp, weights, MATMUL_BF16);
-        check_recompute(tc, hp, weights, MATMUL_FP8);
-        check_recompute(tc, hp, weights, MATMUL_INT8);
+        check_recompute(tc, hp, weights, MATMUL_BF16, 0);
+        check_recompute(tc, hp, weights, MATMUL_BF16, 2);
+        check_recompute(tc, hp, weights, MATMUL_FP8, 0);
+        check_recompute(tc, hp, weights, MATMUL_INT8, 0);
         printf("%s recompute: %d check(s) failed\n", tc.name, g_failures);
         return g_failures ? 1 : 0;
     }
@@ -682,6 +747,7 @@ int main(int argc, char **argv) {
     if (N % 16 == 0) check_lowp_model(tc, hp, weights, MATMUL_FP8, 1, 0);  // cuBLASLt FP8 needs K = N % 16 == 0
     check_lowp_model(tc, hp, weights, MATMUL_INT8, 0, 0);
     check_delayed_scaling(tc, hp, weights);
+    check_gelu_fusion(tc, hp, weights);
     printf("%s: %d check(s) failed\n", tc.name, g_failures);
     return g_failures ? 1 : 0;
 }

@@ -134,6 +134,7 @@ typedef struct {
     bf16 *encoded;                // (N, C)
     GPUBlockActs *blocks;         // L of them (host array of device pointers)
     int *policy;                  // L recompute policies (llmc/recompute.h)
+    int gelu_fusion;              // --gelu-fusion: 0, 1 (fc forward), 2 (and fc projection's input gradient)
     size_t kept_bytes;            // the activations kept for backward (exact sizes, no alignment)
     GPUBlockActs work;            // recompute scratch: one block's dropped buffers, shared by all layers
     void *recompute_scratch;      // where work lives (NULL when no layer recomputes)
@@ -598,6 +599,20 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
 
 // How gpu_block_forward runs the block linears: quant_pass (llmc/amax_history.h).
 
+// Whether layer l's fc forward writes the GELU output from cuBLASLt's epilogue (--gelu-fusion >= 1,
+// bf16 block matmuls). Not for a layer whose policy recomputes the GELU alone from the kept
+// pre-activation: that recompute runs gelu.cuh, whose bits may differ from the epilogue's, and the
+// backward must see the forward's bits (a policy that reruns fc reruns the fused call: the same).
+static bool gelu_fused_forward(const GPUModel *g, int l) {
+    const int recomputed = recompute_steps(g->policy[l]);
+    const bool gelu_alone = (recomputed & RC_STEP_GELU) && !(recomputed & RC_STEP_FC);
+    return g->gelu_fusion >= 1 && g->lp.precision == MATMUL_BF16 && !gelu_alone;
+}
+
+// Whether the fc projection's input gradient applies gelu' in its epilogue (--gelu-fusion 2, bf16):
+// from the kept or recomputed pre-activation, as gelu_backward_inplace does, rounded once.
+static bool gelu_fused_backward(const GPUModel *g) { return g->gelu_fusion >= 2 && g->lp.precision == MATMUL_BF16; }
+
 static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias,
                          int N, int IC, int OC, int layer, int linear) {
     if (pass == QUANT_PASS_REPLAY)
@@ -642,10 +657,15 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
         layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, param_ptr(g, PT_LN2W, l),
                           param_ptr(g, PT_LN2B, l), N, C, st);
     }
-    if (steps & RC_STEP_FC)
-        block_linear(g, pass, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
-                     LINEAR_FC);
-    if (steps & RC_STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
+    if ((steps & RC_STEP_FC) && (steps & RC_STEP_GELU) && gelu_fused_forward(g, l)) {
+        matmul_forward_gelu(&g->mm, a->fch_gelu, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C,
+                            4 * C, st);
+    } else {
+        if (steps & RC_STEP_FC)
+            block_linear(g, pass, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
+                         LINEAR_FC);
+        if (steps & RC_STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
+    }
     if (steps & RC_STEP_FCPROJ) {
         block_linear(g, pass, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C,
                      l, LINEAR_FCPROJ);
@@ -752,9 +772,16 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         if (recompute) gpu_block_forward(g, l, residual, a, recompute, QUANT_PASS_REPLAY, B, T);
         bf16 *dfch = g->dwide, *dqkv = g->dwide;
         // MLP; dresidual holds d residual3.
-        lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
-                             a->fch_gelu, param_ptr(g, PT_FCPROJW, l), N, 4 * C, C, l, LINEAR_FCPROJ, st);
-        gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
+        if (gelu_fused_backward(g)) {  // bf16: what lowp_linear_backward does, with gelu' in the epilogue
+            matmul_backward_input_dgelu(mm, dfch, g->dresidual, param_ptr(g, PT_FCPROJW, l), a->fch, N, 4 * C, C, st);
+            matmul_backward_weight(mm, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
+                                   a->fch_gelu, N, 4 * C, C, st);
+        } else {
+            lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs,
+                                 g->dresidual, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), N, 4 * C, C, l, LINEAR_FCPROJ,
+                                 st);
+            gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
+        }
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
                              param_ptr(g, PT_FCW, l), N, C, 4 * C, l, LINEAR_FC, st);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN2W, l), grad_ptr(g, PT_LN2B, l), cs, g->dbtc, a->residual2,
@@ -993,6 +1020,7 @@ int main(int argc, char **argv) {
     GPUModel g;
     gpu_model_alloc_with(&g, &cfg, tc.B, tc.T, &hp, tc.seed, gpu_block_precision(&tc), tc.fp8_wgrad,
                          tc.amax_history, policies, tc.zero_stage, &comm);
+    g.gelu_fusion = tc.gelu_fusion;
     const double predicted_act_bytes = gpu_predicted_activation_bytes(&cfg, tc.B, tc.T, policies);
     free(policies);
     Comm *dc = g.zero.comm;  // takes comm over: host collectives through it, finalized through it
@@ -1025,6 +1053,9 @@ int main(int argc, char **argv) {
                g.lp.precision == MATMUL_FP8 ? "fp8" : g.lp.precision == MATMUL_INT8 ? "int8" : "bf16",
                g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",
                g.lp.history_len > 0 ? ", delayed scaling" : "", (double)g.lp.bytes * mib);
+        const char *const fusion[] = {"off", "fc forward", "fc forward and fc projection's input gradient"};
+        printf("gelu in cuBLASLt epilogues: %s%s\n", fusion[g.gelu_fusion],
+               g.gelu_fusion && g.lp.precision != MATMUL_BF16 ? " (inactive: the block matmuls are not bf16)" : "");
     }
     const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);
     if (comm.rank == 0) {

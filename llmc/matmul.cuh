@@ -13,6 +13,11 @@
 //   weight grad   dW^T (IC, OC) += inp^T (IC, N)  @ dout (N, OC)      B = dout^T stored (OC, N), transposed
 // Weight gradients are fp32 and accumulated (beta = 1); bias gradients are column sums
 // (colsum.cuh), because cuBLASLt's BGRAD epilogues overwrite and round to the bias type.
+// GELU in the epilogue (--gelu-fusion): the forward of the MLP's fc layer can write both
+// gelu(x W^T + b) and its pre-activation (GELU_AUX_BIAS), and the input gradient of the fc
+// projection can multiply by gelu'(pre-activation) before its single rounding (DGELU). cuBLASLt's
+// GELU is GPT-2's tanh approximation, in fp32, like gelu.cuh; the bits may differ from
+// gelu.cuh's by rounding, so a model uses one or the other consistently (train_gpt.cu).
 // Determinism: cuBLASLt gives the same bits for the same shapes, pointers' alignment and
 // workspace on the same GPU; the heuristic's choice depends only on those, and each choice is
 // kept (matmul_lt_run) so that it is asked once per distinct call.
@@ -116,23 +121,46 @@ static inline void matmul_lt_run(Matmul *mm, cublasLtMatmulDesc_t desc, cublasLt
                                MATMUL_WORKSPACE_BYTES, stream));
 }
 
-// Column-major D (m, n) [+]= op(A) op(B) [+ bias (m)], op(A) (m, k), op(B) (k, n).
+// What the epilogue does with GELU (see the top of this file). aux is a bf16 matrix of D's shape
+// and leading dimension: written with the pre-activation (FORWARD), read as it (BACKWARD).
+typedef enum {
+    MATMUL_GELU_NONE,
+    MATMUL_GELU_FORWARD,   // D = gelu(op(A) op(B) + bias), aux = op(A) op(B) + bias
+    MATMUL_GELU_BACKWARD,  // D = (op(A) op(B)) * gelu'(aux)
+} matmul_gelu;
+
+// Column-major D (m, n) [+]= op(A) op(B) [+ bias (m)], op(A) (m, k), op(B) (k, n), with `gelu`
+// applied in the epilogue (aux: see matmul_gelu; NULL with MATMUL_GELU_NONE).
 // A stored (k, m) when trans_a else (m, k); B stored (n, k) when trans_b else (k, n); leading
 // dimensions are the stored row counts. d_type: CUDA_R_16BF or CUDA_R_32F. bias: bf16, only
 // with a bf16 D. accumulate: D = op(A) op(B) + D.
 static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const bf16 *a, const bf16 *b,
                              const bf16 *bias, int m, int n, int k, bool trans_a, bool trans_b, bool accumulate,
-                             cudaStream_t stream) {
+                             matmul_gelu gelu, const bf16 *aux, cudaStream_t stream) {
     if (bias && d_type != CUDA_R_16BF) die("matmul_lt: a bias needs a bf16 output");
+    if ((gelu != MATMUL_GELU_NONE) != (aux != nullptr) ||
+        (gelu != MATMUL_GELU_NONE && (d_type != CUDA_R_16BF || accumulate || (uintptr_t)aux % 16 || m % 8)) ||
+        (gelu == MATMUL_GELU_BACKWARD && bias))
+        die("matmul_lt: a GELU epilogue needs its aux matrix (16-byte aligned, m = %d a multiple of 8), a bf16 "
+            "output without accumulation, and no bias in the backward", m);
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-    const cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    const cublasLtEpilogue_t epilogue =
+        gelu == MATMUL_GELU_FORWARD    ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+        : gelu == MATMUL_GELU_BACKWARD ? CUBLASLT_EPILOGUE_DGELU
+        : bias                         ? CUBLASLT_EPILOGUE_BIAS
+                                       : CUBLASLT_EPILOGUE_DEFAULT;
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     if (bias)
         cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    if (aux) {
+        const int64_t aux_ld = m;  // aux has D's column-major shape (m, n)
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+    }
 
     cublasLtMatrixLayout_t la, lb, ld;
     cublasCheck(trans_a ? cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, m, k)
@@ -142,8 +170,9 @@ static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const b
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, m));
 
     char what[160];
-    snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias=%d out=%s accumulate=%d", m, n, k,
-             trans_a, trans_b, bias != nullptr, d_type == CUDA_R_32F ? "fp32" : "bf16", accumulate);
+    snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias=%d out=%s accumulate=%d gelu=%d aux align %u",
+             m, n, k, trans_a, trans_b, bias != nullptr, d_type == CUDA_R_32F ? "fp32" : "bf16", accumulate, (int)gelu,
+             aux ? pointer_alignment(aux) : 0);
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     matmul_lt_run(mm, desc, la, lb, ld, &alpha, a, b, &beta, d, stream, what);
     cublasCheck(cublasLtMatrixLayoutDestroy(la));
@@ -155,20 +184,36 @@ static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const b
 // out (N, OC) = inp (N, IC) @ weight^T + bias (bias may be nullptr).
 static inline void matmul_forward(Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias, int N,
                                   int IC, int OC, cudaStream_t stream) {
-    matmul_lt(mm, out, CUDA_R_16BF, weight, inp, bias, OC, N, IC, true, false, false, stream);
+    matmul_lt(mm, out, CUDA_R_16BF, weight, inp, bias, OC, N, IC, true, false, false, MATMUL_GELU_NONE, nullptr, stream);
+}
+
+// out (N, OC) = gelu(pre) and pre (N, OC) = inp (N, IC) @ weight^T + bias, in one call.
+static inline void matmul_forward_gelu(Matmul *mm, bf16 *out, bf16 *pre, const bf16 *inp, const bf16 *weight,
+                                       const bf16 *bias, int N, int IC, int OC, cudaStream_t stream) {
+    matmul_lt(mm, out, CUDA_R_16BF, weight, inp, bias, OC, N, IC, true, false, false, MATMUL_GELU_FORWARD, pre, stream);
 }
 
 // dinp (N, IC) = dout (N, OC) @ weight (OC, IC), overwritten.
 static inline void matmul_backward_input(Matmul *mm, bf16 *dinp, const bf16 *dout, const bf16 *weight, int N, int IC,
                                          int OC, cudaStream_t stream) {
-    matmul_lt(mm, dinp, CUDA_R_16BF, weight, dout, nullptr, IC, N, OC, false, false, false, stream);
+    matmul_lt(mm, dinp, CUDA_R_16BF, weight, dout, nullptr, IC, N, OC, false, false, false, MATMUL_GELU_NONE, nullptr,
+              stream);
+}
+
+// dinp (N, IC) = (dout (N, OC) @ weight (OC, IC)) * gelu'(pre), pre (N, IC) the pre-activation of
+// the GELU whose output was this layer's input: its input gradient and the GELU's backward in one call.
+static inline void matmul_backward_input_dgelu(Matmul *mm, bf16 *dinp, const bf16 *dout, const bf16 *weight,
+                                               const bf16 *pre, int N, int IC, int OC, cudaStream_t stream) {
+    matmul_lt(mm, dinp, CUDA_R_16BF, weight, dout, nullptr, IC, N, OC, false, false, false, MATMUL_GELU_BACKWARD, pre,
+              stream);
 }
 
 // dweight (OC, IC) += dout^T @ inp (fp32); dbias (OC) += column sums of dout when dbias != nullptr
 // (scratch: colsum_scratch_floats(N, OC)).
 static inline void matmul_backward_weight(Matmul *mm, float *dweight, float *dbias, float *scratch, const bf16 *dout,
                                           const bf16 *inp, int N, int IC, int OC, cudaStream_t stream) {
-    matmul_lt(mm, dweight, CUDA_R_32F, inp, dout, nullptr, IC, OC, N, false, true, true, stream);
+    matmul_lt(mm, dweight, CUDA_R_32F, inp, dout, nullptr, IC, OC, N, false, true, true, MATMUL_GELU_NONE, nullptr,
+              stream);
     if (dbias) bias_backward(dbias, scratch, dout, N, OC, stream);
 }
 

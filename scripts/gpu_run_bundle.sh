@@ -75,6 +75,12 @@ if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precisio
           for m in bf16 fp8 int8; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$out/bench_$1_$m.log") |"; done
           echo "$row"
       done; } >> "$summary"
+    # GELU in the cuBLASLt epilogues (--gelu-fusion, off by default until this measures it faster)
+    for f in 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
+    { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"
+      row="| tokens/s | $(awk '/^bench_tokens_per_s/ {print $2}' "$out/bench_d12_bf16.log") |"
+      for f in 1 2; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$out/bench_d12_bf16_gelu$f.log") |"; done
+      echo "$row"; } >> "$summary"
 fi
 if [ "$phase" = profile ] || [ "$phase" = all ]; then  # GPU time per kernel over two d12 steps (ncu serializes kernels)
     ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)

@@ -36,6 +36,8 @@ expect 2 "-t \(--seq-len\): 32 is larger than the model's maxT 16" -- "${tiny[@]
 expect 2 "-d \(--total-batch\): 100 is not a multiple of B\*T\*ranks = 16" -- "${tiny[@]}" -d 100 -i "$dir/good.bin"
 expect 2 "-e \(--model\) 'L2C30NH4'" -- -e L2C30NH4
 expect 2 "needs an output directory" -- "${tiny[@]}" -y 1 -i "$dir/good.bin"
+expect 2 "--gelu-fusion belongs to the GPU trainer" -- "${tiny[@]}" --gelu-fusion 2 -i "$dir/good.bin"
+expect 2 "--gelu-fusion: .3. is not an integer in \[0, 2\]" -- --gelu-fusion 3
 
 # Files.
 expect 1 "cannot open 'missing.bin'" -- -e missing.bin

@@ -15,8 +15,9 @@
 // The four linear layers of each block run in bf16, FP8 or int8 (--matmul; llmc/matmul_lowp.cuh,
 // whose CPU twin is train_gpt.c's emulation); the output head, attention, LayerNorm and AdamW
 // stay in bf16/fp32 whatever the flag.
-// Everything runs on one stream; the host waits only where the loop needs a number (the loss,
-// the gradient norm, the count of clipped tensors, sampled logits).
+// The model runs on one stream and ZeRO's collectives on a second (GPUZero); the host waits only
+// where the loop needs a number (the loss, the gradient norm, the update-clipping sums and the
+// count of clipped tensors, sampled logits).
 // Selective recomputation (-r, --recompute, --mem-budget; llmc/recompute.h), as train_gpt.c: each
 // layer keeps what its policy says, one shared scratch holds the rest, and the backward pass of a
 // block first reruns the forward steps it dropped (gpu_block_forward, the same code as the

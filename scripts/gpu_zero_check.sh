@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ZeRO on the GPU (train_gptcu -z 0..3), for a GPU session: about 1-2 minutes on one GPU.
+# ZeRO on the GPU (train_gptcu -z 0..3), for a GPU session: about 2 minutes on one GPU.
 #   usage: scripts/gpu_zero_check.sh BIN_DIR DATA_DIR OUT_DIR
 # DATA_DIR holds train_00000{0,1}.bin and val_000000.bin (scripts/gpu_bundle.sh makes them with
 # dev/test/make_shard.py: vocabulary 512). Prints one PASS/FAIL line per check; exits 1 on a FAIL.
@@ -24,7 +24,10 @@
 #   reductions, same update-clipping sums, scratch placed at the whole buffer's alignment so
 #   cuBLASLt chooses the same kernels): main.log, the final model file and the samples (ZeRO-3
 #   samples through gathered weights, one sequence of B=1) identical.
-# - Resume at the same world size from the step-3 checkpoint: identical main.log, model, samples.
+# - Resume at the same world size from the step-3 checkpoint: identical main.log, model, samples;
+#   one process resuming the 2-rank checkpoint (re-sliced state) close to the 2-rank run.
+# - 3 ranks (the slices need padding) against one process running 3 micro-steps: close, and
+#   stages 1, 2 and 3 identical.
 set -u
 bin=$1 data=$2 out=$3
 rm -rf "$out" && mkdir -p "$out"
@@ -79,12 +82,12 @@ same "$out/nccl1_z2" "$out/nccl1_z3"
 report "nccl 1 rank stage 3 identical to stage 2" $? "(main.log, model_00000006.bin, samples)"
 
 if [ -z "$mpirun_cmd" ]; then
-    echo "FAIL zero: mpirun not found on this machine: the 2-rank checks did not run (install Open MPI, or carry it)"
+    echo "FAIL zero: mpirun not found on this machine: the 2- and 3-rank checks did not run (install Open MPI, or carry it)"
     exit 1
 fi
-mpi2() { LLMC_GPU_COMM=mpi "$mpirun_cmd" "${root[@]}" --oversubscribe --bind-to none -np 2 "$@"; }
+mpi() { local np=$1; shift; LLMC_GPU_COMM=mpi "$mpirun_cmd" "${root[@]}" --oversubscribe --bind-to none -np "$np" "$@"; }
 for z in 0 1 2 3; do
-    mpi2 "$bin/train_gptcu" "${args[@]}" -d 128 -m 2 -z $z -o "$out/np2_z$z" > "$out/np2_z$z.out" 2>&1
+    mpi 2 "$bin/train_gptcu" "${args[@]}" -d 128 -m 2 -z $z -o "$out/np2_z$z" > "$out/np2_z$z.out" 2>&1
     rc=$?
     grep -q "^zero: stage $z ranks 2 " "$out/np2_z$z.out"; shown=$?
     detail=$(close "$out/one" "$out/np2_z$z")
@@ -98,9 +101,33 @@ for z in 1 3; do
     r="$out/resume_z$z" && mkdir -p "$r"
     # the step-3 checkpoint and the log (a resume rewrites main.log up to its step)
     cp "$out/np2_z$z"/{model_00000003.bin,state_00000003_00000.bin,state_00000003_00001.bin,DONE_00000003,main.log} "$r/"
-    mpi2 "$bin/train_gptcu" "${args[@]}" -d 128 -m 2 -z $z -o "$r" -y 1 > "$r.out" 2>&1
+    mpi 2 "$bin/train_gptcu" "${args[@]}" -d 128 -m 2 -z $z -o "$r" -y 1 > "$r.out" 2>&1
     rc=$?
     same "$out/np2_z$z" "$r"
     report "stage $z resume at step 3 bit-exact (2 ranks)" $((rc != 0 || $? != 0)) "(main.log, model_00000006.bin, samples)"
+done
+# Re-slicing: one process (2 micro-steps, the same data windows) resumes the 2-rank stage-3
+# checkpoint, reading the moments and master weights of [0, N) from both ranks' state files.
+r="$out/reslice_np1"
+mkdir -p "$r" && cp "$out/np2_z3"/{model_00000003.bin,state_00000003_00000.bin,state_00000003_00001.bin,DONE_00000003,main.log} "$r/"
+"$bin/train_gptcu" "${args[@]}" -d 128 -m 4 -z 3 -o "$r" -y 1 > "$r.out" 2>&1
+rc=$?
+grep -q "resumed from step 3" "$r.out"; resumed=$?
+detail=$(close "$out/np2_z3" "$r")
+report "one process resumes the 2-rank stage 3 checkpoint" $((rc != 0 || resumed != 0 || $? != 0)) "$detail"
+
+# 3 ranks: 470528 parameters are not a multiple of 3 x ZERO_ALIGN, so the last slice has padding.
+"$bin/train_gptcu" "${args[@]}" -d 192 -m 6 -o "$out/one3" > "$out/one3.out" 2>&1
+report "one process runs (3 micro-steps)" $? "(see $out/one3.out)"
+for z in 1 2 3; do
+    mpi 3 "$bin/train_gptcu" "${args[@]}" -d 192 -m 2 -z $z -o "$out/np3_z$z" > "$out/np3_z$z.out" 2>&1
+    rc=$?
+    grep -q "^zero: stage $z ranks 3 " "$out/np3_z$z.out"; shown=$?
+    detail=$(close "$out/one3" "$out/np3_z$z")
+    report "mpi-staged 3 ranks stage $z vs one process" $((rc != 0 || shown != 0 || $? != 0)) "$detail"
+done
+for z in 2 3; do
+    same "$out/np3_z1" "$out/np3_z$z"
+    report "stage $z identical to stage 1 (3 ranks)" $? "(main.log, model_00000006.bin, samples)"
 done
 exit $failed

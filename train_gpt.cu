@@ -581,9 +581,11 @@ static void gpu_get_weights(GPUModel *g, float *weights) {
         for (int seg = 0; seg < g->zero.plan.num_segments; seg++) {
             const ZeroRange r = zero_segment(&g->cfg, seg);
             zero_weights_acquire(g, seg);
-            cudaCheck(cudaMemcpyAsync(h + r.begin, slot_data(&g->zero, zero_slot_of(&g->zero, seg), seg),
-                                      (r.end - r.begin) * sizeof(uint16_t), cudaMemcpyDeviceToHost, g->stream));
+            // The gather is waited for with the deadline: a copy into pageable memory blocks the
+            // host until the stream reaches it, with no deadline if a peer never joins the gather.
             gpu_sync(g);
+            cudaCheck(cudaMemcpy(h + r.begin, slot_data(&g->zero, zero_slot_of(&g->zero, seg), seg),
+                                 (r.end - r.begin) * sizeof(uint16_t), cudaMemcpyDeviceToHost));
             zero_weights_release(g, seg);
         }
     }

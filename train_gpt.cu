@@ -15,8 +15,9 @@
 // The four linear layers of each block run in bf16, FP8 or int8 (--matmul; llmc/matmul_lowp.cuh,
 // whose CPU twin is train_gpt.c's emulation); the output head, attention, LayerNorm and AdamW
 // stay in bf16/fp32 whatever the flag.
-// Everything runs on one stream; the host waits only where the loop needs a number (the loss,
-// the gradient norm, the count of clipped tensors, sampled logits).
+// The model runs on one stream and ZeRO's collectives on a second (GPUZero); the host waits only
+// where the loop needs a number (the loss, the gradient norm, the update-clipping sums and the
+// count of clipped tensors, sampled logits).
 // Selective recomputation (-r, --recompute, --mem-budget; llmc/recompute.h), as train_gpt.c: each
 // layer keeps what its policy says, one shared scratch holds the rest, and the backward pass of a
 // block first reruns the forward steps it dropped (gpu_block_forward, the same code as the
@@ -581,9 +582,11 @@ static void gpu_get_weights(GPUModel *g, float *weights) {
         for (int seg = 0; seg < g->zero.plan.num_segments; seg++) {
             const ZeroRange r = zero_segment(&g->cfg, seg);
             zero_weights_acquire(g, seg);
-            cudaCheck(cudaMemcpyAsync(h + r.begin, slot_data(&g->zero, zero_slot_of(&g->zero, seg), seg),
-                                      (r.end - r.begin) * sizeof(uint16_t), cudaMemcpyDeviceToHost, g->stream));
+            // The gather is waited for with the deadline: a copy into pageable memory blocks the
+            // host until the stream reaches it, with no deadline if a peer never joins the gather.
             gpu_sync(g);
+            cudaCheck(cudaMemcpy(h + r.begin, slot_data(&g->zero, zero_slot_of(&g->zero, seg), seg),
+                                 (r.end - r.begin) * sizeof(uint16_t), cudaMemcpyDeviceToHost));
             zero_weights_release(g, seg);
         }
     }

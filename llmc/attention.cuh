@@ -158,10 +158,14 @@ __device__ __forceinline__ void load_b_rows_are_k(uint32_t b[4], const __nv_bflo
     ldmatrix_x4_trans(b, tile + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld<HS>() + n0 + (lane >> 4) * 8);
 }
 
-// acc[ROWS16 x N] += A(16 x K, already in registers as K/16 fragments) * X, the contraction over
-// the rows of a [K][N] tile (load_b_rows_are_k). Used for P V, P^T dO, dS^T Q, dS K.
-template <int HS, int K, int N>
-__device__ __forceinline__ void mma_a_regs_b_rows_k(float (*acc)[4], const uint32_t (*a)[4],
+// Both products below cover RT row tiles of 16 (acc[r], a[r]) per warp: each B fragment loaded from
+// shared memory feeds 2 RT mma instructions, so more row tiles read shared memory less per FLOP.
+// The sums run in the same order for every RT (the bits do not depend on it).
+
+// acc[r] (16 x N) += A[r] (16 x K, in registers as K/16 fragments) * X, the contraction over the
+// rows of a [K][N] tile (load_b_rows_are_k). Used for P V, P^T dO, dS^T Q, dS K.
+template <int HS, int K, int N, int RT>
+__device__ __forceinline__ void mma_a_regs_b_rows_k(float (*acc)[N / 8][4], const uint32_t (*a)[K / 16][4],
                                                     const __nv_bfloat16 *tile, int lane) {
 #pragma unroll
     for (int kk = 0; kk < K / 16; kk++)
@@ -169,25 +173,33 @@ __device__ __forceinline__ void mma_a_regs_b_rows_k(float (*acc)[4], const uint3
         for (int nn = 0; nn < N / 16; nn++) {
             uint32_t b[4];
             load_b_rows_are_k<HS>(b, tile, kk * 16, nn * 16, lane);
-            mma_16816(acc[2 * nn], a[kk], b[0], b[1]);
-            mma_16816(acc[2 * nn + 1], a[kk], b[2], b[3]);
+#pragma unroll
+            for (int r = 0; r < RT; r++) {
+                mma_16816(acc[r][2 * nn], a[r][kk], b[0], b[1]);
+                mma_16816(acc[r][2 * nn + 1], a[r][kk], b[2], b[3]);
+            }
         }
 }
 
-// acc[16 x N] = A(16 x HS in registers) * X^T, X a [N][HS] tile (load_b_rows_are_n): scores.
-template <int HS, int N>
-__device__ __forceinline__ void mma_scores(float (*acc)[4], const uint32_t (*a)[4],
+// acc[r] (16 x N) = A[r] (16 x HS in registers) * X^T, X a [N][HS] tile (load_b_rows_are_n): scores.
+template <int HS, int N, int RT>
+__device__ __forceinline__ void mma_scores(float (*acc)[N / 8][4], const uint32_t (*a)[HS / 16][4],
                                            const __nv_bfloat16 *tile, int lane) {
 #pragma unroll
-    for (int i = 0; i < N / 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int r = 0; r < RT; r++)
+#pragma unroll
+        for (int i = 0; i < N / 8; i++) acc[r][i][0] = acc[r][i][1] = acc[r][i][2] = acc[r][i][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < HS / 16; kk++)
 #pragma unroll
         for (int nn = 0; nn < N / 16; nn++) {
             uint32_t b[4];
             load_b_rows_are_n<HS>(b, tile, nn * 16, kk * 16, lane);
-            mma_16816(acc[2 * nn], a[kk], b[0], b[1]);
-            mma_16816(acc[2 * nn + 1], a[kk], b[2], b[3]);
+#pragma unroll
+            for (int r = 0; r < RT; r++) {
+                mma_16816(acc[r][2 * nn], a[r][kk], b[0], b[1]);
+                mma_16816(acc[r][2 * nn + 1], a[r][kk], b[2], b[3]);
+            }
         }
 }
 
@@ -241,31 +253,38 @@ __device__ __forceinline__ void store_rows(__nv_bfloat16 *head, int64_t row_stri
 }
 
 // ---------------------------------------------------------------------------------------------
-// Forward. Grid (B * NH, ceil(T / 64)); CTA = 64 queries of one (b, h), warp w owns queries
-// q0 + 16w .. q0 + 16w + 15 and keeps their Q fragments, the O accumulator (16 x HS fp32) and
-// the running max m and sum l of its two rows per thread (g and g + 8) in registers.
-// Shared: Q [64][HS+8], then K and V tiles [64][HS+8], two buffers each.
+// Forward. Grid (B * NH, ceil(T / (64 RT))); CTA = 64 RT queries of one (b, h); warp w owns the
+// 16 RT queries q0 + 16 RT w .. (RT row tiles of 16, see mma_scores) and keeps their Q fragments,
+// the O accumulators (16 x HS fp32 per tile) and the running max m and sum l of the two rows per
+// thread and tile (g and g + 8) in registers.
+// Shared: Q [64 RT][HS+8], then K and V tiles [64][HS+8], two buffers each.
 // Online softmax in base 2: p = 2^(S log2e - m'), with m' = max scaled score seen so far; when
 // the max grows by d the running O and l are multiplied by 2^-d.
+// RT (row tiles per warp) 1 or 2: every row's arithmetic is the same either way (identical bits);
+// 2 reads each K and V fragment once for twice the rows, at twice the accumulator registers
+// (HS 64 only: HS 128 would spill). dev/cuda/attention.cu times both; forward_row_tiles() is
+// the default.
 
 constexpr int FWD_KEYS = 64;
 
-template <int HS> constexpr size_t forward_smem_bytes() {
-    return (size_t)(ROWS_PER_CTA + 4 * FWD_KEYS) * ld<HS>() * sizeof(__nv_bfloat16);
+template <int HS> __host__ __device__ constexpr int forward_row_tiles() { return 1; }
+
+template <int HS, int RT> constexpr size_t forward_smem_bytes() {
+    return (size_t)(RT * ROWS_PER_CTA + 4 * FWD_KEYS) * ld<HS>() * sizeof(__nv_bfloat16);
 }
 
-template <int HS, int MIN_CTAS>
+template <int HS, int MIN_CTAS, int RT>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ lse,
                          const __nv_bfloat16 *__restrict__ qkv, int T, int NH, float scale) {
-    constexpr int BK = FWD_KEYS, LD = ld<HS>();
+    constexpr int BK = FWD_KEYS, LD = ld<HS>(), QROWS = RT * ROWS_PER_CTA;
     extern __shared__ __align__(16) unsigned char smem[];
     __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
-    __nv_bfloat16 *sK = sQ + ROWS_PER_CTA * LD;  // [2][BK][LD]
-    __nv_bfloat16 *sV = sK + 2 * BK * LD;        // [2][BK][LD]
+    __nv_bfloat16 *sK = sQ + QROWS * LD;  // [2][BK][LD]
+    __nv_bfloat16 *sV = sK + 2 * BK * LD; // [2][BK][LD]
 
     const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
-    const int q0 = (gridDim.y - 1 - blockIdx.y) * ROWS_PER_CTA;  // longest rows first
+    const int q0 = (gridDim.y - 1 - blockIdx.y) * QROWS;  // longest rows first
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int C = NH * HS;
     const int64_t row_stride = 3 * (int64_t)C;
@@ -274,21 +293,24 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
     const float scale_log2 = scale * LOG2E;
 
     // Key tiles that hold any key <= the last valid query of this CTA; later ones are all masked.
-    const int last_query = min(q0 + ROWS_PER_CTA, T) - 1;
+    const int last_query = min(q0 + QROWS, T) - 1;
     const int n_tiles = last_query / BK + 1;
 
-    load_tile_async<ROWS_PER_CTA, HS>(sQ, q_head, row_stride, q0, T);
+    load_tile_async<QROWS, HS>(sQ, q_head, row_stride, q0, T);
     load_tile_async<BK, HS>(sK, k_head, row_stride, 0, T);
     load_tile_async<BK, HS>(sV, v_head, row_stride, 0, T);
     cp_async_commit();
 
-    uint32_t qf[HS / 16][4];
-    float o[HS / 8][4];
+    uint32_t qf[RT][HS / 16][4];
+    float o[RT][HS / 8][4];
 #pragma unroll
-    for (int n = 0; n < HS / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    float m[2] = {-INFINITY, -INFINITY};  // running max of scaled scores (base-2 units), rows g, g+8
-    float l[2] = {0.0f, 0.0f};            // this thread's share of the running sum of p
-    const int row_lo = q0 + 16 * warp + g;  // query of accumulator rows c0,c1 (c2,c3: row_lo + 8)
+    for (int r = 0; r < RT; r++)
+#pragma unroll
+        for (int n = 0; n < HS / 8; n++) o[r][n][0] = o[r][n][1] = o[r][n][2] = o[r][n][3] = 0.0f;
+    float m[RT][2], l[RT][2];  // running max of scaled scores (base-2 units) and this thread's share of the sum
+#pragma unroll
+    for (int r = 0; r < RT; r++) m[r][0] = m[r][1] = -INFINITY, l[r][0] = l[r][1] = 0.0f;
+    const int warp_q0 = q0 + 16 * RT * warp;  // the warp's first query; tile r's rows: warp_q0 + 16 r + g (+ 8)
 
     for (int j = 0; j < n_tiles; j++) {
         const int buf = j & 1;
@@ -303,71 +325,81 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
         __syncthreads();
         if (j == 0) {
 #pragma unroll
-            for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(qf[kk], sQ, 16 * warp, 16 * kk, lane);
+            for (int r = 0; r < RT; r++)
+#pragma unroll
+                for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(qf[r][kk], sQ, 16 * (RT * warp + r), 16 * kk, lane);
         }
 
-        float s[BK / 8][4];
-        mma_scores<HS, BK>(s, qf, sK + buf * BK * LD, lane);
+        float s[RT][BK / 8][4];
+        mma_scores<HS, BK, RT>(s, qf, sK + buf * BK * LD, lane);
 
-        // Causal mask and the end of the sequence: only tiles that reach past the warp's first
-        // query or past T need it.
         const int k0 = j * BK;
-        if (k0 + BK - 1 > q0 + 16 * warp || k0 + BK > T) {
 #pragma unroll
-            for (int n = 0; n < BK / 8; n++)
+        for (int r = 0; r < RT; r++) {
+            const int row_lo = warp_q0 + 16 * r + g;  // query of accumulator rows c0,c1 (c2,c3: row_lo + 8)
+            // Causal mask and the end of the sequence: only tiles that reach past the row tile's
+            // first query or past T need it.
+            if (k0 + BK - 1 > warp_q0 + 16 * r || k0 + BK > T) {
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int key = k0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * (e >> 1);
-                    if (key > query || key >= T) s[n][e] = -INFINITY;
-                }
-        }
-
+                for (int n = 0; n < BK / 8; n++)
 #pragma unroll
-        for (int half = 0; half < 2; half++) {
-            float mx = -INFINITY;
-#pragma unroll
-            for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * half], s[n][2 * half + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 threads of a row
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float m_new = fmaxf(m[half], mx * scale_log2);
-            // A row with no unmasked key yet keeps m = -inf; use 0 so no -inf - -inf appears.
-            const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-            const float alpha = exp2f(m[half] - m_use);
-            float sum = 0.0f;
-#pragma unroll
-            for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-                for (int e = 2 * half; e < 2 * half + 2; e++) {
-                    s[n][e] = exp2f(fmaf(s[n][e], scale_log2, -m_use));
-                    sum += s[n][e];
-                }
-            l[half] = l[half] * alpha + sum;
-#pragma unroll
-            for (int n = 0; n < HS / 8; n++) {
-                o[n][2 * half] *= alpha;
-                o[n][2 * half + 1] *= alpha;
+                    for (int e = 0; e < 4; e++) {
+                        const int key = k0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * (e >> 1);
+                        if (key > query || key >= T) s[r][n][e] = -INFINITY;
+                    }
             }
-            m[half] = m_new;
+
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[r][n][2 * half], s[r][n][2 * half + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 threads of a row
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float m_new = fmaxf(m[r][half], mx * scale_log2);
+                // A row with no unmasked key yet keeps m = -inf; use 0 so no -inf - -inf appears.
+                const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+                const float alpha = exp2f(m[r][half] - m_use);
+                float sum = 0.0f;
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                    for (int e = 2 * half; e < 2 * half + 2; e++) {
+                        s[r][n][e] = exp2f(fmaf(s[r][n][e], scale_log2, -m_use));
+                        sum += s[r][n][e];
+                    }
+                l[r][half] = l[r][half] * alpha + sum;
+#pragma unroll
+                for (int n = 0; n < HS / 8; n++) {
+                    o[r][n][2 * half] *= alpha;
+                    o[r][n][2 * half + 1] *= alpha;
+                }
+                m[r][half] = m_new;
+            }
         }
 
-        uint32_t pf[BK / 16][4];
-        acc_to_a<BK>(pf, s);
-        mma_a_regs_b_rows_k<HS, BK, HS>(o, pf, sV + buf * BK * LD, lane);
+        uint32_t pf[RT][BK / 16][4];
+#pragma unroll
+        for (int r = 0; r < RT; r++) acc_to_a<BK>(pf[r], s[r]);
+        mma_a_regs_b_rows_k<HS, BK, HS, RT>(o, pf, sV + buf * BK * LD, lane);
         __syncthreads();  // every warp is done with this buffer before iteration j+1 refills it
     }
 
     // Every valid row has seen key 0, so l >= 1 there; rows >= T are not stored.
-    float inv_l[2];
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        l[half] += __shfl_xor_sync(0xffffffffu, l[half], 1);
-        l[half] += __shfl_xor_sync(0xffffffffu, l[half], 2);
-        inv_l[half] = 1.0f / l[half];
-        const int row = row_lo + 8 * half;
-        if (t == 0 && row < T) lse[(int64_t)bh * T + row] = (m[half] + log2f(l[half])) / LOG2E;
-    }
     __nv_bfloat16 *out_head = out + (int64_t)b * T * C + h * HS;
-    store_rows<HS>(out_head, C, q0 + 16 * warp, T, o, inv_l[0], inv_l[1], lane);
+#pragma unroll
+    for (int r = 0; r < RT; r++) {
+        float inv_l[2];
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            l[r][half] += __shfl_xor_sync(0xffffffffu, l[r][half], 1);
+            l[r][half] += __shfl_xor_sync(0xffffffffu, l[r][half], 2);
+            inv_l[half] = 1.0f / l[r][half];
+            const int row = warp_q0 + 16 * r + g + 8 * half;
+            if (t == 0 && row < T) lse[(int64_t)bh * T + row] = (m[r][half] + log2f(l[r][half])) / LOG2E;
+        }
+        store_rows<HS>(out_head, C, warp_q0 + 16 * r, T, o[r], inv_l[0], inv_l[1], lane);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -483,11 +515,11 @@ attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bflo
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(kf[kk], sK, 16 * warp, 16 * kk, lane);
         float p[BQ / 8][4];
-        mma_scores<HS, BQ>(p, kf, q_tile, lane);  // S^T
+        mma_scores<HS, BQ, 1>(&p, &kf, q_tile, lane);  // S^T
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(vf[kk], sV, 16 * warp, 16 * kk, lane);
         float dp[BQ / 8][4];
-        mma_scores<HS, BQ>(dp, vf, do_tile, lane);  // dP^T
+        mma_scores<HS, BQ, 1>(&dp, &vf, do_tile, lane);  // dP^T
 
         const int qt0 = i * BQ;
         const bool needs_mask = qt0 < k0 + ROWS_PER_CTA || qt0 + BQ > T;
@@ -505,9 +537,9 @@ attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bflo
 
         uint32_t af[BQ / 16][4];
         acc_to_a<BQ>(af, p);
-        mma_a_regs_b_rows_k<HS, BQ, HS>(dv, af, do_tile, lane);
+        mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dv, &af, do_tile, lane);
         acc_to_a<BQ>(af, dp);
-        mma_a_regs_b_rows_k<HS, BQ, HS>(dk, af, q_tile, lane);
+        mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dk, &af, q_tile, lane);
         __syncthreads();  // every warp is done with this buffer before it is refilled
     }
 
@@ -590,8 +622,8 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         const __nv_bfloat16 *k_tile = sK + buf * BK * LD, *v_tile = sV + buf * BK * LD;
 
         float p[BK / 8][4], dp[BK / 8][4];
-        mma_scores<HS, BK>(p, qf, k_tile, lane);   // S
-        mma_scores<HS, BK>(dp, dof, v_tile, lane); // dP
+        mma_scores<HS, BK, 1>(&p, &qf, k_tile, lane);   // S
+        mma_scores<HS, BK, 1>(&dp, &dof, v_tile, lane); // dP
 
         const int kt0 = j * BK;
         const bool needs_mask = kt0 + BK - 1 > q0 + 16 * warp || kt0 + BK > T;
@@ -608,7 +640,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 
         uint32_t af[BK / 16][4];
         acc_to_a<BK>(af, dp);
-        mma_a_regs_b_rows_k<HS, BK, HS>(dq, af, k_tile, lane);
+        mma_a_regs_b_rows_k<HS, BK, HS, 1>(&dq, &af, k_tile, lane);
         __syncthreads();  // every warp is done with this buffer before it is refilled
     }
 
@@ -643,13 +675,13 @@ static inline void check_args(const char *fn, int B, int T, int NH, int HS, cons
             die("%s: tensor argument %d is not %u-byte aligned", fn, i + 1, args[i].alignment);
 }
 
-template <int HS, int MIN_CTAS = forward_min_ctas<HS>()>
+template <int HS, int MIN_CTAS = forward_min_ctas<HS>(), int RT = forward_row_tiles<HS>()>
 static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int NH,
                               cudaStream_t stream) {
-    const size_t smem = forward_smem_bytes<HS>();
-    launch_config(attention_forward_kernel<HS, MIN_CTAS>, smem);
-    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
-    attention_forward_kernel<HS, MIN_CTAS><<<grid, NTHREADS, smem, stream>>>(out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
+    const size_t smem = forward_smem_bytes<HS, RT>();
+    launch_config(attention_forward_kernel<HS, MIN_CTAS, RT>, smem);
+    const dim3 grid(B * NH, (T + RT * ROWS_PER_CTA - 1) / (RT * ROWS_PER_CTA));
+    attention_forward_kernel<HS, MIN_CTAS, RT><<<grid, NTHREADS, smem, stream>>>(out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the GPU programs here (sm_90) and bundles them with the shared libraries the GPU machine
 # lacks (json-c, pcre2, OpenMP OpenBLAS, Open MPI's libraries) into gpu_carry/ (ignored by git,
-# under the device tool's 64 MiB carry limit), for scripts/gpu_run_bundle.sh on a machine that
+# under the device tool's 64 MiB limit with the repository), for scripts/gpu_run_bundle.sh on a machine that
 # cannot build. NCCL comes from the GPU machine's CUDA toolkit (like cuBLAS: paths with "cuda" are
 # not copied). Open MPI's launcher (mpirun, orted, its plugins and help files: about 20 MiB more)
 # does not fit beside the ~59 MiB bundle, so the 2-rank ZeRO checks need mpirun installed there.
@@ -19,4 +19,12 @@ strip --strip-debug gpu_carry/bin/* gpu_carry/lib/*
 mkdir -p gpu_carry/zero_data
 for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py gpu_carry/zero_data/train_00000$i.bin 5000 512 $((70 + i)); done
 /usr/bin/python3 dev/test/make_shard.py gpu_carry/zero_data/val_000000.bin 3000 512 72
+# The nlp-corpus token shards for the loss curves (scripts/gpu_run_bundle.sh curves), xz-compressed:
+# 4.1 MB of tokens in 2.4 MB keep the carried tree (bundle + repository) under the tool's 64 MiB.
+[ -f data/nlpcorpus/nlpcorpus_val_000000.bin ] || bash dev/data/nlpcorpus.sh
+tar -cJf gpu_carry/nlpcorpus.tar.xz -C data nlpcorpus/nlpcorpus_train_000000.bin nlpcorpus/nlpcorpus_train_000001.bin \
+    nlpcorpus/nlpcorpus_train_000002.bin nlpcorpus/nlpcorpus_train_000003.bin nlpcorpus/nlpcorpus_val_000000.bin
 du -sh gpu_carry
+total=$(( $(du -sb gpu_carry | cut -f1) + $(git ls-files -z | xargs -0 du -cb | tail -n 1 | cut -f1) ))
+echo "bundle + tracked files: $(( total >> 20 )) MiB of the device tool's 64 MiB"
+(( total < 64 << 20 )) || { echo "gpu_bundle.sh: the carried tree would exceed 64 MiB" >&2; exit 1; }

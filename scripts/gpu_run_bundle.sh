@@ -4,12 +4,17 @@
 # recompute checks and memory/speed table (phase recompute), the ZeRO checks (phase zero:
 # scripts/gpu_zero_check.sh, PASS/FAIL lines in $OUT/zero.log), the throughput of every block-matmul
 # precision at d12 and d48 (phase bench) and where a training step's time goes, kernel by kernel,
-# under Nsight Compute (phase profile: $OUT/profile_*.md).
-# Each step has a time limit; logs and a summary table go to $OUT (or build/gpu_run).
+# under Nsight Compute (phase profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and
+# int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
+# machine's python3 has matplotlib; else dev/bench/plot_curves.py makes it from the CSV).
+# Each step has a time limit. $OUT (or build/gpu_run) receives at most 7 files, because the device
+# tool returns 8: device.txt, summary.md (a row per step), logs.tar.gz (every step's log), and the
+# phases' results (profile_d12_bf16.md, profile_d12_fp8.md, curves.csv, curves.png). Bulky work
+# (ZeRO runs, ncu's raw CSV, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work).
 set -u
 cd "$(dirname "$0")/.."
-out=${OUT:-build/gpu_run}
-mkdir -p "$out"
+out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
+mkdir -p "$out" "$work/logs"
 export LD_LIBRARY_PATH="$PWD/gpu_carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 bin=gpu_carry/bin
 # NCCL (linked by train_gptcu and test_gptcu; 218 MB, too large to carry): the system's, else the
@@ -27,15 +32,15 @@ summary="$out/summary.md"
 step() {  # step NAME LIMIT_SECONDS COMMAND...
     local name=$1 limit=$2; shift 2
     local t0=$(date +%s)
-    timeout "$limit" "$@" > "$out/$name.log" 2>&1
+    timeout "$limit" "$@" > "$work/logs/$name.log" 2>&1
     local rc=$? result=PASS
     [ $rc -eq 124 ] && result="TIMEOUT (${limit}s)"
     [ $rc -ne 0 ] && [ $rc -ne 124 ] && result="FAIL (exit $rc)"
     echo "| $name | $result | $(( $(date +%s) - t0 )) |" >> "$summary"
-    echo "== $name: $result"; tail -n 25 "$out/$name.log"
+    echo "== $name: $result"; tail -n 25 "$work/logs/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-phase=${1:-all}  # checks, sanitize, recompute, zero, bench, profile or all (each phase fits one 10-minute device call)
+phase=${1:-all}  # checks, sanitize, recompute, zero, bench, profile, curves or all (each phase fits one 10-minute device call)
 if [ "$phase" = checks ] || [ "$phase" = all ]; then
     step test_gptcu_tiny 60 $bin/test_gptcu tiny
     step test_gptcu_small 90 $bin/test_gptcu small
@@ -61,7 +66,7 @@ if [ "$phase" = recompute ] || [ "$phase" = all ]; then  # selective recomputati
     step bench_recompute 300 dev/bench/bench_recompute_gpu.sh $bin/train_gptcu
 fi
 if [ "$phase" = zero ] || [ "$phase" = all ]; then
-    step zero 300 bash scripts/gpu_zero_check.sh $bin gpu_carry/zero_data "$out/zero"
+    step zero 300 bash scripts/gpu_zero_check.sh $bin gpu_carry/zero_data "$work/zero"
 fi
 if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precision, same settings as gpu_report.md's table
     for run in "d12 16" "d48 4"; do
@@ -74,14 +79,14 @@ if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precisio
       for run in "d12 16" "d48 4"; do
           set -- $run
           row="| $1 | $2 |"
-          for m in bf16 fp8 int8 fp8delayed; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$out/bench_$1_$m.log") |"; done
+          for m in bf16 fp8 int8 fp8delayed; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_$1_$m.log") |"; done
           echo "$row"
       done; } >> "$summary"
     # GELU in the cuBLASLt epilogues (--gelu-fusion, off by default until this measures it faster)
     for f in 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
     { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"
-      row="| tokens/s | $(awk '/^bench_tokens_per_s/ {print $2}' "$out/bench_d12_bf16.log") |"
-      for f in 1 2; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$out/bench_d12_bf16_gelu$f.log") |"; done
+      row="| tokens/s | $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16.log") |"
+      for f in 1 2; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16_gelu$f.log") |"; done
       echo "$row"; } >> "$summary"
 fi
 if [ "$phase" = profile ] || [ "$phase" = all ]; then  # GPU time per kernel over two d12 steps (ncu serializes kernels)
@@ -89,12 +94,20 @@ if [ "$phase" = profile ] || [ "$phase" = all ]; then  # GPU time per kernel ove
     if [ -n "$ncu" ]; then
         for m in bf16 fp8; do
             step "profile_d12_$m" 280 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
-                --log-file "$out/profile_d12_$m.csv" $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 2 --matmul $m
-            python3 dev/bench/ncu_summary.py "$out/profile_d12_$m.csv" > "$out/profile_d12_$m.md" 2>&1
+                --log-file "$work/profile_d12_$m.csv" $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 2 --matmul $m
+            python3 dev/bench/ncu_summary.py "$work/profile_d12_$m.csv" > "$out/profile_d12_$m.md" 2>&1
             head -n 30 "$out/profile_d12_$m.md"
         done
     else
         echo "| ncu | not found | 0 |" >> "$summary"
     fi
 fi
+if [ "$phase" = curves ] || [ "$phase" = all ]; then  # d12 loss curves, 1000 steps, bf16 / fp8 / int8 (about 3 minutes)
+    # the shards travel xz-compressed (the carried tree's 64 MiB limit); tarfile reads xz without the xz tool
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' gpu_carry/nlpcorpus.tar.xz "$work"
+    step curves 400 bash dev/bench/loss_curves.sh $bin/train_gptcu "$work/nlpcorpus/nlpcorpus_train_*.bin" \
+        "$work/nlpcorpus/nlpcorpus_val_*.bin" "$work/curves" 1000
+    for f in csv png; do [ -f "$work/curves.$f" ] && cp "$work/curves.$f" "$out/curves.$f"; done
+fi
+tar -czf "$out/logs.tar.gz" -C "$work" logs
 cat "$summary"

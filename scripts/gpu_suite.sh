@@ -71,45 +71,15 @@ for spec in "d12 $B_D12" "d24 16" "d36 8" "d48 4"; do
 done
 
 # Loss curves: the same d12 run in each precision; the training loss of every step.
-CURVE_STEPS=${CURVE_STEPS:-1000}
 TRAIN_DATA=${TRAIN_DATA:-data/nlpcorpus/nlpcorpus_train_*.bin}
 VAL_DATA=${VAL_DATA:-data/nlpcorpus/nlpcorpus_val_*.bin}
-CURVES=dev/gpu_report_curves
-curve_line="Loss curves: not run (no training shards match $TRAIN_DATA; run dev/data/nlpcorpus.sh)"
-if compgen -G "$TRAIN_DATA" >/dev/null; then
-    echo "== loss curves: d12, $CURVE_STEPS steps, bf16 / fp8 / int8"
-    for m in bf16 fp8 int8; do
-        ./train_gptcu -i "$TRAIN_DATA" -j "$VAL_DATA" -e d12 -b 16 -t 1024 -x "$CURVE_STEPS" -l 6e-4 -u 100 -q 0.1 \
-            -c 0.1 -v 250 -m 20 -s 0 --matmul $m >"$LOG/curve_$m.log" 2>&1 || { result[curve_$m]=FAIL; status=1; }
-        # "step    12/1000 | loss 5.123456 | ..." -> "12 5.123456"
-        sed -n 's/^step *\([0-9]*\)\/[0-9]* | loss \([^ ]*\) .*/\1 \2/p' "$LOG/curve_$m.log" >"$LOG/curve_$m.txt"
-    done
-    { echo "step,bf16,fp8,int8"
-      join <(sort -k1,1 "$LOG/curve_bf16.txt") <(sort -k1,1 "$LOG/curve_fp8.txt") |
-          join - <(sort -k1,1 "$LOG/curve_int8.txt") | sort -n | tr ' ' ','; } >"$CURVES.csv"
-    # Final loss: the mean training loss of the last 50 steps (one step's loss is noisy).
-    curve_line=$(awk -F, 'NR > 1 { n++; for (i = 2; i <= 4; i++) v[n, i] = $i }
-        END { if (n < 50) { print "Loss curves: too few steps logged (" n ")"; exit }
-              for (i = 2; i <= 4; i++) { s[i] = 0; for (k = n - 49; k <= n; k++) s[i] += v[k, i]; s[i] /= 50 }
-              printf "Loss curves (d12, %d steps, mean of the last 50): bf16 %.4f, fp8 %.4f (%+.2f%%), int8 %.4f (%+.2f%%)",
-                  n, s[2], s[3], 100 * (s[3] / s[2] - 1), s[4], 100 * (s[4] / s[2] - 1) }' "$CURVES.csv")
-    if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-        /usr/bin/python3 - "$CURVES.csv" "$CURVES.png" <<'PY' && curve_line+="; plot: $CURVES.png"
-import csv, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-rows = list(csv.DictReader(open(sys.argv[1])))
-steps = [int(r["step"]) for r in rows]
-for m in ("bf16", "fp8", "int8"):
-    plt.plot(steps, [float(r[m]) for r in rows], label=m, linewidth=0.8)
-plt.xlabel("step"); plt.ylabel("training loss"); plt.title("GPT-2 d12, block matmuls by precision")
-plt.legend(); plt.grid(alpha=0.3); plt.savefig(sys.argv[2], dpi=120)
-PY
-    else
-        curve_line+="; no matplotlib: the curves are in $CURVES.csv"
-    fi
+echo "== loss curves: d12, ${CURVE_STEPS:-1000} steps, bf16 / fp8 / int8"
+if curve_line=$(bash dev/bench/loss_curves.sh ./train_gptcu "$TRAIN_DATA" "$VAL_DATA" "$LOG/curves" "${CURVE_STEPS:-1000}"); then
+    result[curves]=PASS
+else
+    result[curves]=FAIL; status=1
 fi
+for f in csv png; do [ -f "$LOG/curves.$f" ] && cp "$LOG/curves.$f" "dev/gpu_report_curves.$f"; done
 echo "$curve_line"
 
 # PyTorch baseline: GPT-2 of the same shape, bf16 autocast, torch.compile, SDPA (causal), AdamW.
@@ -130,7 +100,7 @@ device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev
     echo "| step | result |"
     echo "|---|---|"
     for name in build test_gpu; do echo "| $name | ${result[$name]:-not run} |"; done
-    for m in bf16 fp8 int8; do [ -n "${result[curve_$m]:-}" ] && echo "| loss curve $m | ${result[curve_$m]} |"; done
+    echo "| loss curves | ${result[curves]} |"
     echo
     echo "$bench_table"
     echo

@@ -151,6 +151,16 @@ static void gpu_reset(GPUModel *g, const float *weights) {
     cudaCheck(cudaMemset(g->v, 0, g->num_params * sizeof(float)));
 }
 
+// Determinism: two 3-step runs from `weights` give identical weights, master, moments and losses.
+static bool three_steps_twice_identical(GPUModel *g, const float *weights, float lr) {
+    gpu_reset(g, weights);
+    const std::vector<float> run_a = gpu_steps(g, 1, 3, lr);
+    const Snapshot snap_a = snapshot(g);
+    gpu_reset(g, weights);
+    const std::vector<float> run_b = gpu_steps(g, 1, 3, lr);
+    return same_bits(snap_a, snapshot(g)) && !memcmp(run_a.data(), run_b.data(), run_a.size() * sizeof(float));
+}
+
 // ---------------------------------------------------------------------------------------------
 // 6. Low-precision block linears
 
@@ -354,13 +364,8 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
     }
 
     // Determinism: amaxes combine with an order-free integer max, the GEMMs are deterministic.
-    gpu_reset(&g, weights.data());
-    const std::vector<float> run_a = gpu_steps(&g, 1, 3, tc.lr);
-    const Snapshot snap_a = snapshot(&g);
-    gpu_reset(&g, weights.data());
-    const std::vector<float> run_b = gpu_steps(&g, 1, 3, tc.lr);
-    check(same_bits(snap_a, snapshot(&g)) && !memcmp(run_a.data(), run_b.data(), run_a.size() * sizeof(float)),
-          "%-14s determinism: two 3-step runs give identical bits", what);
+    check(three_steps_twice_identical(&g, weights.data(), tc.lr), "%-14s determinism: two 3-step runs give identical bits",
+          what);
     gpu_model_free(&g);
 }
 
@@ -481,13 +486,8 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
             else snprintf(label, sizeof(label), "fusion%d d%s", fusion, param_tensor_name(slot.kind));
             compare(label, grads.data() + slot.offset, cpu_model_grads(cpu) + slot.offset, 1, slot.numel, 0, 5e-2, 1e-1);
         }
-        gpu_reset(&g, weights.data());
-        const std::vector<float> run_a = gpu_steps(&g, 1, 3, tc.lr);
-        const Snapshot snap_a = snapshot(&g);
-        gpu_reset(&g, weights.data());
-        const std::vector<float> run_b = gpu_steps(&g, 1, 3, tc.lr);
-        check(same_bits(snap_a, snapshot(&g)) && !memcmp(run_a.data(), run_b.data(), run_a.size() * sizeof(float)),
-              "fusion%d determinism: two 3-step runs give identical bits", fusion);
+        check(three_steps_twice_identical(&g, weights.data(), tc.lr), "fusion%d determinism: two 3-step runs give identical bits",
+              fusion);
         gpu_model_free(&g);
     }
     cpu_model_free(cpu);
@@ -690,13 +690,7 @@ int main(int argc, char **argv) {
           gpu_losses[0], gpu_losses[9]);
 
     // 4. Determinism: no atomics in any floating-point sum, so identical bits.
-    gpu_reset(&g, weights.data());
-    const std::vector<float> run_a = gpu_steps(&g, 1, 3, tc.lr);
-    const Snapshot snap_a = snapshot(&g);
-    gpu_reset(&g, weights.data());
-    const std::vector<float> run_b = gpu_steps(&g, 1, 3, tc.lr);
-    const Snapshot snap_b = snapshot(&g);
-    check(same_bits(snap_a, snap_b) && !memcmp(run_a.data(), run_b.data(), run_a.size() * sizeof(float)),
+    check(three_steps_twice_identical(&g, weights.data(), tc.lr),
           "determinism    two 3-step runs give identical weights, master, moments and losses");
 
     // 5. Resume through the backend's own save and load (the files the trainer writes).

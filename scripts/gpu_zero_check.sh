@@ -86,17 +86,23 @@ if [ -z "$mpirun_cmd" ]; then
     exit 1
 fi
 mpi() { local np=$1; shift; LLMC_GPU_COMM=mpi "$mpirun_cmd" "${root[@]}" --oversubscribe --bind-to none -np "$np" "$@"; }
-for z in 0 1 2 3; do
-    mpi 2 "$bin/train_gptcu" "${args[@]}" -d 128 -m 2 -z $z -o "$out/np2_z$z" > "$out/np2_z$z.out" 2>&1
-    rc=$?
-    grep -q "^zero: stage $z ranks 2 " "$out/np2_z$z.out"; shown=$?
-    detail=$(close "$out/one" "$out/np2_z$z")
-    report "mpi-staged 2 ranks stage $z vs one process" $((rc != 0 || shown != 0 || $? != 0)) "$detail"
-done
-for z in 2 3; do
-    same "$out/np2_z1" "$out/np2_z$z"
-    report "stage $z identical to stage 1 (2 ranks)" $? "(main.log, model_00000006.bin, samples)"
-done
+# ranks_vs_one NP TOTAL_BATCH REF STAGES...: NP staged-MPI ranks (2 micro-steps each) at each stage
+# against the one-process run REF, then stages 2 and 3 (when run) bit-identical to stage 1.
+ranks_vs_one() {
+    local np=$1 total=$2 ref=$3 z rc shown detail; shift 3
+    for z in "$@"; do
+        mpi "$np" "$bin/train_gptcu" "${args[@]}" -d "$total" -m 2 -z "$z" -o "$out/np${np}_z$z" > "$out/np${np}_z$z.out" 2>&1
+        rc=$?
+        grep -q "^zero: stage $z ranks $np " "$out/np${np}_z$z.out"; shown=$?
+        detail=$(close "$ref" "$out/np${np}_z$z")
+        report "mpi-staged $np ranks stage $z vs one process" $((rc != 0 || shown != 0 || $? != 0)) "$detail"
+    done
+    for z in 2 3; do
+        same "$out/np${np}_z1" "$out/np${np}_z$z"
+        report "stage $z identical to stage 1 ($np ranks)" $? "(main.log, model_00000006.bin, samples)"
+    done
+}
+ranks_vs_one 2 128 "$out/one" 0 1 2 3
 for z in 1 3; do
     r="$out/resume_z$z" && mkdir -p "$r"
     # the step-3 checkpoint and the log (a resume rewrites main.log up to its step)
@@ -119,15 +125,5 @@ report "one process resumes the 2-rank stage 3 checkpoint" $((rc != 0 || resumed
 # 3 ranks: 470528 parameters are not a multiple of 3 x ZERO_ALIGN, so the last slice has padding.
 "$bin/train_gptcu" "${args[@]}" -d 192 -m 6 -o "$out/one3" > "$out/one3.out" 2>&1
 report "one process runs (3 micro-steps)" $? "(see $out/one3.out)"
-for z in 1 2 3; do
-    mpi 3 "$bin/train_gptcu" "${args[@]}" -d 192 -m 2 -z $z -o "$out/np3_z$z" > "$out/np3_z$z.out" 2>&1
-    rc=$?
-    grep -q "^zero: stage $z ranks 3 " "$out/np3_z$z.out"; shown=$?
-    detail=$(close "$out/one3" "$out/np3_z$z")
-    report "mpi-staged 3 ranks stage $z vs one process" $((rc != 0 || shown != 0 || $? != 0)) "$detail"
-done
-for z in 2 3; do
-    same "$out/np3_z1" "$out/np3_z$z"
-    report "stage $z identical to stage 1 (3 ranks)" $? "(main.log, model_00000006.bin, samples)"
-done
+ranks_vs_one 3 192 "$out/one3" 1 2 3
 exit $failed

@@ -61,6 +61,27 @@ static void compare(const char *name, const float *gpu, const float *cpu, size_t
           name, rel_l2, tol_l2, rel_max, tol_max);
 }
 
+// The logits of the last forward without gradients, (N, Vp) as floats.
+static std::vector<float> download_logits(const GPUModel *g, int N) {
+    std::vector<uint16_t> bits((size_t)N * g->cfg.padded_vocab_size);
+    cudaCheck(cudaMemcpy(bits.data(), g->logits, bits.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    std::vector<float> logits(bits.size());
+    for (size_t i = 0; i < bits.size(); i++) logits[i] = bf16_to_float(bits[i]);
+    return logits;
+}
+
+// compare() of every parameter tensor instance's gradient, labelled "<prefix>d<tensor>[<layer>]".
+static void compare_grads(const char *prefix, const GPT2Config *cfg, const float *gpu, const float *cpu, double tol_l2,
+                          double tol_max) {
+    for (int s = 0; s < gpt2_num_slots(cfg); s++) {
+        const ParamSlot slot = gpt2_slot(cfg, s);
+        char label[96];
+        if (slot.layer >= 0) snprintf(label, sizeof(label), "%sd%s[%d]", prefix, param_tensor_name(slot.kind), slot.layer);
+        else snprintf(label, sizeof(label), "%sd%s", prefix, param_tensor_name(slot.kind));
+        compare(label, gpu + slot.offset, cpu + slot.offset, 1, slot.numel, 0, tol_l2, tol_max);
+    }
+}
+
 typedef struct {
     const char *name;
     GPT2Config cfg;
@@ -327,10 +348,7 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
         make_batch(in.data(), tg.data(), N, V, 0);
         gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
         cpu_model_forward_eval(cpu, in.data(), tg.data());
-        std::vector<uint16_t> lbits((size_t)N * Vp);
-        cudaCheck(cudaMemcpy(lbits.data(), g.logits, lbits.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-        std::vector<float> logits(lbits.size());
-        for (size_t i = 0; i < lbits.size(); i++) logits[i] = bf16_to_float(lbits[i]);
+        const std::vector<float> logits = download_logits(&g, N);
         snprintf(label, sizeof(label), "%s logits", what);
         compare(label, logits.data(), cpu_model_logits(cpu), (size_t)N, (size_t)V, (size_t)Vp, 1.5e-1, 3e-1);
 
@@ -343,12 +361,8 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
               cpu_loss);
         std::vector<float> grads(P);
         cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
-        for (int s = 0; s < gpt2_num_slots(cfg); s++) {
-            const ParamSlot slot = gpt2_slot(cfg, s);
-            if (slot.layer >= 0) snprintf(label, sizeof(label), "%s d%s[%d]", what, param_tensor_name(slot.kind), slot.layer);
-            else snprintf(label, sizeof(label), "%s d%s", what, param_tensor_name(slot.kind));
-            compare(label, grads.data() + slot.offset, cpu_model_grads(cpu) + slot.offset, 1, slot.numel, 0, 1.5e-1, 3e-1);
-        }
+        snprintf(label, sizeof(label), "%s ", what);
+        compare_grads(label, cfg, grads.data(), cpu_model_grads(cpu), 1.5e-1, 3e-1);
         const double gpu_norm = gpu_grad_norm(&g), cpu_norm = cpu_model_grad_norm(cpu);
         check(fabs(gpu_norm - cpu_norm) <= 1e-1 * cpu_norm, "%-14s grad norm gpu %.6f cpu %.6f (tol 1e-1 relative)",
               what, gpu_norm, cpu_norm);
@@ -468,10 +482,7 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
         gpu_set_weights(&g, weights.data());
         char label[64];
         const float loss = gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
-        std::vector<uint16_t> lbits((size_t)N * Vp);
-        cudaCheck(cudaMemcpy(lbits.data(), g.logits, lbits.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-        std::vector<float> logits(lbits.size());
-        for (size_t i = 0; i < lbits.size(); i++) logits[i] = bf16_to_float(lbits[i]);
+        const std::vector<float> logits = download_logits(&g, N);
         snprintf(label, sizeof(label), "fusion%d logits", fusion);
         compare(label, logits.data(), cpu_logits.data(), (size_t)N, (size_t)V, (size_t)Vp, 2e-2, 5e-2);
         check(fabsf(loss - cpu_loss) <= 1e-2f, "fusion%d loss   gpu %.6f cpu %.6f (tol 1e-2 absolute)", fusion, loss,
@@ -480,12 +491,8 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
         gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
         std::vector<float> grads(P);
         cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
-        for (int s = 0; s < gpt2_num_slots(cfg); s++) {
-            const ParamSlot slot = gpt2_slot(cfg, s);
-            if (slot.layer >= 0) snprintf(label, sizeof(label), "fusion%d d%s[%d]", fusion, param_tensor_name(slot.kind), slot.layer);
-            else snprintf(label, sizeof(label), "fusion%d d%s", fusion, param_tensor_name(slot.kind));
-            compare(label, grads.data() + slot.offset, cpu_model_grads(cpu) + slot.offset, 1, slot.numel, 0, 5e-2, 1e-1);
-        }
+        snprintf(label, sizeof(label), "fusion%d ", fusion);
+        compare_grads(label, cfg, grads.data(), cpu_model_grads(cpu), 5e-2, 1e-1);
         check(three_steps_twice_identical(&g, weights.data(), tc.lr), "fusion%d determinism: two 3-step runs give identical bits",
               fusion);
         gpu_model_free(&g);
@@ -630,10 +637,7 @@ int main(int argc, char **argv) {
     // error in the l2 sense and a few times that at the worst element: 2e-2 / 5e-2. Loss: an
     // average of N cross-entropies, each off by about the logits' absolute error: 1e-2.
     const float gpu_loss = gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
-    std::vector<uint16_t> lbits((size_t)N * Vp);
-    cudaCheck(cudaMemcpy(lbits.data(), g.logits, lbits.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-    std::vector<float> gpu_logits(lbits.size());
-    for (size_t i = 0; i < lbits.size(); i++) gpu_logits[i] = bf16_to_float(lbits[i]);
+    const std::vector<float> gpu_logits = download_logits(&g, N);
     const float cpu_loss = cpu_model_forward(cpu, in.data(), tg.data());
     compare("logits", gpu_logits.data(), cpu_model_logits(cpu), (size_t)N, (size_t)V, (size_t)Vp, 2e-2, 5e-2);
     check(fabsf(gpu_loss - cpu_loss) <= 1e-2f, "loss           gpu %.6f cpu %.6f (tol 1e-2 absolute)", gpu_loss, cpu_loss);
@@ -655,13 +659,7 @@ int main(int argc, char **argv) {
     gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
     std::vector<float> grads(P);
     cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
-    for (int s = 0; s < gpt2_num_slots(cfg); s++) {
-        const ParamSlot slot = gpt2_slot(cfg, s);
-        char label[64];
-        if (slot.layer >= 0) snprintf(label, sizeof(label), "d%s[%d]", param_tensor_name(slot.kind), slot.layer);
-        else snprintf(label, sizeof(label), "d%s", param_tensor_name(slot.kind));
-        compare(label, grads.data() + slot.offset, cpu_model_grads(cpu) + slot.offset, 1, slot.numel, 0, 5e-2, 1e-1);
-    }
+    compare_grads("", cfg, grads.data(), cpu_model_grads(cpu), 5e-2, 1e-1);
     // The norm is dominated by the largest gradients, which carry the l2 error above at most.
     const double gpu_norm = gpu_grad_norm(&g), cpu_norm = cpu_model_grad_norm(cpu);
     check(fabs(gpu_norm - cpu_norm) <= 5e-2 * cpu_norm, "grad norm      gpu %.6f cpu %.6f (tol 5e-2 relative)", gpu_norm,

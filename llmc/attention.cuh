@@ -439,19 +439,22 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 //   dV += P^T dO, dK += dS^T Q       (dK scaled by s at the end)
 // Shared: K, V [64][HS+8] resident; Q, dO [2][BQ][HS+8], lse*log2e and delta [2][BQ] streamed.
 
+// Rows of the streamed operand per tile (queries in dK/dV, keys in dQ): 64 for HS 64, 32 for HS 128
+// to stay within registers. The sums run over the same 16-row chunks in the same order for any
+// tile height, so the bits do not depend on it; dev/cuda/attention.cu also times HS 64 at 32
+// (fewer registers per thread, more CTAs per SM).
 template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return HS == 64 ? 64 : 32; }
 
-template <int HS> constexpr size_t backward_smem_bytes() {
-    return (size_t)(2 * ROWS_PER_CTA + 4 * bwd_stream_rows<HS>()) * ld<HS>() * sizeof(__nv_bfloat16) +
-           (size_t)4 * bwd_stream_rows<HS>() * sizeof(float);
+template <int HS, int BS> constexpr size_t backward_smem_bytes() {
+    return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
 }
 
-template <int HS, int MIN_CTAS>
+template <int HS, int MIN_CTAS, int BS>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                                const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                                const float *__restrict__ delta, int T, int NH, float scale) {
-    constexpr int BQ = bwd_stream_rows<HS>(), LD = ld<HS>();
+    constexpr int BQ = BS, LD = ld<HS>();
     extern __shared__ __align__(16) unsigned char smem[];
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sV = sK + ROWS_PER_CTA * LD;
@@ -556,12 +559,12 @@ attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bflo
 // dQ += dS K  (scaled by s at the end).
 // Shared: Q, dO [64][HS+8] (read once into registers), K, V [2][BK][HS+8] streamed.
 
-template <int HS, int MIN_CTAS>
+template <int HS, int MIN_CTAS, int BS>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                              const float *__restrict__ delta, int T, int NH, float scale) {
-    constexpr int BK = bwd_stream_rows<HS>(), LD = ld<HS>();
+    constexpr int BK = BS, LD = ld<HS>();
     extern __shared__ __align__(16) unsigned char smem[];
     __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sdO = sQ + ROWS_PER_CTA * LD;
@@ -685,7 +688,7 @@ static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat1
     attention_cuda_check(cudaGetLastError());
 }
 
-template <int HS, int MIN_CTAS = backward_min_ctas<HS>()>
+template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
 static inline void backward_hs(__nv_bfloat16 *dqkv, float *delta, const __nv_bfloat16 *dout,
                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                int B, int T, int NH, cudaStream_t stream) {
@@ -696,13 +699,13 @@ static inline void backward_hs(__nv_bfloat16 *dqkv, float *delta, const __nv_bfl
     attention_cuda_check(cudaGetLastError());
 
     const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
-    const size_t smem = backward_smem_bytes<HS>();
-    launch_config(attention_backward_dkdv_kernel<HS, MIN_CTAS>, smem);
-    attention_backward_dkdv_kernel<HS, MIN_CTAS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH,
-                                                                                    scale);
+    const size_t smem = backward_smem_bytes<HS, BS>();
+    launch_config(attention_backward_dkdv_kernel<HS, MIN_CTAS, BS>, smem);
+    attention_backward_dkdv_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
+                                                                                        NH, scale);
     attention_cuda_check(cudaGetLastError());
-    launch_config(attention_backward_dq_kernel<HS, MIN_CTAS>, smem);
-    attention_backward_dq_kernel<HS, MIN_CTAS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH, scale);
+    launch_config(attention_backward_dq_kernel<HS, MIN_CTAS, BS>, smem);
+    attention_backward_dq_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH, scale);
     attention_cuda_check(cudaGetLastError());
 }
 

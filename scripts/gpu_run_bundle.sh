@@ -42,8 +42,8 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 phase=${1:-all}  # checks, sanitize, recompute, zero, bench, profile, curves or all (each phase fits one 10-minute device call)
 if [ "$phase" = checks ] || [ "$phase" = all ]; then
-    step test_gptcu_tiny 60 $bin/test_gptcu tiny
-    step test_gptcu_small 90 $bin/test_gptcu small
+    step test_gptcu_tiny 90 $bin/test_gptcu tiny
+    step test_gptcu_small 120 $bin/test_gptcu small
     step attention 120 $bin/attention
     for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
     step bench_d12_bf16 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12

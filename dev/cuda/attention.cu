@@ -183,19 +183,25 @@ static bool check_case(const Case &c) {
         lse[run] = to_host(d_lse, sh.lse_count());
         dqkv[run] = to_host(d_dqkv, sh.qkv_count());
     }
-    // HS 64: the forward with 1 and with 2 row tiles per warp (llmc/attention.cuh's RT) must give
-    // the bits of the default one (whichever it is) on this case's odd shapes too.
+    // HS 64: the forward with 1 and with 2 row tiles per warp (llmc/attention.cuh's RT), and the
+    // backward with 64- and 32-row streamed tiles (BS), must give the bits of the defaults
+    // (whichever they are) on this case's odd shapes too.
     bool same_variants = true;
     if (sh.HS == 64) {
-        for (int rt = 1; rt <= 2; rt++) {
+        using namespace attention_detail;
+        for (int v = 0; v < 2; v++) {
             cuda_check(cudaMemset(d_out, 0xFF, sh.out_count() * sizeof(bf16)));
             cuda_check(cudaMemset(d_lse, 0xFF, sh.lse_count() * sizeof(float)));
-            if (rt == 1) attention_detail::forward_hs<64, attention_detail::forward_min_ctas<64>(), 1>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
-            else attention_detail::forward_hs<64, attention_detail::forward_min_ctas<64>(), 2>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
-            const std::vector<bf16> o = to_host(d_out, sh.out_count());
+            cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+            if (v == 0) forward_hs<64, forward_min_ctas<64>(), 1>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
+            else forward_hs<64, forward_min_ctas<64>(), 2>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
+            if (v == 0) backward_hs<64, backward_min_ctas<64>(), 64>(d_dqkv, d_delta, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, 0);
+            else backward_hs<64, backward_min_ctas<64>(), 32>(d_dqkv, d_delta, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, 0);
+            const std::vector<bf16> o = to_host(d_out, sh.out_count()), dg = to_host(d_dqkv, sh.qkv_count());
             const std::vector<float> l = to_host(d_lse, sh.lse_count());
             same_variants = same_variants && !memcmp(o.data(), out[0].data(), o.size() * sizeof(bf16)) &&
-                            !memcmp(l.data(), lse[0].data(), l.size() * sizeof(float));
+                            !memcmp(l.data(), lse[0].data(), l.size() * sizeof(float)) &&
+                            !memcmp(dg.data(), dqkv[0].data(), dg.size() * sizeof(bf16));
         }
     }
     cuda_check(cudaFree(d_qkv));
@@ -206,7 +212,7 @@ static bool check_case(const Case &c) {
     cuda_check(cudaFree(d_delta));
 
     bool ok = same_variants;
-    if (sh.HS == 64) printf("    %-5s %-30s %s\n", "out", "1 and 2 row tiles: same bits", same_variants ? "ok" : "FAIL");
+    if (sh.HS == 64) printf("    %-5s %-30s %s\n", "all", "RT 1/2, BS 64/32: same bits", same_variants ? "ok" : "FAIL");
     bool same_bits = true;
     for (int run = 1; run < 3; run++)
         same_bits = same_bits && !memcmp(out[run].data(), out[0].data(), out[0].size() * sizeof(bf16)) &&
@@ -279,15 +285,18 @@ static BenchRow bench(int T, int HS, uint64_t seed) {
 }
 
 // Kernel variants side by side at HS 64 (llmc/attention.cuh: forward_min_ctas, backward_min_ctas,
-// forward_row_tiles): the compiler's free register allocation against the register caps that fit
-// 4 forward / 3 backward CTAs per SM, and the forward with 2 row tiles per warp. Every variant
-// must give the same bits; returns false if not.
+// forward_row_tiles, bwd_stream_rows): the compiler's free register allocation against the
+// register caps that fit 4 forward / 3 backward CTAs per SM, the forward with 2 row tiles per warp,
+// and the backward with 32-row streamed tiles. Every variant must give the same bits; returns
+// false if not.
 static bool tune_occupancy(void) {
     using namespace attention_detail;
     bool identical = true;
     printf("\nvariants, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms): forward with 1 row tile per warp\n"
-           "(free registers; capped for 4 CTAs/SM) and 2 row tiles; backward free and capped for 3 CTAs/SM\n");
-    printf("%5s | %9s %9s %9s | %9s %9s | %s\n", "T", "fwd free", "fwd 4/SM", "fwd RT 2", "bwd free", "bwd 3/SM", "bits");
+           "(free registers; capped for 4 CTAs/SM) and 2 row tiles; backward with 64-row streamed tiles (free;\n"
+           "capped for 3 CTAs/SM) and 32-row ones (free; capped for 3 CTAs/SM, 164 registers, no spills)\n");
+    printf("%5s | %8s %8s %8s | %8s %8s %8s %8s | %s\n", "T", "fwd free", "fwd 4/SM", "fwd RT2", "bwd free", "bwd 3/SM",
+           "BS32", "BS32 3/SM", "bits");
     for (int T : {1024, 2048}) {
         const Shape sh = {16384 / T, 32, T, 64};
         bf16 *qkv = device_alloc<bf16>(sh.qkv_count()), *dqkv = device_alloc<bf16>(sh.qkv_count());
@@ -297,8 +306,8 @@ static bool tune_occupancy(void) {
         fill_uniform_bf16(qkv, sh.qkv_count(), 2000 + T, -1.0f, 1.0f);
         fill_uniform_bf16(dout, sh.out_count(), 2001 + T, -1.0f, 1.0f);
         const int warmup = 3, reps = 21;
-        float ms[5];
-        std::vector<bf16> outs[3], grads[2];
+        float ms[7];
+        std::vector<bf16> outs[3], grads[4];
         std::vector<float> lses[3];
         ms[0] = time_median_ms([&] { forward_hs<64, 1, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
         outs[0] = to_host(out, sh.out_count()), lses[0] = to_host(lse, sh.lse_count());
@@ -306,19 +315,26 @@ static bool tune_occupancy(void) {
         outs[1] = to_host(out, sh.out_count()), lses[1] = to_host(lse, sh.lse_count());
         ms[2] = time_median_ms([&] { forward_hs<64, 1, 2>(out, lse, qkv, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
         outs[2] = to_host(out, sh.out_count()), lses[2] = to_host(lse, sh.lse_count());
-        ms[3] = time_median_ms([&] { backward_hs<64, 1>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
+        ms[3] = time_median_ms([&] { backward_hs<64, 1, 64>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
                                warmup, reps, 0);
         grads[0] = to_host(dqkv, sh.qkv_count());
-        ms[4] = time_median_ms([&] { backward_hs<64, 3>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
+        ms[4] = time_median_ms([&] { backward_hs<64, 3, 64>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
                                warmup, reps, 0);
         grads[1] = to_host(dqkv, sh.qkv_count());
-        bool same = !memcmp(grads[0].data(), grads[1].data(), grads[0].size() * sizeof(bf16));
+        ms[5] = time_median_ms([&] { backward_hs<64, 1, 32>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
+                               warmup, reps, 0);
+        grads[2] = to_host(dqkv, sh.qkv_count());
+        ms[6] = time_median_ms([&] { backward_hs<64, 3, 32>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
+                               warmup, reps, 0);
+        grads[3] = to_host(dqkv, sh.qkv_count());
+        bool same = true;
+        for (int v = 1; v < 4; v++) same = same && !memcmp(grads[v].data(), grads[0].data(), grads[0].size() * sizeof(bf16));
         for (int v = 1; v < 3; v++)
             same = same && !memcmp(outs[v].data(), outs[0].data(), outs[0].size() * sizeof(bf16)) &&
                    !memcmp(lses[v].data(), lses[0].data(), lses[0].size() * sizeof(float));
         identical = identical && same;
-        printf("%5d | %9.3f %9.3f %9.3f | %9.3f %9.3f | %s\n", T, ms[0], ms[1], ms[2], ms[3], ms[4],
-               same ? "identical" : "DIFFER (FAIL)");
+        printf("%5d | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f | %s\n", T, ms[0], ms[1], ms[2], ms[3], ms[4], ms[5],
+               ms[6], same ? "identical" : "DIFFER (FAIL)");
         cuda_check(cudaFree(qkv)), cuda_check(cudaFree(dqkv)), cuda_check(cudaFree(out));
         cuda_check(cudaFree(dout)), cuda_check(cudaFree(lse)), cuda_check(cudaFree(delta));
     }

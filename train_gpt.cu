@@ -1006,6 +1006,8 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
+    if (tc.gelu_fusion && gpu_block_precision(&tc) != MATMUL_BF16)
+        usage_error("--gelu-fusion needs bf16 block matmuls (--matmul bf16 or auto): its epilogues are bf16 cuBLASLt's");
     Comm comm;
     comm_init(&comm, &argc, &argv);  // MPI under mpirun; the device communicator wraps it (GPUZero)
 
@@ -1057,8 +1059,7 @@ int main(int argc, char **argv) {
                g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",
                g.lp.history_len > 0 ? ", delayed scaling" : "", (double)g.lp.bytes * mib);
         const char *const fusion[] = {"off", "fc forward", "fc forward and fc projection's input gradient"};
-        printf("gelu in cuBLASLt epilogues: %s%s\n", fusion[g.gelu_fusion],
-               g.gelu_fusion && g.lp.precision != MATMUL_BF16 ? " (inactive: the block matmuls are not bf16)" : "");
+        printf("gelu in cuBLASLt epilogues: %s\n", fusion[g.gelu_fusion]);
     }
     const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);
     if (comm.rank == 0) {

@@ -136,7 +136,7 @@ typedef enum {
 // with a bf16 D. accumulate: D = op(A) op(B) + D.
 static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const bf16 *a, const bf16 *b,
                              const bf16 *bias, int m, int n, int k, bool trans_a, bool trans_b, bool accumulate,
-                             matmul_gelu gelu, const bf16 *aux, cudaStream_t stream) {
+                             matmul_gelu gelu, bf16 *aux, cudaStream_t stream) {
     if (bias && d_type != CUDA_R_16BF) die("matmul_lt: a bias needs a bf16 output");
     if ((gelu != MATMUL_GELU_NONE) != (aux != nullptr) ||
         (gelu != MATMUL_GELU_NONE && (d_type != CUDA_R_16BF || accumulate || (uintptr_t)aux % 16 || m % 8)) ||
@@ -204,8 +204,8 @@ static inline void matmul_backward_input(Matmul *mm, bf16 *dinp, const bf16 *dou
 // the GELU whose output was this layer's input: its input gradient and the GELU's backward in one call.
 static inline void matmul_backward_input_dgelu(Matmul *mm, bf16 *dinp, const bf16 *dout, const bf16 *weight,
                                                const bf16 *pre, int N, int IC, int OC, cudaStream_t stream) {
-    matmul_lt(mm, dinp, CUDA_R_16BF, weight, dout, nullptr, IC, N, OC, false, false, false, MATMUL_GELU_BACKWARD, pre,
-              stream);
+    matmul_lt(mm, dinp, CUDA_R_16BF, weight, dout, nullptr, IC, N, OC, false, false, false, MATMUL_GELU_BACKWARD,
+              const_cast<bf16 *>(pre), stream);  // MATMUL_GELU_BACKWARD only reads aux
 }
 
 // dweight (OC, IC) += dout^T @ inp (fp32); dbias (OC) += column sums of dout when dbias != nullptr

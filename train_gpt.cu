@@ -80,11 +80,12 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
 //                  gather buffers (double buffer: one segment in use, the next one arriving)
 //                  and a 2C one for the final LayerNorm, which the output head uses beside the
 //                  embeddings
-//   grads (fp32)   stage 0-1: Np;  stage 2-3: the slice S plus one M-element segment scratch
+//   grads (fp32)   stage 0-1: Np;  stage 2-3: the slice S plus two M-element segment scratches
 //   master, m, v   stage 0: Np each;  stage 1-3: S each (fp32)
 // zero_memory counts fp32 elements: here params are bf16 (2 bytes each) and the fp32 master
 // weights follow the optimizer's sharding (zero_memory's optimizer / 2 elements); stage 3 adds
-// the second gather buffer (M) to the formula's S + M + 2C. Each scratch has 256 bytes of slack:
+// the second gather buffer (M) to the formula's S + M + 2C, and stages 2-3 the second gradient
+// scratch (M) to the formula's S + M. Each scratch has 256 bytes of slack:
 // a segment starts at the byte offset (its flat offset mod 256 bytes), so every tensor in scratch
 // has the address alignment it has in the whole buffer, cuBLASLt picks the same algorithms and
 // stages 1, 2 and 3 compute the same bits.
@@ -92,11 +93,12 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
 // Streams: the model computes on g->stream; every collective runs on comm_stream (the Comm was
 // created on it). Before a collective, comm_stream waits for the compute stream's work so far
 // (event compute_mark); the compute stream waits for a gathered segment (slot_ready) before its
-// first use and for the last gradient reduction (reduced) before it writes the scratch again. A
-// gather buffer is refilled only after its segment was released, and the wait on compute_mark
-// orders the refill after the release's readers and after the update of the parameters.
-// The gradient reduction of a segment is not overlapped with the next segment's backward: both
-// use the formula's single scratch (a second one would overlap them, for M more floats).
+// first use, and before it writes a gradient scratch, for the reduction that last read that
+// scratch (reduced[b]). A gather buffer is refilled only after its segment was released, and the
+// wait on compute_mark orders the refill after the release's readers and after the update of the
+// parameters. The segments' gradients alternate between two scratches, so that the reduction of
+// one segment (comm stream) overlaps the backward of the next (compute stream), for M floats
+// more than the formula's one scratch.
 enum { ZERO_SLOTS = 3, ZERO_FINAL_SLOT = 2 };  // two gather buffers for segments, one for the final LayerNorm
 
 typedef struct {
@@ -105,13 +107,15 @@ typedef struct {
     Comm device_comm;  // collectives on comm_stream (llmc/comm_nccl.h), or the single process
     Comm *comm;
     cudaStream_t comm_stream;
-    cudaEvent_t compute_mark, comm_done, reduced;
+    cudaEvent_t compute_mark, comm_done;
     size_t *counts;                         // W counts for zero_split
     bf16 *slot_base[ZERO_SLOTS];            // stage 3: gather buffers
     int slot_segment[ZERO_SLOTS], slot_acquired[ZERO_SLOTS];
     cudaEvent_t slot_ready[ZERO_SLOTS];
-    float *grad_scratch;                    // stage 2-3: one segment's gradient
-    int scratch_segment;
+    float *grad_scratch[2];                 // stage 2-3: two segments' gradients, used in turn
+    int scratch_segment[2];                 // the segment each scratch holds (-1: none)
+    cudaEvent_t reduced[2];                 // the last reduction that read each scratch
+    int next_scratch;                       // the scratch the next segment takes
 } GPUZero;
 
 typedef struct {
@@ -171,7 +175,13 @@ static size_t scratch_shift(const GPT2Config *cfg, int seg, size_t size) {
     return zero_segment(cfg, seg).begin % (256 / size);
 }
 static bf16 *slot_data(GPUZero *z, int s, int seg) { return z->slot_base[s] + scratch_shift(&z->cfg, seg, sizeof(bf16)); }
-static float *scratch_data(GPUZero *z, int seg) { return z->grad_scratch + scratch_shift(&z->cfg, seg, sizeof(float)); }
+static float *scratch_data(GPUZero *z, int b, int seg) {
+    return z->grad_scratch[b] + scratch_shift(&z->cfg, seg, sizeof(float));
+}
+// The gradient scratch that holds segment seg (-1: none).
+static int zero_scratch_of(const GPUZero *z, int seg) {
+    return z->scratch_segment[0] == seg ? 0 : z->scratch_segment[1] == seg ? 1 : -1;
+}
 
 // The comm stream waits for the compute stream's work so far; then the compute stream waits for
 // the collectives enqueued in between.
@@ -250,12 +260,15 @@ static void zero_forward_prefetch(GPUModel *g, int l) {
 static void zero_grads_acquire(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
     if (z->plan.stage < 2) return;
-    if (z->scratch_segment >= 0)
-        die("internal error: ZeRO gradient scratch asked for segment %d while it holds %d", seg, z->scratch_segment);
-    z->scratch_segment = seg;
+    const int b = z->next_scratch;
+    if (z->scratch_segment[b] >= 0 || zero_scratch_of(z, seg) >= 0)
+        die("internal error: ZeRO gradient scratch %d asked for segment %d while it holds %d", b, seg,
+            z->scratch_segment[b]);
+    z->scratch_segment[b] = seg;
+    z->next_scratch = b ^ 1;
     const ZeroRange r = zero_segment(&z->cfg, seg);
-    cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced, 0));  // the last reduction has read the scratch
-    cudaCheck(cudaMemsetAsync(scratch_data(z, seg), 0, (r.end - r.begin) * sizeof(float), g->stream));
+    cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reduction has read this scratch
+    cudaCheck(cudaMemsetAsync(scratch_data(z, b, seg), 0, (r.end - r.begin) * sizeof(float), g->stream));
 }
 
 // dst[i] += src[i], i < n.
@@ -270,7 +283,9 @@ static void zero_grads_release(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
     if (z->plan.stage < 2) return;
     const ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
-    float *scratch = scratch_data(z, seg);
+    const int b = zero_scratch_of(z, seg);
+    if (b < 0) die("internal error: ZeRO gradient of segment %d released without its scratch", seg);
+    float *scratch = scratch_data(z, b, seg);
     zero_comm_begin(g);
     zero_split(&z->plan, r, z->counts);
     z->comm->reduce_scatter_sum_f32(z->comm, scratch, z->counts);
@@ -280,8 +295,8 @@ static void zero_grads_release(GPUModel *g, int seg) {
             g->grads + (own.begin - zero_slice(&z->plan, z->plan.rank).begin), scratch + (own.begin - r.begin), n);
         kernelCheck();
     }
-    cudaCheck(cudaEventRecord(z->reduced, z->comm_stream));
-    z->scratch_segment = -1;
+    cudaCheck(cudaEventRecord(z->reduced[b], z->comm_stream));
+    z->scratch_segment[b] = -1;
 }
 
 // Tensor (kind, layer) of the weights: in the whole buffer, or (stage 3) in its gathered segment.
@@ -299,9 +314,9 @@ static float *grad_ptr(GPUModel *g, int kind, int layer) {
     const size_t off = gpt2_param_offset(&g->cfg, kind, layer);
     GPUZero *z = &g->zero;
     if (z->plan.stage < 2) return g->grads + off;
-    const int seg = param_segment(&g->cfg, kind, layer);
-    if (z->scratch_segment != seg) die("internal error: ZeRO gradient of segment %d used outside its scratch", seg);
-    return scratch_data(z, seg) + (off - zero_segment(&g->cfg, seg).begin);
+    const int seg = param_segment(&g->cfg, kind, layer), b = zero_scratch_of(z, seg);
+    if (b < 0) die("internal error: ZeRO gradient of segment %d used outside its scratch", seg);
+    return scratch_data(z, b, seg) + (off - zero_segment(&g->cfg, seg).begin);
 }
 
 // This rank's slice (from its first element) of a buffer the stage keeps whole or sharded.
@@ -442,7 +457,7 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     z->counts = (size_t *)malloc_check((size_t)z->comm->size * sizeof(size_t));
     cudaCheck(cudaEventCreateWithFlags(&z->compute_mark, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&z->comm_done, cudaEventDisableTiming));
-    cudaCheck(cudaEventCreateWithFlags(&z->reduced, cudaEventDisableTiming));
+    for (int b = 0; b < 2; b++) cudaCheck(cudaEventCreateWithFlags(&z->reduced[b], cudaEventDisableTiming));
     const ZeroPlan *p = &z->plan;
     const size_t S = p->slice, M = p->max_segment, slack_bf16 = 256 / sizeof(bf16), slack_f32 = 256 / sizeof(float);
     const size_t nparams = p->stage < 3 ? p->padded : S, ngrads = p->stage < 2 ? p->padded : S;
@@ -455,7 +470,7 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     size_t gather = 0;
     if (p->stage >= 3)
         for (int s = 0; s < ZERO_SLOTS; s++) gather += slot_elems[s];
-    const size_t scratch = p->stage >= 2 ? M + slack_f32 : 0;
+    const size_t scratch_elems = round_up(M + slack_f32, slack_f32), scratch = p->stage >= 2 ? 2 * scratch_elems : 0;
     cudaCheck(cudaMalloc(&g->params, (params_end + gather) * sizeof(bf16)));
     cudaCheck(cudaMalloc(&g->grads, (ngrads + scratch) * sizeof(float)));
     cudaCheck(cudaMemset(g->params, 0, (params_end + gather) * sizeof(bf16)));
@@ -472,8 +487,11 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
         z->slot_segment[s] = -1;
         cudaCheck(cudaEventCreateWithFlags(&z->slot_ready[s], cudaEventDisableTiming));
     }
-    z->grad_scratch = p->stage >= 2 ? g->grads + ngrads : NULL;
-    z->scratch_segment = -1;
+    for (int b = 0; b < 2; b++) {
+        z->grad_scratch[b] = p->stage >= 2 ? g->grads + ngrads + b * scratch_elems : NULL;
+        z->scratch_segment[b] = -1;
+    }
+    z->next_scratch = 0;
     const ZeroRange own = zero_slice_params(p, p->rank);
     if (p->stage == 0) adamw_init(&g->opt, &g->cfg, g->hp.weight_decay, 0, g->num_params);
     else adamw_init(&g->opt, &g->cfg, g->hp.weight_decay, own.begin, own.end);
@@ -551,7 +569,8 @@ static void gpu_model_free(GPUModel *g) {
     cudaCheck(cudaStreamDestroy(g->stream));
     GPUZero *z = &g->zero;
     free(z->counts);
-    cudaEvent_t events[] = {z->compute_mark, z->comm_done, z->reduced, z->slot_ready[0], z->slot_ready[1], z->slot_ready[2]};
+    cudaEvent_t events[] = {z->compute_mark, z->comm_done,      z->reduced[0],
+                            z->reduced[1],   z->slot_ready[0], z->slot_ready[1], z->slot_ready[2]};
     for (cudaEvent_t e : events) cudaCheck(cudaEventDestroy(e));
     // comm_stream stays: the device communicator enqueues on it until main finalizes it
 }
@@ -823,7 +842,7 @@ static double gpu_grad_norm(GPUModel *g) {
         }
         zero_comm_end(g);
     } else {
-        cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced, 0));  // the last segment's reduction
+        for (int b = 0; b < 2; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reductions
     }
     const ZeroRange own = zero_slice_params(p, p->rank);
     double ss = 0.0;
@@ -1040,18 +1059,20 @@ int main(int argc, char **argv) {
         const double mib = 1.0 / (1 << 20);
         const ZeroMemory mem = zero_memory(plan);
         const double gather = plan->stage >= 3 ? (double)plan->max_segment : 0.0;  // the second gather buffer
+        const double overlap = plan->stage >= 2 ? (double)plan->max_segment : 0.0; // the second gradient scratch
         printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
                (double)prop.totalGlobalMem / (1 << 30));
         printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
                cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, g.num_params);
-        printf("memory per rank (ZeRO stage %d, %d rank(s), %s): params %.1f MiB (bf16%s), grads %.1f MiB, "
+        printf("memory per rank (ZeRO stage %d, %d rank(s), %s): params %.1f MiB (bf16%s), grads %.1f MiB%s, "
                "master %.1f MiB, AdamW state %.1f MiB, activations %.1f MiB\n", plan->stage, plan->world, dc->name,
                ((double)mem.params + gather) * 2 * mib, plan->stage >= 3 ? ", with the prefetch buffer" : "",
-               (double)mem.grads * 4 * mib, (double)mem.optimizer / 2 * 4 * mib, (double)mem.optimizer * 4 * mib,
-               (double)g.acts_bytes * mib);
+               ((double)mem.grads + overlap) * 4 * mib, plan->stage >= 2 ? " (with the overlap scratch)" : "",
+               (double)mem.optimizer / 2 * 4 * mib, (double)mem.optimizer * 4 * mib, (double)g.acts_bytes * mib);
         printf("zero: stage %d ranks %d params %zu padded %zu slice %zu max_segment %zu | elements per rank: params %zu "
-               "(bf16) + gather %zu grads %zu optimizer %zu\n", plan->stage, plan->world, plan->num_params,
-               plan->padded, plan->slice, plan->max_segment, mem.params, (size_t)gather, mem.grads, mem.optimizer);
+               "(bf16) + gather %zu grads %zu + overlap %zu optimizer %zu\n", plan->stage, plan->world,
+               plan->num_params, plan->padded, plan->slice, plan->max_segment, mem.params, (size_t)gather, mem.grads,
+               (size_t)overlap, mem.optimizer);
         printf("activations: kept %.1f MiB (predicted %.1f MiB), recompute scratch %.1f MiB\n",
                (double)g.kept_bytes * mib, predicted_act_bytes * mib, (double)g.recompute_scratch_bytes * mib);
         printf("block matmuls: %s%s%s, low-precision scratch %.1f MiB\n",

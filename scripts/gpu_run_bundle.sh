@@ -2,9 +2,10 @@
 # Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks
 # against the CPU reference, every kernel harness, compute-sanitizer, the d12 benchmark, the
 # recompute checks and memory/speed table (phase recompute), the ZeRO checks (phase zero:
-# scripts/gpu_zero_check.sh, PASS/FAIL lines in $OUT/zero.log), the throughput of every block-matmul
-# precision at d12 and d48 (phase bench) and where a training step's time goes, kernel by kernel,
-# under Nsight Compute (phase profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and
+# scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of every
+# block-matmul precision at d12 and d48 (phase bench), train_gptcu beside PyTorch at d12 B 16 and 32
+# (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute (phase
+# profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and
 # int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
 # machine's python3 has matplotlib; else dev/bench/plot_curves.py makes it from the CSV).
 # Each step has a time limit. $OUT (or build/gpu_run) receives at most 7 files, because the device
@@ -40,7 +41,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
     echo "== $name: $result"; tail -n 25 "$work/logs/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-phase=${1:-all}  # checks, sanitize, recompute, zero, bench, profile, curves or all (each phase fits one 10-minute device call)
+phase=${1:-all}  # checks, sanitize, recompute, zero, bench, torch, profile, curves or all (each phase fits one 10-minute device call)
 if [ "$phase" = checks ] || [ "$phase" = all ]; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
@@ -88,6 +89,18 @@ if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precisio
       row="| tokens/s | $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16.log") |"
       for f in 1 2; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16_gelu$f.log") |"; done
       echo "$row"; } >> "$summary"
+fi
+if [ "$phase" = torch ] || [ "$phase" = all ]; then  # issue 4's comparison: PyTorch on the same GPU in the same call
+    for B in 16 32; do
+        step "bench_d12_bf16_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12
+        step "torch_d12_b$B" 300 env B=$B python3 dev/bench/torch_gpu_baseline.py
+    done
+    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s | PyTorch (torch.compile, SDPA) tokens/s | ratio |"; echo "|---|---|---|---|"
+      for B in 16 32; do
+          ours=$(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16_b$B.log")
+          theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
+          echo "| B $B | $ours | $theirs | $(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "-" }') |"
+      done; } >> "$summary"
 fi
 if [ "$phase" = profile ] || [ "$phase" = all ]; then  # GPU time per kernel over two d12 steps (ncu serializes kernels)
     ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)

@@ -309,24 +309,22 @@ static bool tune_occupancy(void) {
         float ms[7];
         std::vector<bf16> outs[3], grads[4];
         std::vector<float> lses[3];
-        ms[0] = time_median_ms([&] { forward_hs<64, 1, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
-        outs[0] = to_host(out, sh.out_count()), lses[0] = to_host(lse, sh.lse_count());
-        ms[1] = time_median_ms([&] { forward_hs<64, 4, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
-        outs[1] = to_host(out, sh.out_count()), lses[1] = to_host(lse, sh.lse_count());
-        ms[2] = time_median_ms([&] { forward_hs<64, 1, 2>(out, lse, qkv, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
-        outs[2] = to_host(out, sh.out_count()), lses[2] = to_host(lse, sh.lse_count());
-        ms[3] = time_median_ms([&] { backward_hs<64, 1, 64>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
-                               warmup, reps, 0);
-        grads[0] = to_host(dqkv, sh.qkv_count());
-        ms[4] = time_median_ms([&] { backward_hs<64, 3, 64>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
-                               warmup, reps, 0);
-        grads[1] = to_host(dqkv, sh.qkv_count());
-        ms[5] = time_median_ms([&] { backward_hs<64, 1, 32>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
-                               warmup, reps, 0);
-        grads[2] = to_host(dqkv, sh.qkv_count());
-        ms[6] = time_median_ms([&] { backward_hs<64, 3, 32>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); },
-                               warmup, reps, 0);
-        grads[3] = to_host(dqkv, sh.qkv_count());
+        // Each variant: its median time, then its outputs for the bit comparison.
+        auto forward = [&](int v, auto launch) {
+            ms[v] = time_median_ms(launch, warmup, reps, 0);
+            outs[v] = to_host(out, sh.out_count()), lses[v] = to_host(lse, sh.lse_count());
+        };
+        auto backward = [&](int v, auto launch) {
+            ms[3 + v] = time_median_ms(launch, warmup, reps, 0);
+            grads[v] = to_host(dqkv, sh.qkv_count());
+        };
+        forward(0, [&] { forward_hs<64, 1, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); });
+        forward(1, [&] { forward_hs<64, 4, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); });
+        forward(2, [&] { forward_hs<64, 1, 2>(out, lse, qkv, sh.B, T, sh.NH, 0); });
+        backward(0, [&] { backward_hs<64, 1, 64>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
+        backward(1, [&] { backward_hs<64, 3, 64>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
+        backward(2, [&] { backward_hs<64, 1, 32>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
+        backward(3, [&] { backward_hs<64, 3, 32>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
         bool same = true;
         for (int v = 1; v < 4; v++) same = same && !memcmp(grads[v].data(), grads[0].data(), grads[0].size() * sizeof(bf16));
         for (int v = 1; v < 3; v++)

@@ -119,22 +119,22 @@ static void staged_reduce_scatter(Comm *c, float *buf, const size_t *counts) {
     to_device(g, buf + own, h + own, counts[c->rank] * sizeof(float));
 }
 
-static void staged_allgather_f32(Comm *c, float *buf, const size_t *counts) {
+// Either element type: this rank's part to the host, the host communicator's all-gather of that
+// type (`gather`), the whole buffer back.
+template <typename T>
+static void staged_allgather(Comm *c, T *buf, const size_t *counts, void (*gather)(Comm *, T *, const size_t *)) {
     GpuComm *g = impl(c);
     const size_t n = part_offset(counts, c->size), own = part_offset(counts, c->rank);
-    float *h = (float *)staging(g, n * sizeof(float));
-    to_host(g, h + own, buf + own, counts[c->rank] * sizeof(float));
-    g->host.allgather_f32(&g->host, h, counts);
-    to_device(g, buf, h, n * sizeof(float));
+    T *h = (T *)staging(g, n * sizeof(T));
+    to_host(g, h + own, buf + own, counts[c->rank] * sizeof(T));
+    gather(&g->host, h, counts);
+    to_device(g, buf, h, n * sizeof(T));
 }
-
+static void staged_allgather_f32(Comm *c, float *buf, const size_t *counts) {
+    staged_allgather(c, buf, counts, impl(c)->host.allgather_f32);
+}
 static void staged_allgather_u16(Comm *c, uint16_t *buf, const size_t *counts) {
-    GpuComm *g = impl(c);
-    const size_t n = part_offset(counts, c->size), own = part_offset(counts, c->rank);
-    uint16_t *h = (uint16_t *)staging(g, n * sizeof(uint16_t));
-    to_host(g, h + own, buf + own, counts[c->rank] * sizeof(uint16_t));
-    g->host.allgather_u16(&g->host, h, counts);
-    to_device(g, buf, h, n * sizeof(uint16_t));
+    staged_allgather(c, buf, counts, impl(c)->host.allgather_u16);
 }
 #endif
 

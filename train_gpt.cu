@@ -152,7 +152,7 @@ typedef struct {
     bf16 *dresidual, *dbtc;       // (N, C)
     bf16 *dwide;                  // (N, 4C): dfch in the MLP, dqkv (N, 3C) in attention
     float *colsum_scratch;        // colsum_scratch_floats(N, 4C)
-    float *att_delta;             // attention_backward_scratch_floats
+    void *att_scratch;            // attention_backward_scratch_bytes
     double *norm_scratch, *norm_out;
     // tokens: [inputs N][targets N][encoder buckets 3N + 1] on the device and pinned on the host
     int *d_tokens, *h_tokens;
@@ -435,7 +435,7 @@ static void layout_activations(GPUModel *g, Carver *cv) {
     g->dbtc = TAKE(bf16, N * C);
     g->dwide = TAKE(bf16, N * 4 * C);
     g->colsum_scratch = TAKE(float, colsum_scratch_floats((int)N, 4 * (int)C));
-    g->att_delta = TAKE(float, attention_backward_scratch_floats(g->B, g->T, (int)NH));
+    g->att_scratch = TAKE(unsigned char, attention_backward_scratch_bytes(g->B, g->T, (int)NH, (int)(C / NH)));
     g->norm_scratch = TAKE(double, (size_t)global_norm_chunks(g->num_params));
     g->norm_out = TAKE(double, 1);
     g->d_tokens = TAKE(int, 5 * N + 1);
@@ -811,7 +811,7 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         // Attention; dresidual holds d residual2.
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs,
                              g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, l, LINEAR_ATTPROJ, st);
-        attention_backward(dqkv, g->att_delta, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
+        attention_backward(dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
                              param_ptr(g, PT_QKVW, l), N, C, 3 * C, l, LINEAR_QKV, st);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,

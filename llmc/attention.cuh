@@ -13,7 +13,8 @@
 //   out   bf16 (B, T, NH, HS)     i.e. (B, T, C), ready for the output projection
 //   lse   fp32 (B, NH, T)         natural-log log-sum-exp of each row of scaled scores
 //   dqkv  bf16 (B, T, 3, NH, HS)  same layout as qkv; every element is written (no accumulation)
-//   delta fp32 (B, NH, T)         backward scratch: rowsum(dout * out)
+//   delta fp32 (B, NH, T)         backward scratch: rowsum(dout * out) (see
+//                                 attention_backward_scratch_bytes for the rest of the scratch)
 // Math, with s = 1/sqrt(HS) and the causal mask j <= i:
 //   S = s Q K^T, P = softmax(S), O = P V, lse_i = log sum_j exp(S_ij)
 //   dV = P^T dO, dP = dO V^T, delta_i = sum_d dO_id O_id, dS = P * (dP - delta),
@@ -24,8 +25,10 @@
 // Tiles entirely above the diagonal are never visited; partial tiles (the diagonal, T not a
 // multiple of the tile) are masked element by element, and rows >= T are zero-filled on load and
 // never stored.
-// Determinism: no atomics. dK/dV come from one kernel that loops over query tiles, dQ from another
-// that loops over key tiles (recomputing P, two extra matmuls), so every sum has a fixed order.
+// Determinism: no atomics whose order varies. dK/dV come from one kernel that loops over query
+// tiles, dQ from another that loops over key tiles (recomputing P, two extra matmuls), so every sum
+// has a fixed order. A variant (backward_fused_dq) computes dQ in the dK/dV kernel and adds the
+// key blocks' shares in a fixed order through per-tile turn counters (see the kernel).
 #ifndef LLMC_ATTENTION_CUH
 #define LLMC_ATTENTION_CUH
 
@@ -57,8 +60,6 @@ static inline void attention_require_supported(int NH, int HS) {
     if (major < 8) die("attention: needs a GPU of compute capability 8.0 or newer (bf16 mma.sync), found %d.x", major);
 }
 
-// Floats of scratch that attention_backward needs (delta, one per row).
-static inline size_t attention_backward_scratch_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
 
 // ---------------------------------------------------------------------------------------------
 // PTX wrappers: cp.async, ldmatrix, mma.sync m16n8k16 bf16 -> fp32
@@ -95,6 +96,11 @@ __device__ __forceinline__ uint32_t smem_addr(const void *p) {
 __device__ __forceinline__ void cp_async_16(void *dst, const void *src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+// 4 B global -> shared copy (one float), zeros when !valid: streams lse and delta beside the tiles.
+__device__ __forceinline__ void cp_async_4(void *dst, const void *src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int PENDING> __device__ __forceinline__ void cp_async_wait() {
@@ -141,6 +147,14 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 template <int HS>
 __device__ __forceinline__ void load_a(uint32_t a[4], const __nv_bfloat16 *tile, int r0, int k0, int lane) {
     ldmatrix_x4(a, tile + (r0 + (lane & 15)) * ld<HS>() + k0 + (lane >> 4) * 8);
+}
+
+// A fragment of rows m0..m0+15, contraction k0..k0+15, from a tile stored transposed, [k][m] with
+// row stride LDT, through .trans: matrices (m +0, k +0) (m +8, k +0) (m +0, k +8) (m +8, k +8), so
+// lane l points at row k0 + l%8 + 8(l/16), column m0 + 8((l/8)%2).
+template <int LDT>
+__device__ __forceinline__ void load_a_trans(uint32_t a[4], const __nv_bfloat16 *tile, int m0, int k0, int lane) {
+    ldmatrix_x4_trans(a, tile + (k0 + (lane & 7) + (lane >> 4) * 8) * LDT + m0 + ((lane >> 3) & 1) * 8);
 }
 
 // B fragments for X^T where X is stored [n][k]: columns n0..n0+15 of the product (two n8 blocks),
@@ -431,13 +445,30 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward, step 2: dK and dV. Grid (B * NH, ceil(T / 64)); CTA = 64 keys of one (b, h), warp w
+// Backward, step 2: dK and dV, and with FUSED_DQ also dQ. CTA = 64 keys of one (b, h), warp w
 // owns keys k0 + 16w .. +15 and their dK, dV accumulators (2 x 16 x HS fp32). Loops over the query
 // tiles that can see these keys (queries >= k0), BQ queries at a time (64 for HS 64, 32 for HS 128
 // to stay within registers). Per tile, transposed so that keys are the M dimension:
 //   S^T = K Q^T, P^T = 2^(S^T s log2e - lse log2e), dP^T = V dO^T, dS^T = P^T (dP^T - delta),
 //   dV += P^T dO, dK += dS^T Q       (dK scaled by s at the end)
-// Shared: K, V [64][HS+8] resident; Q, dO [2][BQ][HS+8], lse*log2e and delta [2][BQ] streamed.
+// Shared: K, V [64][HS+8] resident; Q, dO [2][BQ][HS+8], lse and delta [2][BQ] streamed, all four
+// by cp.async, so no thread stalls on a global load inside the loop.
+//
+// Without FUSED_DQ the grid is (B * NH, ceil(T / 64)) and dQ comes from the dQ kernel below, which
+// recomputes S and dP (seven matmuls per tile pair in all). With FUSED_DQ (five matmuls) each
+// tile's dS^T also goes to shared memory, [64 keys][BQ+8] bf16, and the CTA computes this key
+// block's share of dQ for the tile, dS K (BQ x HS, fp32), then adds it to an fp32 accumulator in
+// global memory. The adds to one query tile are made in a fixed order, so dQ's bits do not depend
+// on scheduling: key blocks from the highest that sees the tile (kb_max, whose share is the first:
+// it stores instead of adding) down to block 0 (the last: it scales by s, rounds to bf16 and writes
+// dqkv). A per-tile counter in global memory says how many shares are in; a CTA waits for its turn
+// (thread 0 spins, acquire), adds, and passes the turn on (__syncthreads, fence, release). Each key
+// block's CTA meets its tiles in ascending order, one tile behind the next-higher block, so in a
+// steady state nobody waits long. Deadlock freedom does not rest on the hardware's launch order:
+// the grid is 1-D and every CTA takes a ticket from a global counter and derives its (b, h, key
+// block) from it, higher key blocks of a head first, so a CTA only ever waits for CTAs that hold
+// earlier tickets and are therefore already running. dK and dV are computed exactly as without
+// FUSED_DQ (the same bits).
 
 // Rows of the streamed operand per tile (queries in dK/dV, keys in dQ): 64 for HS 64, 32 for HS 128
 // to stay within registers. The sums run over the same 16-row chunks in the same order for any
@@ -445,26 +476,126 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 // (fewer registers per thread, more CTAs per SM).
 template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return HS == 64 ? 64 : 32; }
 
-template <int HS, int BS> constexpr size_t backward_smem_bytes() {
-    return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
+// Whether attention_backward computes dQ in the dK/dV kernel (FUSED_DQ above) or in its own
+// kernel. dev/cuda/attention.cu checks and times both; the default stays with the separate kernel
+// until the fused one has been measured faster on a GPU.
+template <int HS> __host__ __device__ constexpr bool backward_fused_dq() { return false; }
+
+template <int HS, int BS, bool FUSED_DQ> constexpr size_t backward_smem_bytes() {
+    return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float) +
+           (FUSED_DQ ? (size_t)ROWS_PER_CTA * (BS + SMEM_PAD) * sizeof(__nv_bfloat16) : 0);
 }
 
-template <int HS, int MIN_CTAS, int BS>
+// Spin-wait budget of the fused dQ's turn-taking, in clock cycles (about 30 s): a CTA waits for a
+// predecessor's single tile, microseconds; only a bug can make it wait this long, and then the
+// kernel traps with a message instead of hanging the process.
+constexpr long long DQ_TURN_TIMEOUT_CYCLES = 50000000000LL;
+
+__device__ __forceinline__ int load_acquire(const int *p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void store_release(int *p, int v) {
+    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+}
+
+// FUSED_DQ's work per query tile i (see above): this key block's share of dQ for the tile,
+// dS (BQ x 64, from sdS through ldmatrix.trans) times K (64 x HS, sK), added in turn. Warp w
+// computes rows 16 (w % (BQ/16)) .. +15 of the tile and NCOL = HS (BQ/16) / 4 columns from
+// NCOL (w / (BQ/16)): each warp 16 x HS for BQ 64, 16 x HS/2 for BQ 32. dq_accum is fp32
+// (B, NH, T, HS); dq_sync[0] is the ticket counter, dq_sync[1 + bh n_tiles + i] the number of
+// shares already added to query tile i of head bh (zeroed before the launch).
+template <int HS, int BQ>
+__device__ __forceinline__ void fused_dq_share(__nv_bfloat16 *dqkv, float *dq_accum, int *dq_sync,
+                                               const __nv_bfloat16 *sdS, const __nv_bfloat16 *sK, int bh, int kb,
+                                               int i, int T, int NH, float scale, int lane) {
+    constexpr int ROW_GROUPS = BQ / 16, NCOL = HS * ROW_GROUPS / NWARPS, LDS = BQ + SMEM_PAD;
+    const int warp = threadIdx.x / 32, g = lane >> 2, t = lane & 3;
+    const int row0 = 16 * (warp % ROW_GROUPS), col0 = NCOL * (warp / ROW_GROUPS);
+    uint32_t af[ROWS_PER_CTA / 16][4];
+#pragma unroll
+    for (int kc = 0; kc < ROWS_PER_CTA / 16; kc++) load_a_trans<LDS>(af[kc], sdS, row0, 16 * kc, lane);
+    float share[NCOL / 8][4];
+#pragma unroll
+    for (int n = 0; n < NCOL / 8; n++) share[n][0] = share[n][1] = share[n][2] = share[n][3] = 0.0f;
+    mma_a_regs_b_rows_k<HS, ROWS_PER_CTA, NCOL, 1>(&share, &af, sK + col0, lane);
+
+    // Turn: the key blocks that see tile i are 0..kb_max; they add in descending order.
+    const int kb_max = (min(i * BQ + BQ, T) - 1) / ROWS_PER_CTA, turn = kb_max - kb;
+    int *counter = dq_sync + 1 + (int64_t)bh * ((T + BQ - 1) / BQ) + i;
+    if (threadIdx.x == 0 && turn > 0) {
+        const long long start = clock64();
+        while (load_acquire(counter) != turn) {
+            if (clock64() - start > DQ_TURN_TIMEOUT_CYCLES) {
+                printf("attention backward (fused dQ): head %d key block %d waited too long for query tile %d "
+                       "(counter %d, turn %d)\n", bh, kb, i, load_acquire(counter), turn);
+                __trap();
+            }
+            __nanosleep(64);
+        }
+    }
+    __syncthreads();
+
+    const int b = bh / NH, h = bh % NH;
+    const int64_t qkv_row = 3 * (int64_t)NH * HS;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int q = i * BQ + row0 + g + 8 * half;
+        if (q >= T) continue;
+        float *acc_row = dq_accum + ((int64_t)bh * T + q) * HS + col0 + 2 * t;
+        __nv_bfloat16 *dq_row = dqkv + ((int64_t)b * T + q) * qkv_row + h * HS + col0 + 2 * t;
+#pragma unroll
+        for (int n = 0; n < NCOL / 8; n++) {
+            float2 v = make_float2(share[n][2 * half], share[n][2 * half + 1]);
+            if (turn > 0) {  // L2 loads: another SM wrote these, L1 may hold stale lines
+                const float2 sum = __ldcg(reinterpret_cast<const float2 *>(acc_row + 8 * n));
+                v.x += sum.x;
+                v.y += sum.y;
+            }
+            if (kb == 0)
+                *reinterpret_cast<__nv_bfloat162 *>(dq_row + 8 * n) = __floats2bfloat162_rn(v.x * scale, v.y * scale);
+            else
+                __stcg(reinterpret_cast<float2 *>(acc_row + 8 * n), v);
+        }
+    }
+    if (kb > 0) {  // pass the turn on once every thread's adds are visible
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) store_release(counter, turn + 1);
+    }
+}
+
+template <int HS, int MIN_CTAS, int BS, bool FUSED_DQ>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
-attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
-                               const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
-                               const float *__restrict__ delta, int T, int NH, float scale) {
-    constexpr int BQ = BS, LD = ld<HS>();
+attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, float *__restrict__ dq_accum, int *__restrict__ dq_sync,
+                             const __nv_bfloat16 *__restrict__ dout, const __nv_bfloat16 *__restrict__ qkv,
+                             const float *__restrict__ lse, const float *__restrict__ delta, int T, int NH,
+                             float scale) {
+    constexpr int BQ = BS, LD = ld<HS>(), LDS = BQ + SMEM_PAD;
     extern __shared__ __align__(16) unsigned char smem[];
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sV = sK + ROWS_PER_CTA * LD;
     __nv_bfloat16 *sQ = sV + ROWS_PER_CTA * LD;  // [2][BQ][LD]
     __nv_bfloat16 *sdO = sQ + 2 * BQ * LD;       // [2][BQ][LD]
-    float *sLse = reinterpret_cast<float *>(sdO + 2 * BQ * LD);  // [2][BQ], times log2e
+    float *sLse = reinterpret_cast<float *>(sdO + 2 * BQ * LD);  // [2][BQ]
     float *sDelta = sLse + 2 * BQ;                               // [2][BQ]
+    __nv_bfloat16 *sdS = reinterpret_cast<__nv_bfloat16 *>(sDelta + 2 * BQ);  // FUSED_DQ: [64 keys][LDS]
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
-    const int k0 = blockIdx.y * ROWS_PER_CTA;  // the first key tiles see the most queries: first
+    const int n_key_blocks = (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA;
+    int bh, kb;
+    if constexpr (FUSED_DQ) {
+        __shared__ int ticket;
+        if (threadIdx.x == 0) ticket = atomicAdd(dq_sync, 1);
+        __syncthreads();
+        bh = ticket / n_key_blocks;
+        kb = n_key_blocks - 1 - ticket % n_key_blocks;
+    } else {
+        bh = blockIdx.x;
+        kb = blockIdx.y;  // the first key blocks see the most queries: first
+    }
+    const int b = bh / NH, h = bh % NH;
+    const int k0 = kb * ROWS_PER_CTA;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int C = NH * HS;
     const int64_t row_stride = 3 * (int64_t)C;
@@ -477,15 +608,15 @@ attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bflo
     const int first_tile = k0 / BQ;  // queries < k0 see none of these keys
     const int n_tiles = (T + BQ - 1) / BQ;
 
-    // Stage query tile i into buffer buf: Q and dO by cp.async, lse and delta by plain loads
-    // (made visible by the __syncthreads that precedes their use).
+    // Stage query tile i into buffer buf (rows >= T read as zeros), all by cp.async.
     auto load_query_tile = [&](int i, int buf) {
         load_tile_async<BQ, HS>(sQ + buf * BQ * LD, q_head, row_stride, i * BQ, T);
         load_tile_async<BQ, HS>(sdO + buf * BQ * LD, do_head, C, i * BQ, T);
         for (int r = threadIdx.x; r < BQ; r += NTHREADS) {
             const int q = i * BQ + r;
-            sLse[buf * BQ + r] = q < T ? lse_row[q] * LOG2E : 0.0f;
-            sDelta[buf * BQ + r] = q < T ? delta_row[q] : 0.0f;
+            const bool valid = q < T;
+            cp_async_4(sLse + buf * BQ + r, lse_row + (valid ? q : 0), valid);
+            cp_async_4(sDelta + buf * BQ + r, delta_row + (valid ? q : 0), valid);
         }
     };
 
@@ -533,7 +664,7 @@ attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bflo
                 const int qc = 8 * n + 2 * t + (e & 1);  // query within the tile
                 const int key = key_lo + 8 * (e >> 1), query = qt0 + qc;
                 const bool visible = !needs_mask || (key <= query && query < T);
-                const float pe = visible ? exp2f(fmaf(p[n][e], scale_log2, -lse_tile[qc])) : 0.0f;
+                const float pe = visible ? exp2f(fmaf(p[n][e], scale_log2, -(lse_tile[qc] * LOG2E))) : 0.0f;
                 p[n][e] = pe;
                 dp[n][e] = pe * (dp[n][e] - delta_tile[qc]);  // dS^T
             }
@@ -543,7 +674,19 @@ attention_backward_dkdv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bflo
         mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dv, &af, do_tile, lane);
         acc_to_a<BQ>(af, dp);
         mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dk, &af, q_tile, lane);
-        __syncthreads();  // every warp is done with this buffer before it is refilled
+        if constexpr (FUSED_DQ) {
+            // dS^T's A fragments (rows = this warp's 16 keys, columns = queries) -> sdS[key][query].
+#pragma unroll
+            for (int kc = 0; kc < BQ / 16; kc++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const int key = 16 * warp + g + 8 * (r & 1), query = 16 * kc + 8 * (r >> 1) + 2 * t;
+                    *reinterpret_cast<uint32_t *>(sdS + key * LDS + query) = af[kc][r];
+                }
+            __syncthreads();
+            fused_dq_share<HS, BQ>(dqkv, dq_accum, dq_sync, sdS, sK, bh, kb, i, T, NH, scale, lane);
+        }
+        __syncthreads();  // every warp is done with this buffer (and sdS) before it is refilled
     }
 
     __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
@@ -688,24 +831,66 @@ static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat1
     attention_cuda_check(cudaGetLastError());
 }
 
-template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
-static inline void backward_hs(__nv_bfloat16 *dqkv, float *delta, const __nv_bfloat16 *dout,
+// Backward scratch, one allocation: delta (B, NH, T) fp32; with the fused dQ also its fp32
+// accumulator (B, NH, T, HS) and the ints of dq_sync (the ticket counter, then one turn counter per
+// query tile of at least 32 rows, so any BS fits). Parts start 256 B apart.
+struct BackwardScratch {
+    float *delta, *dq_accum;
+    int *dq_sync;
+};
+
+static inline size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+static inline size_t backward_scratch_bytes(int B, int T, int NH, int HS, bool fused_dq) {
+    const size_t heads = (size_t)B * NH;
+    size_t bytes = round_up_256(heads * T * sizeof(float));
+    if (fused_dq)
+        bytes += round_up_256(heads * T * HS * sizeof(float)) + (1 + heads * ((T + 31) / 32)) * sizeof(int);
+    return bytes;
+}
+
+static inline BackwardScratch backward_scratch_parts(void *scratch, int B, int T, int NH, int HS) {
+    unsigned char *p = (unsigned char *)scratch;
+    const size_t heads = (size_t)B * NH;
+    BackwardScratch parts;
+    parts.delta = (float *)p;
+    p += round_up_256(heads * T * sizeof(float));
+    parts.dq_accum = (float *)p;
+    p += round_up_256(heads * T * HS * sizeof(float));
+    parts.dq_sync = (int *)p;
+    return parts;
+}
+
+template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>(),
+          bool FUSED_DQ = backward_fused_dq<HS>()>
+static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                int B, int T, int NH, cudaStream_t stream) {
     const float scale = 1.0f / sqrtf((float)HS);
     const int64_t rows = (int64_t)B * T * NH;
+    const BackwardScratch sc = backward_scratch_parts(scratch, B, T, NH, HS);
     attention_delta_kernel<HS><<<(unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream>>>(
-        delta, dout, out, B, T, NH);
+        sc.delta, dout, out, B, T, NH);
     attention_cuda_check(cudaGetLastError());
 
-    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
-    const size_t smem = backward_smem_bytes<HS, BS>();
-    launch_config(attention_backward_dkdv_kernel<HS, MIN_CTAS, BS>, smem);
-    attention_backward_dkdv_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
-                                                                                        NH, scale);
+    const int key_blocks = (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA;
+    const size_t smem = backward_smem_bytes<HS, BS, FUSED_DQ>();
+    launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS, FUSED_DQ>, smem);
+    if constexpr (FUSED_DQ) {
+        if ((int64_t)B * NH * key_blocks > INT32_MAX) die("attention_backward: B=%d NH=%d T=%d exceeds the launch grid", B, NH, T);
+        attention_cuda_check(cudaMemsetAsync(sc.dq_sync, 0, (1 + (size_t)B * NH * ((T + BS - 1) / BS)) * sizeof(int), stream));
+        attention_backward_kv_kernel<HS, MIN_CTAS, BS, true><<<B * NH * key_blocks, NTHREADS, smem, stream>>>(
+            dqkv, sc.dq_accum, sc.dq_sync, dout, qkv, lse, sc.delta, T, NH, scale);
+        attention_cuda_check(cudaGetLastError());
+        return;
+    }
+    const dim3 grid(B * NH, key_blocks);
+    attention_backward_kv_kernel<HS, MIN_CTAS, BS, false><<<grid, NTHREADS, smem, stream>>>(
+        dqkv, NULL, NULL, dout, qkv, lse, sc.delta, T, NH, scale);
     attention_cuda_check(cudaGetLastError());
     launch_config(attention_backward_dq_kernel<HS, MIN_CTAS, BS>, smem);
-    attention_backward_dq_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH, scale);
+    attention_backward_dq_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, sc.delta,
+                                                                                    T, NH, scale);
     attention_cuda_check(cudaGetLastError());
 }
 
@@ -720,16 +905,23 @@ static inline void attention_forward(__nv_bfloat16 *out, float *lse, const __nv_
     else attention_detail::forward_hs<128>(out, lse, qkv, B, T, NH, stream);
 }
 
+// Bytes of scratch that attention_backward needs (delta, one float per row, and with the fused
+// dQ its accumulator and counters).
+static inline size_t attention_backward_scratch_bytes(int B, int T, int NH, int HS) {
+    const bool fused = HS == 64 ? attention_detail::backward_fused_dq<64>() : attention_detail::backward_fused_dq<128>();
+    return attention_detail::backward_scratch_bytes(B, T, NH, HS, fused);
+}
+
 // dqkv (B,T,3,NH,HS) bf16, fully overwritten, from dout (B,T,NH,HS) and the forward's qkv, out
-// and lse. delta: attention_backward_scratch_floats(B, T, NH) floats of scratch.
+// and lse. scratch: attention_backward_scratch_bytes(B, T, NH, HS) bytes, 16-byte aligned.
 // Deterministic: the same inputs give the same bits on every run.
-static inline void attention_backward(__nv_bfloat16 *dqkv, float *delta, const __nv_bfloat16 *dout,
+static inline void attention_backward(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                       const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                       int B, int T, int NH, int HS, cudaStream_t stream) {
-    const attention_detail::TensorArg args[] = {{dqkv, 4}, {delta, 4}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
+    const attention_detail::TensorArg args[] = {{dqkv, 4}, {scratch, 16}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
     attention_detail::check_args("attention_backward", B, T, NH, HS, args, 6);
-    if (HS == 64) attention_detail::backward_hs<64>(dqkv, delta, dout, qkv, out, lse, B, T, NH, stream);
-    else attention_detail::backward_hs<128>(dqkv, delta, dout, qkv, out, lse, B, T, NH, stream);
+    if (HS == 64) attention_detail::backward_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+    else attention_detail::backward_hs<128>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
 }
 
 #endif  // LLMC_ATTENTION_CUH

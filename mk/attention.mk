@@ -6,7 +6,7 @@ CUDA_TARGETS += $(ATTENTION_HARNESS)
 
 $(ATTENTION_HARNESS): dev/cuda/attention.cu dev/cuda/common.h llmc/attention.cuh llmc/utils.h $(BUILD)/llmc/utils.o
 	@mkdir -p $(dir $@)
-	$(NVCC) -arch=$(NVCC_ARCH) -O3 -lineinfo -std=c++17 dev/cuda/attention.cu $(BUILD)/llmc/utils.o -o $@
+	$(NVCC) $(GPU_NVCCFLAGS) dev/cuda/attention.cu $(BUILD)/llmc/utils.o -o $@
 
 .PHONY: attention-gpu
 attention-gpu: $(ATTENTION_HARNESS)

@@ -12,7 +12,8 @@
 // machine (issue 5 asks for the ratio).
 // FLOP convention (the one FlashAttention papers use): forward = 4 B NH T^2 HS / 2 (two matmuls,
 // half of the T x T square under the causal mask), backward = 2.5 x forward (five matmuls). Our
-// backward actually does seven (P and dP recomputed in the dQ kernel), which is not counted.
+// backward with the separate dQ kernel does seven (P and dP recomputed there), which is not
+// counted; the fused-dQ variant does five.
 //
 // STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md).
 #include "../../llmc/attention.cuh"
@@ -151,6 +152,21 @@ static bool report(const char *name, const char *what, double value, double tol,
     return ok;
 }
 
+// The backward variant that attention_backward does not use: dQ fused into the dK/dV kernel, or
+// dQ from its own kernel (llmc/attention.cuh's backward_fused_dq).
+template <int HS>
+static void backward_other_dq(bf16 *dqkv, void *scratch, const bf16 *dout, const bf16 *qkv, const bf16 *out,
+                              const float *lse, const Shape &sh) {
+    using namespace attention_detail;
+    backward_hs<HS, backward_min_ctas<HS>(), bwd_stream_rows<HS>(), !backward_fused_dq<HS>()>(
+        dqkv, scratch, dout, qkv, out, lse, sh.B, sh.T, sh.NH, 0);
+}
+
+static const char *other_dq_name(int HS) {
+    const bool fused = HS == 64 ? attention_detail::backward_fused_dq<64>() : attention_detail::backward_fused_dq<128>();
+    return fused ? "separate dQ kernel" : "fused dQ";
+}
+
 // Runs forward and backward three times, checks bit-identical results, compares with the reference.
 static bool check_case(const Case &c) {
     const Shape &sh = c.shape;
@@ -165,7 +181,8 @@ static bool check_case(const Case &c) {
     bf16 *d_qkv = device_alloc<bf16>(sh.qkv_count()), *d_dqkv = device_alloc<bf16>(sh.qkv_count());
     bf16 *d_out = device_alloc<bf16>(sh.out_count()), *d_dout = device_alloc<bf16>(sh.out_count());
     float *d_lse = device_alloc<float>(sh.lse_count());
-    float *d_delta = device_alloc<float>(attention_backward_scratch_floats(sh.B, sh.T, sh.NH));
+    // Room for either backward (the fused dQ needs more).
+    void *d_scratch = device_alloc<unsigned char>(attention_detail::backward_scratch_bytes(sh.B, sh.T, sh.NH, sh.HS, true));
     to_device(d_qkv, qkv);
     to_device(d_dout, dout);
 
@@ -177,7 +194,7 @@ static bool check_case(const Case &c) {
         cuda_check(cudaMemset(d_lse, 0xFF, sh.lse_count() * sizeof(float)));
         cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
         attention_forward(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
-        attention_backward(d_dqkv, d_delta, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, sh.HS, 0);
+        attention_backward(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, sh.HS, 0);
         cuda_check(cudaDeviceSynchronize());
         out[run] = to_host(d_out, sh.out_count());
         lse[run] = to_host(d_lse, sh.lse_count());
@@ -195,8 +212,8 @@ static bool check_case(const Case &c) {
             cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
             if (v == 0) forward_hs<64, forward_min_ctas<64>(), 1>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
             else forward_hs<64, forward_min_ctas<64>(), 2>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
-            if (v == 0) backward_hs<64, backward_min_ctas<64>(), 64>(d_dqkv, d_delta, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, 0);
-            else backward_hs<64, backward_min_ctas<64>(), 32>(d_dqkv, d_delta, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, 0);
+            if (v == 0) backward_hs<64, backward_min_ctas<64>(), 64>(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, 0);
+            else backward_hs<64, backward_min_ctas<64>(), 32>(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, 0);
             const std::vector<bf16> o = to_host(d_out, sh.out_count()), dg = to_host(d_dqkv, sh.qkv_count());
             const std::vector<float> l = to_host(d_lse, sh.lse_count());
             same_variants = same_variants && !memcmp(o.data(), out[0].data(), o.size() * sizeof(bf16)) &&
@@ -204,14 +221,33 @@ static bool check_case(const Case &c) {
                             !memcmp(dg.data(), dqkv[0].data(), dg.size() * sizeof(bf16));
         }
     }
+    // The backward with dQ fused into the dK/dV kernel or not (backward_fused_dq), whichever is not
+    // the default, twice: dK and dV must be the default's bits, dQ is checked against fp64 below,
+    // and the two runs must agree bit for bit.
+    std::vector<bf16> other[2];
+    for (int run = 0; run < 2; run++) {
+        cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+        if (sh.HS == 64) backward_other_dq<64>(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh);
+        else backward_other_dq<128>(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh);
+        other[run] = to_host(d_dqkv, sh.qkv_count());
+    }
+    bool other_kv_same = true;
+    for (size_t i = 0; i < other[0].size(); i++)
+        if ((i / ((size_t)sh.NH * sh.HS)) % 3 != 0)
+            other_kv_same = other_kv_same && !memcmp(&other[0][i], &dqkv[0][i], sizeof(bf16));
+    const bool other_repeats = !memcmp(other[0].data(), other[1].data(), other[0].size() * sizeof(bf16));
+
     cuda_check(cudaFree(d_qkv));
     cuda_check(cudaFree(d_dqkv));
     cuda_check(cudaFree(d_out));
     cuda_check(cudaFree(d_dout));
     cuda_check(cudaFree(d_lse));
-    cuda_check(cudaFree(d_delta));
+    cuda_check(cudaFree(d_scratch));
 
-    bool ok = same_variants;
+    const char *other_name = other_dq_name(sh.HS);
+    printf("    %-5s %s: dk, dv same bits as the default %s\n", "all", other_name, other_kv_same ? "ok" : "FAIL");
+    printf("    %-5s %s: identical bits over 2 runs %s\n", "all", other_name, other_repeats ? "ok" : "FAIL");
+    bool ok = same_variants && other_kv_same && other_repeats;
     if (sh.HS == 64) printf("    %-5s %-30s %s\n", "all", "RT 1/2, BS 64/32: same bits", same_variants ? "ok" : "FAIL");
     bool same_bits = true;
     for (int run = 1; run < 3; run++)
@@ -230,6 +266,8 @@ static bool check_case(const Case &c) {
         e = relative_error(ref.dqkv, bf_at(dqkv[0]), (size_t)sh.NH * sh.HS, which);
         ok = report(names[which], "rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
     }
+    e = relative_error(ref.dqkv, bf_at(other[0]), (size_t)sh.NH * sh.HS, 0);
+    ok = report("dq", other_name, e.rel_l2, TOL_BF16, e.non_finite) && ok;
     double lse_err = 0.0;
     size_t lse_bad = 0;
     for (size_t i = 0; i < ref.lse.size(); i++) {
@@ -254,33 +292,39 @@ static bool check_rejections() {
 
 struct BenchRow {
     int T, HS, B, NH;
-    float fwd_ms, bwd_ms;
+    float fwd_ms, bwd_ms, other_bwd_ms;  // other: the backward attention_backward does not use
 };
 
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
 static BenchRow bench(int T, int HS, uint64_t seed) {
-    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0};
+    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, 0};
     const Shape sh = {row.B, row.NH, T, HS};
     bf16 *qkv = device_alloc<bf16>(sh.qkv_count()), *dqkv = device_alloc<bf16>(sh.qkv_count());
     bf16 *out = device_alloc<bf16>(sh.out_count()), *dout = device_alloc<bf16>(sh.out_count());
     float *lse = device_alloc<float>(sh.lse_count());
-    float *delta = device_alloc<float>(attention_backward_scratch_floats(sh.B, T, sh.NH));
+    void *scratch = device_alloc<unsigned char>(attention_detail::backward_scratch_bytes(sh.B, T, sh.NH, HS, true));
     fill_uniform_bf16(qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
     fill_uniform_bf16(dout, sh.out_count(), seed + 1, -1.0f, 1.0f);
     cuda_check(cudaDeviceSynchronize());
 
     const int warmup = 3, reps = 21;
     row.fwd_ms = time_median_ms([&] { attention_forward(out, lse, qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps, 0);
-    row.bwd_ms = time_median_ms([&] { attention_backward(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, HS, 0); },
+    row.bwd_ms = time_median_ms([&] { attention_backward(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, HS, 0); },
                                 warmup, reps, 0);
+    row.other_bwd_ms = time_median_ms(
+        [&] {
+            if (HS == 64) backward_other_dq<64>(dqkv, scratch, dout, qkv, out, lse, sh);
+            else backward_other_dq<128>(dqkv, scratch, dout, qkv, out, lse, sh);
+        },
+        warmup, reps, 0);
 
     cuda_check(cudaFree(qkv));
     cuda_check(cudaFree(dqkv));
     cuda_check(cudaFree(out));
     cuda_check(cudaFree(dout));
     cuda_check(cudaFree(lse));
-    cuda_check(cudaFree(delta));
+    cuda_check(cudaFree(scratch));
     return row;
 }
 
@@ -302,7 +346,7 @@ static bool tune_occupancy(void) {
         bf16 *qkv = device_alloc<bf16>(sh.qkv_count()), *dqkv = device_alloc<bf16>(sh.qkv_count());
         bf16 *out = device_alloc<bf16>(sh.out_count()), *dout = device_alloc<bf16>(sh.out_count());
         float *lse = device_alloc<float>(sh.lse_count());
-        float *delta = device_alloc<float>(attention_backward_scratch_floats(sh.B, T, sh.NH));
+        void *scratch = device_alloc<unsigned char>(backward_scratch_bytes(sh.B, T, sh.NH, 64, true));
         fill_uniform_bf16(qkv, sh.qkv_count(), 2000 + T, -1.0f, 1.0f);
         fill_uniform_bf16(dout, sh.out_count(), 2001 + T, -1.0f, 1.0f);
         const int warmup = 3, reps = 21;
@@ -321,10 +365,10 @@ static bool tune_occupancy(void) {
         forward(0, [&] { forward_hs<64, 1, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); });
         forward(1, [&] { forward_hs<64, 4, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); });
         forward(2, [&] { forward_hs<64, 1, 2>(out, lse, qkv, sh.B, T, sh.NH, 0); });
-        backward(0, [&] { backward_hs<64, 1, 64>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
-        backward(1, [&] { backward_hs<64, 3, 64>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
-        backward(2, [&] { backward_hs<64, 1, 32>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
-        backward(3, [&] { backward_hs<64, 3, 32>(dqkv, delta, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
+        backward(0, [&] { backward_hs<64, 1, 64>(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
+        backward(1, [&] { backward_hs<64, 3, 64>(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
+        backward(2, [&] { backward_hs<64, 1, 32>(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
+        backward(3, [&] { backward_hs<64, 3, 32>(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
         bool same = true;
         for (int v = 1; v < 4; v++) same = same && !memcmp(grads[v].data(), grads[0].data(), grads[0].size() * sizeof(bf16));
         for (int v = 1; v < 3; v++)
@@ -334,7 +378,7 @@ static bool tune_occupancy(void) {
         printf("%5d | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f | %s\n", T, ms[0], ms[1], ms[2], ms[3], ms[4], ms[5],
                ms[6], same ? "identical" : "DIFFER (FAIL)");
         cuda_check(cudaFree(qkv)), cuda_check(cudaFree(dqkv)), cuda_check(cudaFree(out));
-        cuda_check(cudaFree(dout)), cuda_check(cudaFree(lse)), cuda_check(cudaFree(delta));
+        cuda_check(cudaFree(dout)), cuda_check(cudaFree(lse)), cuda_check(cudaFree(scratch));
     }
     return identical;
 }
@@ -342,11 +386,14 @@ static bool tune_occupancy(void) {
 static void print_bench_table(const std::vector<BenchRow> &rows) {
     printf("\nbenchmark: B*T = 16384 tokens, NH*HS = 2048; median of 21 runs; TFLOP/s with forward = "
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
-    printf("%5s %4s %3s %3s | %8s %7s | %8s %7s\n", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
+    printf("(last columns: the backward with %s, for HS 64 / %s for HS 128)\n", other_dq_name(64), other_dq_name(128));
+    printf("%5s %4s %3s %3s | %8s %7s | %8s %7s | %8s %7s\n", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms",
+           "TFLOP/s", "other ms", "TFLOP/s");
     for (const BenchRow &r : rows) {
         const double fwd_flops = 2.0 * r.B * r.NH * (double)r.T * r.T * r.HS, bwd_flops = 2.5 * fwd_flops;
-        printf("%5d %4d %3d %3d | %8.3f %7.1f | %8.3f %7.1f\n", r.T, r.HS, r.B, r.NH, r.fwd_ms,
-               tflops(fwd_flops, r.fwd_ms), r.bwd_ms, tflops(bwd_flops, r.bwd_ms));
+        printf("%5d %4d %3d %3d | %8.3f %7.1f | %8.3f %7.1f | %8.3f %7.1f\n", r.T, r.HS, r.B, r.NH, r.fwd_ms,
+               tflops(fwd_flops, r.fwd_ms), r.bwd_ms, tflops(bwd_flops, r.bwd_ms), r.other_bwd_ms,
+               tflops(bwd_flops, r.other_bwd_ms));
     }
 }
 

@@ -4,8 +4,10 @@
 // log-sum-exp, backward recomputes the probabilities tile by tile from it.
 //
 // STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md): dev/cuda/attention.cu checks
-// it against an fp64 CPU reference and for bit-reproducibility, and times it; it is correct and
-// race-free but about half the speed of PyTorch's flash attention there.
+// it against an fp64 CPU reference and for bit-reproducibility, and times it; it was correct and
+// race-free but about half the speed of PyTorch's flash attention there. Changed since and NOT RUN
+// on a GPU (compiled only): the launch-bound/row-tile/stream-row variants, lse and delta by
+// cp.async, exp2 without the subnormal fix-up, the skipped rescale, and the fused-dQ variant.
 //
 // Layouts (all row-major, C = NH * HS):
 //   qkv   bf16 (B, T, 3, NH, HS)  the fused qkv matmul output: each token's 3C channels are
@@ -128,6 +130,16 @@ __device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint3
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 2^x as one SFU instruction (ex2.approx.ftz). exp2f() without -use_fast_math wraps the same
+// instruction in three FP32 instructions that produce subnormal results (2^x < 2^-126); here those
+// would be probabilities too small to change an fp32 sum of terms >= 1 or any product that
+// follows, and the FP32 pipe is what the softmax of head size 64 runs short of.
+__device__ __forceinline__ float exp2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
 }
 
 // Two floats rounded to bf16 (nearest even), the first in the low half: one A-fragment register.
@@ -373,21 +385,22 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
                 const float m_new = fmaxf(m[r][half], mx * scale_log2);
                 // A row with no unmasked key yet keeps m = -inf; use 0 so no -inf - -inf appears.
                 const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-                const float alpha = exp2f(m[r][half] - m_use);
+                const float alpha = exp2_ftz(m[r][half] - m_use);
                 float sum = 0.0f;
 #pragma unroll
                 for (int n = 0; n < BK / 8; n++)
 #pragma unroll
                     for (int e = 2 * half; e < 2 * half + 2; e++) {
-                        s[r][n][e] = exp2f(fmaf(s[r][n][e], scale_log2, -m_use));
+                        s[r][n][e] = exp2_ftz(fmaf(s[r][n][e], scale_log2, -m_use));
                         sum += s[r][n][e];
                     }
                 l[r][half] = l[r][half] * alpha + sum;
+                if (alpha != 1.0f)  // the max did not grow (most tiles after the first few): x 1 is exact
 #pragma unroll
-                for (int n = 0; n < HS / 8; n++) {
-                    o[r][n][2 * half] *= alpha;
-                    o[r][n][2 * half + 1] *= alpha;
-                }
+                    for (int n = 0; n < HS / 8; n++) {
+                        o[r][n][2 * half] *= alpha;
+                        o[r][n][2 * half + 1] *= alpha;
+                    }
                 m[r][half] = m_new;
             }
         }
@@ -664,7 +677,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, float *__restrict
                 const int qc = 8 * n + 2 * t + (e & 1);  // query within the tile
                 const int key = key_lo + 8 * (e >> 1), query = qt0 + qc;
                 const bool visible = !needs_mask || (key <= query && query < T);
-                const float pe = visible ? exp2f(fmaf(p[n][e], scale_log2, -(lse_tile[qc] * LOG2E))) : 0.0f;
+                const float pe = visible ? exp2_ftz(fmaf(p[n][e], scale_log2, -(lse_tile[qc] * LOG2E))) : 0.0f;
                 p[n][e] = pe;
                 dp[n][e] = pe * (dp[n][e] - delta_tile[qc]);  // dS^T
             }
@@ -780,7 +793,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
                 const int half = e >> 1;
                 const int key = kt0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * half;
                 const bool visible = !needs_mask || (key <= query && key < T);
-                const float pe = visible ? exp2f(fmaf(p[n][e], scale_log2, -lse2[half])) : 0.0f;
+                const float pe = visible ? exp2_ftz(fmaf(p[n][e], scale_log2, -lse2[half])) : 0.0f;
                 dp[n][e] = pe * (dp[n][e] - dlt[half]);  // dS
             }
 

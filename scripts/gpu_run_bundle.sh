@@ -75,12 +75,16 @@ if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precisio
         for m in bf16 fp8 int8; do step "bench_$1_$m" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul $m; done
         # delayed scaling: the cast records the amax, so no separate amax pass reads each operand
         step "bench_$1_fp8delayed" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 --amax-history 16
+        # and the weight gradient in FP8 too: three of the three block matmuls (issue 8's 1.3x goal
+        # cannot be reached with the bf16 weight gradient's third left at bf16 speed)
+        step "bench_$1_fp8wgrad" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 --amax-history 16 --fp8-wgrad 1
     done
-    { echo; echo "| model | B | bf16 tokens/s | fp8 tokens/s | int8 tokens/s | fp8, --amax-history 16 |"; echo "|---|---|---|---|---|---|"
+    { echo; echo "| model | B | bf16 tokens/s | fp8 tokens/s | int8 tokens/s | fp8, --amax-history 16 | fp8, history 16, --fp8-wgrad 1 |"
+      echo "|---|---|---|---|---|---|---|"
       for run in "d12 16" "d48 4"; do
           set -- $run
           row="| $1 | $2 |"
-          for m in bf16 fp8 int8 fp8delayed; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_$1_$m.log") |"; done
+          for m in bf16 fp8 int8 fp8delayed fp8wgrad; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_$1_$m.log") |"; done
           echo "$row"
       done; } >> "$summary"
     # GELU in the cuBLASLt epilogues (--gelu-fusion, off by default until this measures it faster)

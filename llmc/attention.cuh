@@ -499,7 +499,7 @@ template <int HS, int BS, bool FUSED_DQ> constexpr size_t backward_smem_bytes() 
            (FUSED_DQ ? (size_t)ROWS_PER_CTA * (BS + SMEM_PAD) * sizeof(__nv_bfloat16) : 0);
 }
 
-// Spin-wait budget of the fused dQ's turn-taking, in clock cycles (about 30 s): a CTA waits for a
+// Spin-wait budget of the fused dQ's turn-taking, in clock cycles (25-30 s on an H100): a CTA waits for a
 // predecessor's single tile, microseconds; only a bug can make it wait this long, and then the
 // kernel traps with a message instead of hanging the process.
 constexpr long long DQ_TURN_TIMEOUT_CYCLES = 50000000000LL;
@@ -557,25 +557,34 @@ __device__ __forceinline__ void fused_dq_share(__nv_bfloat16 *dqkv, float *dq_ac
         const int q = i * BQ + row0 + g + 8 * half;
         if (q >= T) continue;
         float *acc_row = dq_accum + ((int64_t)bh * T + q) * HS + col0 + 2 * t;
-        __nv_bfloat16 *dq_row = dqkv + ((int64_t)b * T + q) * qkv_row + h * HS + col0 + 2 * t;
+        float2 v[NCOL / 8];
 #pragma unroll
-        for (int n = 0; n < NCOL / 8; n++) {
-            float2 v = make_float2(share[n][2 * half], share[n][2 * half + 1]);
-            if (turn > 0) {  // L2 loads: another SM wrote these, L1 may hold stale lines
-                const float2 sum = __ldcg(reinterpret_cast<const float2 *>(acc_row + 8 * n));
-                v.x += sum.x;
-                v.y += sum.y;
-            }
-            if (kb == 0)
-                *reinterpret_cast<__nv_bfloat162 *>(dq_row + 8 * n) = __floats2bfloat162_rn(v.x * scale, v.y * scale);
-            else
-                __stcg(reinterpret_cast<float2 *>(acc_row + 8 * n), v);
+        for (int n = 0; n < NCOL / 8; n++) v[n] = make_float2(share[n][2 * half], share[n][2 * half + 1]);
+        if (turn > 0) {
+            // The earlier shares' sum: every load issued before any add, so they are in flight
+            // together; from L2 (another SM wrote them, and this SM's L1 may hold stale lines).
+            float2 sum[NCOL / 8];
+#pragma unroll
+            for (int n = 0; n < NCOL / 8; n++) sum[n] = __ldcg(reinterpret_cast<const float2 *>(acc_row + 8 * n));
+#pragma unroll
+            for (int n = 0; n < NCOL / 8; n++) v[n].x += sum[n].x, v[n].y += sum[n].y;
+        }
+        if (kb == 0) {  // the last share: dQ = s (sum of all shares), rounded to bf16
+            __nv_bfloat16 *dq_row = dqkv + ((int64_t)b * T + q) * qkv_row + h * HS + col0 + 2 * t;
+#pragma unroll
+            for (int n = 0; n < NCOL / 8; n++)
+                *reinterpret_cast<__nv_bfloat162 *>(dq_row + 8 * n) = __floats2bfloat162_rn(v[n].x * scale, v[n].y * scale);
+        } else {
+#pragma unroll
+            for (int n = 0; n < NCOL / 8; n++) __stcg(reinterpret_cast<float2 *>(acc_row + 8 * n), v[n]);
         }
     }
-    if (kb > 0) {  // pass the turn on once every thread's adds are visible
-        __threadfence();
+    if (kb > 0) {  // pass the turn on once every thread's stores are done (the grid-sync pattern)
         __syncthreads();
-        if (threadIdx.x == 0) store_release(counter, turn + 1);
+        if (threadIdx.x == 0) {
+            __threadfence();
+            store_release(counter, turn + 1);
+        }
     }
 }
 
@@ -862,15 +871,16 @@ static inline size_t backward_scratch_bytes(int B, int T, int NH, int HS, bool f
     return bytes;
 }
 
-static inline BackwardScratch backward_scratch_parts(void *scratch, int B, int T, int NH, int HS) {
+static inline BackwardScratch backward_scratch_parts(void *scratch, int B, int T, int NH, int HS, bool fused_dq) {
     unsigned char *p = (unsigned char *)scratch;
     const size_t heads = (size_t)B * NH;
-    BackwardScratch parts;
-    parts.delta = (float *)p;
-    p += round_up_256(heads * T * sizeof(float));
-    parts.dq_accum = (float *)p;
-    p += round_up_256(heads * T * HS * sizeof(float));
-    parts.dq_sync = (int *)p;
+    BackwardScratch parts = {(float *)p, NULL, NULL};
+    if (fused_dq) {
+        p += round_up_256(heads * T * sizeof(float));
+        parts.dq_accum = (float *)p;
+        p += round_up_256(heads * T * HS * sizeof(float));
+        parts.dq_sync = (int *)p;
+    }
     return parts;
 }
 
@@ -881,7 +891,7 @@ static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bf
                                int B, int T, int NH, cudaStream_t stream) {
     const float scale = 1.0f / sqrtf((float)HS);
     const int64_t rows = (int64_t)B * T * NH;
-    const BackwardScratch sc = backward_scratch_parts(scratch, B, T, NH, HS);
+    const BackwardScratch sc = backward_scratch_parts(scratch, B, T, NH, HS, FUSED_DQ);
     attention_delta_kernel<HS><<<(unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream>>>(
         sc.delta, dout, out, B, T, NH);
     attention_cuda_check(cudaGetLastError());

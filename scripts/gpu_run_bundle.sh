@@ -54,7 +54,7 @@ if [ "$phase" = sanitize ] || [ "$phase" = all ]; then
     if [ -n "$sanitizer" ]; then
         step memcheck_test_tiny 200 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
         step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
-        step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check
+        step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check-small
     else
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi

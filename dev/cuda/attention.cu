@@ -1,6 +1,7 @@
 // Harness of the fused causal attention in llmc/attention.cuh.
 //   build/dev/cuda/attention            checks, then the benchmark
-//   build/dev/cuda/attention --check    checks only (for compute-sanitizer memcheck/racecheck)
+//   build/dev/cuda/attention --check    checks only (for compute-sanitizer memcheck)
+//   build/dev/cuda/attention --check-small   the small cases only (for racecheck)
 // Checks, per (B, NH, T, HS) case on seeded random inputs: out, lse, dq, dk, dv against an fp64
 // CPU reference computed from the same bf16 inputs; no NaN/Inf and every output element written
 // (outputs are pre-filled with NaN); identical bits over repeated runs. Prints PASS/FAIL per case
@@ -279,6 +280,56 @@ static bool check_case(const Case &c) {
     return ok;
 }
 
+// The fused dQ's turn-taking across waves of CTAs: every case above fits on a GPU at once (at most
+// 32 CTAs), so here many heads (2048 CTAs at HS 64, 1024 at HS 128, several waves on any GPU)
+// compare the two backward variants (no fp64 reference at this size): dK and dV the same bits, dQ
+// within TOL_BF16 of each other (they differ only in the order of dQ's fp32 sums, so this is
+// loose), every element written, and the non-default variant's bits repeating.
+static bool check_variants_many_heads(void) {
+    bool ok = true;
+    for (int HS : {64, 128}) {
+        const Shape sh = {4, 2048 / HS, 1024, HS};
+        printf("case B=%d NH=%d T=%d HS=%d: the two backward variants across waves of CTAs\n", sh.B, sh.NH, sh.T, HS);
+        bf16 *qkv = device_alloc<bf16>(sh.qkv_count()), *dqkv = device_alloc<bf16>(sh.qkv_count());
+        bf16 *out = device_alloc<bf16>(sh.out_count()), *dout = device_alloc<bf16>(sh.out_count());
+        float *lse = device_alloc<float>(sh.lse_count());
+        void *scratch = device_alloc<unsigned char>(attention_detail::backward_scratch_bytes(sh.B, sh.T, sh.NH, HS, true));
+        fill_uniform_bf16(qkv, sh.qkv_count(), 300 + HS, -1.0f, 1.0f);
+        fill_uniform_bf16(dout, sh.out_count(), 301 + HS, -1.0f, 1.0f);
+        attention_forward(out, lse, qkv, sh.B, sh.T, sh.NH, HS, 0);
+        cuda_check(cudaMemset(dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+        attention_backward(dqkv, scratch, dout, qkv, out, lse, sh.B, sh.T, sh.NH, HS, 0);
+        const std::vector<bf16> dflt = to_host(dqkv, sh.qkv_count());
+        std::vector<bf16> other[2];
+        for (int run = 0; run < 2; run++) {
+            cuda_check(cudaMemset(dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+            if (HS == 64) backward_other_dq<64>(dqkv, scratch, dout, qkv, out, lse, sh);
+            else backward_other_dq<128>(dqkv, scratch, dout, qkv, out, lse, sh);
+            other[run] = to_host(dqkv, sh.qkv_count());
+        }
+        cuda_check(cudaFree(qkv)), cuda_check(cudaFree(dqkv)), cuda_check(cudaFree(out));
+        cuda_check(cudaFree(dout)), cuda_check(cudaFree(lse)), cuda_check(cudaFree(scratch));
+
+        const size_t slot = (size_t)sh.NH * HS;
+        bool kv_same = true;
+        std::vector<double> dflt_d(dflt.size());
+        for (size_t i = 0; i < dflt.size(); i++) {
+            dflt_d[i] = __bfloat162float(dflt[i]);
+            if ((i / slot) % 3 != 0) kv_same = kv_same && !memcmp(&other[0][i], &dflt[i], sizeof(bf16));
+        }
+        const bool repeats = !memcmp(other[0].data(), other[1].data(), other[0].size() * sizeof(bf16));
+        printf("    %-5s %s: dk, dv same bits as the default %s\n", "all", other_dq_name(HS), kv_same ? "ok" : "FAIL");
+        printf("    %-5s %s: identical bits over 2 runs %s\n", "all", other_dq_name(HS), repeats ? "ok" : "FAIL");
+        const ErrorStat e = relative_error(dflt_d, [&](size_t i) { return (double)__bfloat162float(other[0][i]); }, slot, 0);
+        const ErrorStat d = relative_error(dflt_d, [&](size_t i) { return dflt_d[i]; }, slot, 0);  // counts NaN
+        const bool case_ok = report("dq", "rel L2 between the variants", e.rel_l2, TOL_BF16, e.non_finite + d.non_finite) &&
+                             kv_same && repeats;
+        printf("%s B=%d NH=%d T=%d HS=%d (variants)\n", case_ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, HS);
+        ok = ok && case_ok;
+    }
+    return ok;
+}
+
 static bool check_rejections() {
     const int bad[] = {0, 16, 32, 80, 96, 256};
     bool ok = attention_head_size_supported(64) && attention_head_size_supported(128);
@@ -399,11 +450,16 @@ static void print_bench_table(const std::vector<BenchRow> &rows) {
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    bool check_only = false;
+    bool check_only = false, small_only = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--check")) check_only = true;
+        else if (!strcmp(argv[i], "--check-small")) check_only = small_only = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: %s [--check]\n  --check  correctness checks only, no benchmark\n", argv[0]);
+            printf("usage: %s [--check | --check-small]\n"
+                   "  --check        correctness checks only, no benchmark\n"
+                   "  --check-small  only the small cases (for compute-sanitizer's racecheck, which slows kernels\n"
+                   "                 down a hundredfold and more): not the many-heads comparison of the variants\n",
+                   argv[0]);
             return 0;
         } else usage_error("unknown argument '%s'", argv[i]);
     }
@@ -425,6 +481,10 @@ int main(int argc, char **argv) {
     int failed = 0, n_checks = 0;
     for (const Case &c : cases) {
         failed += !check_case(c);
+        n_checks++;
+    }
+    if (!small_only) {
+        failed += !check_variants_many_heads();
         n_checks++;
     }
     failed += !check_rejections();

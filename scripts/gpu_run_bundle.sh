@@ -3,7 +3,8 @@
 # against the CPU reference, every kernel harness, compute-sanitizer, the d12 benchmark, the
 # recompute checks and memory/speed table (phase recompute), the ZeRO checks (phase zero:
 # scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of every
-# block-matmul precision at d12 and d48 (phase bench), train_gptcu beside PyTorch at d12 B 16 and 32
+# block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
+# step, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside PyTorch at d12 B 16 and 32
 # (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute (phase
 # profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and
 # int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
@@ -41,7 +42,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
     echo "== $name: $result"; tail -n 25 "$work/logs/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-phase=${1:-all}  # checks, sanitize, recompute, zero, bench, torch, profile, curves or all (each phase fits one 10-minute device call)
+phase=${1:-all}  # checks, sanitize, recompute, zero, bench, bench2, torch, profile, curves or all (each phase fits one 10-minute device call)
 if [ "$phase" = checks ] || [ "$phase" = all ]; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
@@ -87,10 +88,23 @@ if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precisio
           for m in bf16 fp8 int8 fp8delayed fp8wgrad; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_$1_$m.log") |"; done
           echo "$row"
       done; } >> "$summary"
+fi
+if [ "$phase" = bench2 ] || [ "$phase" = all ]; then  # d48 with accumulation; GELU fusion at d12
+    # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates: at d48 B 4 one
+    # step's AdamW and gradient norm (about 30 bytes per parameter, ~15 ms) otherwise dilute
+    # whatever the matmul precision changes.
+    for m in bf16 fp8wgrad; do
+        flags="--matmul bf16"; [ $m = fp8wgrad ] && flags="--matmul fp8 --amax-history 16 --fp8-wgrad 1"
+        step "bench_d48_accum4_$m" 150 $bin/train_gptcu --bench -e d48 -b 4 -t 1024 -d 16384 -x 6 $flags
+    done
+    { echo; echo "| d48 B4, 4 micro-steps per step | bf16 | fp8, history 16, --fp8-wgrad 1 |"; echo "|---|---|---|"
+      row="| tokens/s |"
+      for m in bf16 fp8wgrad; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d48_accum4_$m.log") |"; done
+      echo "$row"; } >> "$summary"
     # GELU in the cuBLASLt epilogues (--gelu-fusion, off by default until this measures it faster)
-    for f in 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
+    for f in 0 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
     { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"
-      row="| tokens/s | $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16.log") |"
+      row="| tokens/s | $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16_gelu0.log") |"
       for f in 1 2; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16_gelu$f.log") |"; done
       echo "$row"; } >> "$summary"
 fi

@@ -109,13 +109,18 @@ static inline void matmul_lt_run(Matmul *mm, cublasLtMatmulDesc_t desc, cublasLt
     const cublasLtMatmulAlgo_t *algo = nullptr;
     for (int i = 0; i < mm->num_plans && !algo; i++)
         if (strcmp(mm->plans[i].key, key) == 0) algo = &mm->plans[i].algo;
+    // Not kept yet: ask the heuristic, and keep its answer while there is room. Sampling alone makes
+    // 5 new shapes per generated token, so a full cache is normal; the heuristic answers the same
+    // for the same question, so an unkept call gets the same algorithm (and bits) as a kept one.
+    cublasLtMatmulAlgo_t fresh;
     if (!algo) {
-        if (mm->num_plans == MATMUL_MAX_PLANS)
-            die("more than %d distinct matmuls (raise MATMUL_MAX_PLANS in llmc/matmul.cuh)", MATMUL_MAX_PLANS);
-        MatmulPlan *plan = &mm->plans[mm->num_plans++];
-        memcpy(plan->key, key, sizeof(key));
-        plan->algo = matmul_lt_heuristic(mm, desc, la, lb, ld, a, b, d, what);
-        algo = &plan->algo;
+        fresh = matmul_lt_heuristic(mm, desc, la, lb, ld, a, b, d, what);
+        algo = &fresh;
+        if (mm->num_plans < MATMUL_MAX_PLANS) {
+            MatmulPlan *plan = &mm->plans[mm->num_plans++];
+            memcpy(plan->key, key, sizeof(key));
+            plan->algo = fresh;
+        }
     }
     cublasCheck(cublasLtMatmul(mm->handle, desc, alpha, a, la, b, lb, beta, d, ld, d, ld, algo, mm->workspace,
                                MATMUL_WORKSPACE_BYTES, stream));
@@ -170,9 +175,9 @@ static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const b
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, m));
 
     char what[160];
-    snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias=%d out=%s accumulate=%d gelu=%d aux align %u",
-             m, n, k, trans_a, trans_b, bias != nullptr, d_type == CUDA_R_32F ? "fp32" : "bf16", accumulate, (int)gelu,
-             aux ? pointer_alignment(aux) : 0);
+    snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias align %u out=%s accumulate=%d gelu=%d aux align %u",
+             m, n, k, trans_a, trans_b, bias ? pointer_alignment(bias) : 0, d_type == CUDA_R_32F ? "fp32" : "bf16",
+             accumulate, (int)gelu, aux ? pointer_alignment(aux) : 0);
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     matmul_lt_run(mm, desc, la, lb, ld, &alpha, a, b, &beta, d, stream, what);
     cublasCheck(cublasLtMatrixLayoutDestroy(la));

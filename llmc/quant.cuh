@@ -232,7 +232,8 @@ quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restri
 
 // Row-wise int8 of x (rows, cols) row-major: one block per row; the block reduces the row's amax,
 // every thread computes the same scale, then quantizes its strided share of the row. Both passes
-// go 8 elements at a time where the row allows it (cols % 8 == 0 and aligned pointers).
+// go 8 elements at a time over the part of the row whose pointers are aligned for it, and one
+// element at a time over the rest.
 template <typename Tin>
 __global__ void int8_quantize_rows_kernel(int8_t *q, float *scales, const Tin *__restrict__ x, int cols,
                                           quant_scale_mode mode) {

@@ -142,23 +142,28 @@ static void check_cast_unaligned(void) {
     uint8_t *d_out = device_alloc<uint8_t>(total);
     float *d_s = device_scalar(0x1p4f), *d_amax = device_alloc<float>(2);
     const size_t cases[3][2] = {{0, 4099}, {1, 4098}, {3, 4096}};  // (first element, length)
-    for (auto &cs : cases) {
-        const size_t off = cs[0], n = cs[1];
-        std::vector<float> x(n);
-        for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(bits[off + i]);
-        cuda_check(cudaMemset(d_amax + 1, 0, sizeof(float)));
-        quant_cast_gpu(d_out + off, d_amax + 1, d_in + off, n, d_s, QUANT_TO_E4M3, 0);
-        quant_amax_gpu(d_amax, d_in + off, n, 0);
-        std::vector<uint8_t> got = to_host(d_out, total), want(n);
-        for (size_t i = 0; i < n; i++) want[i] = host_quantize(x[i], 0x1p4f, QUANT_TO_E4M3);
-        size_t first, bad = count_mismatches(got.data() + off, want.data(), n, &first);
-        const float amax = quant_amax(x.data(), n);
-        bad += host_scalar(d_amax) != amax;
-        bad += host_scalar(d_amax + 1) != amax;
-        char what[96];
-        snprintf(what, sizeof what, "bf16 -> E4M3 cast + amax, %zu elements from element %zu", n, off);
-        report(what, bad, n + 2, first);
-    }
+    // The output is filled with one byte and then another before each run: an element the kernel
+    // fails to write cannot hold the right code both times, and the bytes outside the range must
+    // keep the fill (no stray writes).
+    for (auto &cs : cases)
+        for (int fill : {0x00, 0xFF}) {
+            const size_t off = cs[0], n = cs[1];
+            std::vector<float> x(n);
+            for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(bits[off + i]);
+            cuda_check(cudaMemset(d_out, fill, total));
+            cuda_check(cudaMemset(d_amax + 1, 0, sizeof(float)));
+            quant_cast_gpu(d_out + off, d_amax + 1, d_in + off, n, d_s, QUANT_TO_E4M3, 0);
+            quant_amax_gpu(d_amax, d_in + off, n, 0);
+            std::vector<uint8_t> got = to_host(d_out, total), want(total, (uint8_t)fill);
+            for (size_t i = 0; i < n; i++) want[off + i] = host_quantize(x[i], 0x1p4f, QUANT_TO_E4M3);
+            size_t first, bad = count_mismatches(got.data(), want.data(), total, &first);
+            const float amax = quant_amax(x.data(), n);
+            bad += host_scalar(d_amax) != amax;
+            bad += host_scalar(d_amax + 1) != amax;
+            char what[112];
+            snprintf(what, sizeof what, "bf16 -> E4M3 cast + amax, %zu elements from element %zu, fill 0x%02X", n, off, fill);
+            report(what, bad, total + 2, first);
+        }
     cuda_check(cudaFree(d_in)), cuda_check(cudaFree(d_out)), cuda_check(cudaFree(d_s)), cuda_check(cudaFree(d_amax));
 }
 
@@ -177,8 +182,15 @@ static void check_transpose(void) {
             uint8_t *d_q = device_alloc<uint8_t>(n), *d_qt = device_alloc<uint8_t>(n);
             quant_amax_gpu(d_amax, d_x, n, 0);
             quant_scale_from_amax_gpu(d_scale, d_scale + 1, d_amax, (quant_target)t, QUANT_SCALE_POW2, 0);
-            cuda_check(cudaMemset(d_amax + 1, 0, sizeof(float)));
-            quant_transpose_gpu(d_q, d_qt, d_amax + 1, d_x, rows, cols, d_scale, (quant_target)t, 0);
+            // Run twice over outputs filled with different bytes: a code not written by the kernel
+            // cannot match both times (the second run's results are the ones compared below).
+            std::vector<uint8_t> q_first, qt_first;
+            for (int fill : {0x00, 0xFF}) {
+                cuda_check(cudaMemset(d_q, fill, n)), cuda_check(cudaMemset(d_qt, fill, n));
+                cuda_check(cudaMemset(d_amax + 1, 0, sizeof(float)));
+                quant_transpose_gpu(d_q, d_qt, d_amax + 1, d_x, rows, cols, d_scale, (quant_target)t, 0);
+                if (fill == 0x00) q_first = to_host(d_q, n), qt_first = to_host(d_qt, n);
+            }
             float amax = quant_amax(x.data(), n), scale = quant_scale(amax, quant_target_max((quant_target)t), QUANT_SCALE_POW2);
             std::vector<uint8_t> q = to_host(d_q, n), qt = to_host(d_qt, n), want_q(n), want_qt(n);
             for (int r = 0; r < rows; r++)
@@ -197,9 +209,11 @@ static void check_transpose(void) {
                        got_scale, scale, got_inv);
             report(what, !scalars_ok, 1, 0);
             size_t first, bad = count_mismatches(q.data(), want_q.data(), n, &first);
+            bad += count_mismatches(q_first.data(), want_q.data(), n, &first);
             snprintf(what, sizeof what, "quantize+transpose %dx%d %s: q", rows, cols, target_name[t]);
             report(what, bad, n, first);
             bad = count_mismatches(qt.data(), want_qt.data(), n, &first);
+            bad += count_mismatches(qt_first.data(), want_qt.data(), n, &first);
             snprintf(what, sizeof what, "quantize+transpose %dx%d %s: q^T", rows, cols, target_name[t]);
             report(what, bad, n, first);
             cuda_check(cudaFree(d_x)), cuda_check(cudaFree(d_amax)), cuda_check(cudaFree(d_scale));
@@ -222,10 +236,16 @@ static void check_int8_rows(void) {
         __nv_bfloat16 *d_x = to_device_bf16(bits);
         int8_t *d_q = device_alloc<int8_t>(n);
         float *d_scales = device_alloc<float>(rows);
+        // Twice, over codes filled with 0x00 and then 0xFF (-1): an unwritten code cannot match both.
+        cuda_check(cudaMemset(d_q, 0x00, n));
+        int8_quantize_rows_gpu(d_q, d_scales, d_x, rows, cols, (quant_scale_mode)mode, 0);
+        const std::vector<int8_t> q_first = to_host(d_q, n);
+        cuda_check(cudaMemset(d_q, 0xFF, n)), cuda_check(cudaMemset(d_scales, 0xFF, rows * sizeof(float)));
         int8_quantize_rows_gpu(d_q, d_scales, d_x, rows, cols, (quant_scale_mode)mode, 0);
         std::vector<int8_t> q = to_host(d_q, n);
         std::vector<float> scales = to_host(d_scales, rows);
         size_t first, bad = count_mismatches(q.data(), want_q.data(), n, &first);
+        bad += count_mismatches(q_first.data(), want_q.data(), n, &first);
         char what[96];
         snprintf(what, sizeof what, "int8 rows %dx%d (%s scales): codes", rows, cols, mode ? "exact" : "pow2");
         report(what, bad, n, first);
@@ -237,7 +257,7 @@ static void check_int8_rows(void) {
 }
 
 // 5. Dequantize-with-bias epilogue: the host replays the kernel's fp32 operations in the same order.
-static void check_dequantize_bias(int rows, int cols) {
+static void check_dequantize_bias(int rows, int cols, bool with_bias) {
     const size_t n = (size_t)rows * cols;
     std::vector<int32_t> acc(n);
     std::vector<float> row_scales(rows);
@@ -251,20 +271,21 @@ static void check_dequantize_bias(int rows, int cols) {
     __nv_bfloat16 *d_bias = to_device_bf16(bias), *d_out = device_alloc<__nv_bfloat16>(n);
     to_device(d_acc, acc);
     to_device(d_row, row_scales);
-    int8_dequantize_bias_gpu(d_out, d_acc, d_row, d_col, d_bias, rows, cols, 0);
+    cuda_check(cudaMemset(d_out, 0xFF, n * sizeof(__nv_bfloat16)));  // NaN: an unwritten element shows
+    int8_dequantize_bias_gpu(d_out, d_acc, d_row, d_col, with_bias ? d_bias : nullptr, rows, cols, 0);
     std::vector<__nv_bfloat16> out = to_host(d_out, n);
     std::vector<uint16_t> got(n), want(n);
     for (size_t i = 0; i < n; i++) {
         int r = (int)(i / cols), c = (int)(i % cols);
         volatile float v = (float)acc[i] * (1.0f / row_scales[r]);   // volatile: one rounding per step
         v = v * (1.0f / col_scale);
-        v = v + bf16_to_float(bias[c]);
+        if (with_bias) v = v + bf16_to_float(bias[c]);
         want[i] = bf16_from_float(v);
         got[i] = __nv_bfloat16_raw(out[i]).x;
     }
     size_t first, bad = count_mismatches(got.data(), want.data(), n, &first);
     char what[96];
-    snprintf(what, sizeof what, "int8 dequantize + bias epilogue %dx%d", rows, cols);
+    snprintf(what, sizeof what, "int8 dequantize%s epilogue %dx%d", with_bias ? " + bias" : "", rows, cols);
     report(what, bad, n, first);
     cuda_check(cudaFree(d_acc)), cuda_check(cudaFree(d_row)), cuda_check(cudaFree(d_col));
     cuda_check(cudaFree(d_bias)), cuda_check(cudaFree(d_out));
@@ -341,8 +362,9 @@ int main(int argc, char **argv) {
     check_cast_unaligned();
     check_transpose();
     check_int8_rows();
-    check_dequantize_bias(129, 515);   // columns not a multiple of 8: the one-element path
-    check_dequantize_bias(128, 512);   // the vector path
+    check_dequantize_bias(129, 515, true);   // columns not a multiple of 8: the one-element path
+    check_dequantize_bias(128, 512, true);   // the vector path
+    check_dequantize_bias(128, 512, false);  // no bias (the input gradient's epilogue)
     check_stochastic_rounding();
     cuda_check(cudaDeviceSynchronize());
     if (failures) {

@@ -170,14 +170,19 @@ __global__ void quant_scale_kernel(float *scale, float *inv_scale, const float *
 // rows, so that each thread writes 8 consecutive bytes of one qt row and a warp covers 4 qt rows
 // with 64 contiguous bytes each. Groups cut by the tensor's edge, or in a tensor whose rows
 // (pass 1) or columns (pass 2) are not 8-aligned, go one element at a time.
+// Shared layout: tile row r holds its 8 column groups in the order g ^ (r / 8) (quant_tile_col).
+// In pass 2 a warp reads one byte from each of 8 rows 8 apart (rows 8j, j = 0..7); unswizzled,
+// 8 rows 512 B apart would share one bank; swizzled, row 8j's byte sits 8 (g ^ j) bytes into its
+// row, so the 8 reads fall in 8 different banks.
 #define QUANT_TILE 64
 #define QUANT_TILE_THREADS 256
+__device__ __forceinline__ int quant_tile_col(int r, int c) { return (((c >> 3) ^ ((r >> 3) & 7)) << 3) | (c & 7); }
 template <typename Tin>
 __global__ void __launch_bounds__(QUANT_TILE_THREADS)
 quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restrict__ x, int rows, int cols,
                        const float *scale, quant_target target) {
     constexpr int GROUPS = QUANT_TILE * QUANT_TILE / 8;
-    __shared__ __align__(8) uint8_t tile[QUANT_TILE][QUANT_TILE + 8];  // rows 8-byte aligned for pass 1
+    __shared__ __align__(8) uint8_t tile[QUANT_TILE][QUANT_TILE];  // swizzled: quant_tile_col
     const float s = *scale;
     const int row0 = blockIdx.y * QUANT_TILE, col0 = blockIdx.x * QUANT_TILE;
     const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8));
@@ -207,7 +212,7 @@ quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restri
                 if (q) q[at + k] = b[k];
             }
         }
-        quant_store8(&tile[r][c], b);
+        quant_store8(&tile[r][quant_tile_col(r, c)], b);
     }
     if (amax) quant_block_amax(amax, bits);   // contains __syncthreads(), which also publishes the tile
     else __syncthreads();
@@ -218,7 +223,7 @@ quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restri
         if (col >= cols) continue;
         uint8_t b[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) b[k] = tile[r + k][c];
+        for (int k = 0; k < 8; k++) b[k] = tile[r + k][quant_tile_col(r + k, c)];
         uint8_t *dst = qt + (size_t)col * rows + row;
         if (vector_cols && row + 8 <= rows) {
             quant_store8(dst, b);
@@ -372,8 +377,11 @@ static inline void int8_dequantize_bias_gpu(__nv_bfloat16 *out, const int32_t *a
                                             const float *col_scale, const __nv_bfloat16 *bias, int rows, int cols,
                                             cudaStream_t stream) {
     if (rows <= 0 || cols <= 0) die("int8_dequantize_bias_gpu: bad shape %d x %d", rows, cols);
-    const dim3 grid(quant_grid_1d((size_t)cols, 256), rows < 65535 ? rows : 65535);  // y strides over rows
-    int8_dequantize_bias_kernel<<<grid, 256, 0, stream>>>(out, acc, row_scales, col_scale, bias, rows, cols);
+    // A thread per group of 8 columns, in blocks no wider than the row (768 columns: 96 threads),
+    // so that narrow rows do not leave most of each block idle; y strides over rows.
+    const int groups = (cols + 7) / 8, threads = groups < 256 ? (groups + 31) / 32 * 32 : 256;
+    const dim3 grid((unsigned)((groups + threads - 1) / threads), rows < 65535 ? rows : 65535);
+    int8_dequantize_bias_kernel<<<grid, threads, 0, stream>>>(out, acc, row_scales, col_scale, bias, rows, cols);
     quant_cuda_check(cudaGetLastError());
 }
 

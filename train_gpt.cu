@@ -116,6 +116,7 @@ typedef struct {
     int scratch_segment[2];                 // the segment each scratch holds (-1: none)
     cudaEvent_t reduced[2];                 // the last reduction that read each scratch
     int next_scratch;                       // the scratch the next segment takes
+    uint64_t debug_delay_ns;                // LLMC_ZERO_DEBUG_DELAY_US (see zero_debug_delay)
 } GPUZero;
 
 typedef struct {
@@ -183,11 +184,33 @@ static int zero_scratch_of(const GPUZero *z, int seg) {
     return z->scratch_segment[0] == seg ? 0 : z->scratch_segment[1] == seg ? 1 : -1;
 }
 
+// LLMC_ZERO_DEBUG_DELAY_US (a test hook, off when unset): every collective's work on the comm
+// stream starts that much later, the compute stream pauses that long after zeroing a gradient
+// scratch, and a scratch is filled with NaN once its reduction has read it, a gather buffer
+// before it is filled. With the streams ordered right none of this changes a bit; a missing or
+// misplaced wait then makes a stream read the other's data too early, every time, as NaN or
+// different bits (scripts/gpu_zero_check.sh compares such runs with the undelayed ones).
+__global__ void zero_debug_delay_kernel(uint64_t ns) {
+    uint64_t start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    while (now - start < ns);
+}
+static void zero_debug_delay(const GPUZero *z, cudaStream_t stream) {
+    if (!z->debug_delay_ns) return;
+    zero_debug_delay_kernel<<<1, 1, 0, stream>>>(z->debug_delay_ns);
+    kernelCheck();
+}
+static void zero_debug_poison(const GPUZero *z, void *p, size_t bytes) {
+    if (z->debug_delay_ns) cudaCheck(cudaMemsetAsync(p, 0xFF, bytes, z->comm_stream));
+}
+
 // The comm stream waits for the compute stream's work so far; then the compute stream waits for
 // the collectives enqueued in between.
 static void zero_comm_begin(GPUModel *g) {
     cudaCheck(cudaEventRecord(g->zero.compute_mark, g->stream));
     cudaCheck(cudaStreamWaitEvent(g->zero.comm_stream, g->zero.compute_mark, 0));
+    zero_debug_delay(&g->zero, g->zero.comm_stream);
 }
 static void zero_comm_end(GPUModel *g) {
     cudaCheck(cudaEventRecord(g->zero.comm_done, g->zero.comm_stream));
@@ -215,6 +238,7 @@ static void zero_weights_prefetch(GPUModel *g, int seg) {
     const ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
     bf16 *dst = slot_data(z, s, seg);
     zero_comm_begin(g);
+    zero_debug_poison(z, dst, (r.end - r.begin) * sizeof(bf16));
     if (own.end > own.begin)
         cudaCheck(cudaMemcpyAsync(dst + (own.begin - r.begin), g->params + (own.begin - zero_slice(&z->plan, z->plan.rank).begin),
                                   (own.end - own.begin) * sizeof(bf16), cudaMemcpyDeviceToDevice, z->comm_stream));
@@ -269,6 +293,7 @@ static void zero_grads_acquire(GPUModel *g, int seg) {
     const ZeroRange r = zero_segment(&z->cfg, seg);
     cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reduction has read this scratch
     cudaCheck(cudaMemsetAsync(scratch_data(z, b, seg), 0, (r.end - r.begin) * sizeof(float), g->stream));
+    zero_debug_delay(z, g->stream);
 }
 
 // dst[i] += src[i], i < n.
@@ -295,6 +320,7 @@ static void zero_grads_release(GPUModel *g, int seg) {
             g->grads + (own.begin - zero_slice(&z->plan, z->plan.rank).begin), scratch + (own.begin - r.begin), n);
         kernelCheck();
     }
+    zero_debug_poison(z, scratch, (r.end - r.begin) * sizeof(float));
     cudaCheck(cudaEventRecord(z->reduced[b], z->comm_stream));
     z->scratch_segment[b] = -1;
 }
@@ -458,6 +484,7 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     cudaCheck(cudaEventCreateWithFlags(&z->compute_mark, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&z->comm_done, cudaEventDisableTiming));
     for (int b = 0; b < 2; b++) cudaCheck(cudaEventCreateWithFlags(&z->reduced[b], cudaEventDisableTiming));
+    z->debug_delay_ns = 1000 * (uint64_t)env_nonnegative("LLMC_ZERO_DEBUG_DELAY_US", 0);
     const ZeroPlan *p = &z->plan;
     const size_t S = p->slice, M = p->max_segment, slack_bf16 = 256 / sizeof(bf16), slack_f32 = 256 / sizeof(float);
     const size_t nparams = p->stage < 3 ? p->padded : S, ngrads = p->stage < 2 ? p->padded : S;
@@ -868,6 +895,8 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
     if (p->stage == 0)
         return adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1,
                             hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream, NULL, NULL);
+    if (p->stage >= 2)  // the slice is complete (gpu_grad_norm waited already; the update must not rely on it)
+        for (int b = 0; b < 2; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));
     const int clipped = adamw_update(&g->opt, g->master, own_params(g), g->m, g->v, own_grads(g), t, lr, grad_scale,
                                      hp->beta1, hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream,
                                      comm_allreduce_sum_f64_fn, z->comm);

@@ -35,16 +35,6 @@ typedef struct {
 } WriteHooks;
 static WriteHooks g_hooks;
 
-static long long env_nonnegative(const char *name, long long if_unset) {
-    const char *v = getenv(name);
-    if (!v) return if_unset;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || errno || x < 0) die("%s: '%s' is not a non-negative integer", name, v);
-    return x;
-}
-
 static WriteHooks *hooks(void) {
     if (!g_hooks.loaded) {
         g_hooks.fail_after_bytes = env_nonnegative("LLMC_TEST_FAIL_WRITE_AFTER_BYTES", -1);

@@ -89,3 +89,13 @@ double wall_time(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+long long env_nonnegative(const char *name, long long if_unset) {
+    const char *v = getenv(name);
+    if (!v) return if_unset;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || errno || x < 0) die("%s: '%s' is not a non-negative integer", name, v);
+    return x;
+}

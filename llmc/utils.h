@@ -40,6 +40,10 @@ long file_size_check(FILE *f, const char *path);
 // Wall-clock seconds from a monotonic clock.
 double wall_time(void);
 
+// The environment variable `name` as a non-negative integer, if_unset when it is not set; any
+// other value is a clear error.
+long long env_nonnegative(const char *name, long long if_unset);
+
 #ifdef __cplusplus
 }
 #endif

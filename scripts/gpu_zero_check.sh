@@ -28,6 +28,8 @@
 #   one process resuming the 2-rank checkpoint (re-sliced state) close to the 2-rank run.
 # - 3 ranks (the slices need padding) against one process running 3 micro-steps: close, and
 #   stages 1, 2 and 3 identical.
+# - Stages 2 and 3 with LLMC_ZERO_DEBUG_DELAY_US (delays and NaN poison that only a missing
+#   stream wait lets through) identical to the same runs without it.
 set -u
 bin=$1 data=$2 out=$3
 rm -rf "$out" && mkdir -p "$out"
@@ -80,6 +82,17 @@ detail=$(close "$out/one" "$out/nccl1_z2")
 report "nccl 1 rank stage 2 vs one process" $? "$detail"
 same "$out/nccl1_z2" "$out/nccl1_z3"
 report "nccl 1 rank stage 3 identical to stage 2" $? "(main.log, model_00000006.bin, samples)"
+# Stream ordering made visible: LLMC_ZERO_DEBUG_DELAY_US delays every collective on the comm stream
+# and the compute stream after each scratch zeroing, and fills reduced scratches and gather
+# buffers with NaN (train_gpt.cu, zero_debug_delay). Correct events absorb it: the same bits.
+for z in 2 3; do
+    LLMC_ZERO_DEBUG_DELAY_US=300 LLMC_GPU_COMM=nccl "$bin/train_gptcu" "${args[@]}" -d 128 -m 4 -z $z \
+        -o "$out/nccl1_z${z}_delayed" > "$out/nccl1_z${z}_delayed.out" 2>&1
+    rc=$?
+    same "$out/nccl1_z$z" "$out/nccl1_z${z}_delayed"
+    report "nccl 1 rank stage $z with LLMC_ZERO_DEBUG_DELAY_US=300 identical" $((rc != 0 || $? != 0)) \
+        "(main.log, model_00000006.bin, samples; see $out/nccl1_z${z}_delayed.out)"
+done
 
 if [ -z "$mpirun_cmd" ]; then
     echo "FAIL zero: mpirun not found on this machine: the 2- and 3-rank checks did not run (install Open MPI, or carry it)"
@@ -103,6 +116,12 @@ ranks_vs_one() {
     done
 }
 ranks_vs_one 2 128 "$out/one" 0 1 2 3
+LLMC_ZERO_DEBUG_DELAY_US=300 mpi 2 "$bin/train_gptcu" "${args[@]}" -d 128 -m 2 -z 3 -o "$out/np2_z3_delayed" \
+    > "$out/np2_z3_delayed.out" 2>&1
+rc=$?
+same "$out/np2_z3" "$out/np2_z3_delayed"
+report "mpi-staged 2 ranks stage 3 with LLMC_ZERO_DEBUG_DELAY_US=300 identical" $((rc != 0 || $? != 0)) \
+    "(main.log, model_00000006.bin, samples)"
 for z in 1 3; do
     r="$out/resume_z$z" && mkdir -p "$r"
     # the step-3 checkpoint and the log (a resume rewrites main.log up to its step)

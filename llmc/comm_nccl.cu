@@ -57,8 +57,10 @@ static GpuCommKind gpu_comm_kind(const Comm *host) {
 
 int comm_gpu_device(const Comm *host) {
     int count = 0;
-    cudaCheck(cudaGetDeviceCount(&count));
-    if (count < 1) die("no CUDA device");
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count < 1)
+        die("no usable CUDA GPU on this machine (%s); the CPU trainer ./train_gpt takes the same flags",
+            err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount found none");
     if (gpu_comm_kind(host) != GPU_COMM_NCCL) return host->local_rank % count;
     if (host->local_rank >= count)
         die("rank %d is process %d on its node, which has %d GPU(s): NCCL needs a GPU per rank (LLMC_GPU_COMM=mpi "

@@ -513,6 +513,21 @@ __device__ __forceinline__ void store_release(int *p, int v) {
     asm volatile("st.release.gpu.global.b32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
 }
 
+// The fused dQ's schedule, shared by the kernel and dev/test/cuda_host/kernel_indexing.cu (which
+// checks it on the host for many T: every tile's shares arrive in turn order, each exactly once,
+// and every wait is for an earlier ticket):
+// the first query tile (BQ rows) that key block kb meets (queries < kb * 64 see none of its keys),
+__host__ __device__ constexpr int dq_first_query_tile(int kb, int BQ) { return kb * ROWS_PER_CTA / BQ; }
+// the highest key block that sees query tile i, whose share comes first (turn 0),
+__host__ __device__ constexpr int dq_last_key_block(int i, int BQ, int T) {
+    return ((i * BQ + BQ < T ? i * BQ + BQ : T) - 1) / ROWS_PER_CTA;
+}
+// and the (head, key block) of a CTA's ticket: each head's key blocks from the highest down.
+__host__ __device__ constexpr int dq_ticket_head(int ticket, int key_blocks) { return ticket / key_blocks; }
+__host__ __device__ constexpr int dq_ticket_key_block(int ticket, int key_blocks) {
+    return key_blocks - 1 - ticket % key_blocks;
+}
+
 // FUSED_DQ's work per query tile i (see above): this key block's share of dQ for the tile,
 // dS (BQ x 64, from sdS through ldmatrix.trans) times K (64 x HS, sK), added in turn. Warp w
 // computes rows 16 (w % (BQ/16)) .. +15 of the tile and NCOL = HS (BQ/16) / 4 columns from
@@ -534,8 +549,8 @@ __device__ __forceinline__ void fused_dq_share(__nv_bfloat16 *dqkv, float *dq_ac
     for (int n = 0; n < NCOL / 8; n++) share[n][0] = share[n][1] = share[n][2] = share[n][3] = 0.0f;
     mma_a_regs_b_rows_k<HS, ROWS_PER_CTA, NCOL, 1>(&share, &af, sK + col0, lane);
 
-    // Turn: the key blocks that see tile i are 0..kb_max; they add in descending order.
-    const int kb_max = (min(i * BQ + BQ, T) - 1) / ROWS_PER_CTA, turn = kb_max - kb;
+    // Turn: the key blocks that see tile i add in descending order, from dq_last_key_block down.
+    const int turn = dq_last_key_block(i, BQ, T) - kb;
     int *counter = dq_sync + 1 + (int64_t)bh * ((T + BQ - 1) / BQ) + i;
     if (threadIdx.x == 0 && turn > 0) {
         const long long start = clock64();
@@ -610,8 +625,8 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, float *__restrict
         __shared__ int ticket;
         if (threadIdx.x == 0) ticket = atomicAdd(dq_sync, 1);
         __syncthreads();
-        bh = ticket / n_key_blocks;
-        kb = n_key_blocks - 1 - ticket % n_key_blocks;
+        bh = dq_ticket_head(ticket, n_key_blocks);
+        kb = dq_ticket_key_block(ticket, n_key_blocks);
     } else {
         bh = blockIdx.x;
         kb = blockIdx.y;  // the first key blocks see the most queries: first
@@ -627,7 +642,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, float *__restrict
     const float *lse_row = lse + (int64_t)bh * T, *delta_row = delta + (int64_t)bh * T;
     const float scale_log2 = scale * LOG2E;
 
-    const int first_tile = k0 / BQ;  // queries < k0 see none of these keys
+    const int first_tile = dq_first_query_tile(kb, BQ);  // queries < k0 see none of these keys
     const int n_tiles = (T + BQ - 1) / BQ;
 
     // Stage query tile i into buffer buf (rows >= T read as zeros), all by cp.async.

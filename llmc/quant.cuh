@@ -176,7 +176,7 @@ __global__ void quant_scale_kernel(float *scale, float *inv_scale, const float *
 // row, so the 8 reads fall in 8 different banks.
 #define QUANT_TILE 64
 #define QUANT_TILE_THREADS 256
-__device__ __forceinline__ int quant_tile_col(int r, int c) { return (((c >> 3) ^ ((r >> 3) & 7)) << 3) | (c & 7); }
+__host__ __device__ __forceinline__ int quant_tile_col(int r, int c) { return (((c >> 3) ^ ((r >> 3) & 7)) << 3) | (c & 7); }
 template <typename Tin>
 __global__ void __launch_bounds__(QUANT_TILE_THREADS)
 quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restrict__ x, int rows, int cols,

@@ -17,8 +17,13 @@ set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
-export LD_LIBRARY_PATH="$PWD/gpu_carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
-bin=gpu_carry/bin
+# The programs and their libraries, unpacked once per machine from gpu_bundle.sh's archive.
+if [ ! -x "$work/carry/bin/train_gptcu" ] || [ gpu_carry/programs.tar.xz -nt "$work/carry/bin/train_gptcu" ]; then
+    rm -rf "$work/carry" && mkdir -p "$work/carry" && xz -dc gpu_carry/programs.tar.xz | tar -xf - -C "$work/carry" ||
+        { echo "cannot unpack gpu_carry/programs.tar.xz (run scripts/gpu_bundle.sh here, carry gpu_carry)" >&2; exit 1; }
+fi
+export LD_LIBRARY_PATH="$work/carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+bin=$work/carry/bin
 # NCCL (linked by train_gptcu and test_gptcu; 218 MB, too large to carry): the system's, else the
 # one PyTorch's pip package nvidia-nccl-cu13 installs.
 if ! ldconfig -p | grep -q 'libnccl\.so\.2' && ! ls /usr/local/cuda*/lib*/libnccl.so.2 > /dev/null 2>&1; then

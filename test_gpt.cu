@@ -600,10 +600,7 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
             for (int l = 0; l < L; l++) policies[l] = p;
         }
         bool gelu_alone = false;
-        for (int l = 0; l < L; l++) {
-            const int steps = recompute_steps(policies[l]);
-            gelu_alone = gelu_alone || ((steps & RC_STEP_GELU) && !(steps & RC_STEP_FC));
-        }
+        for (int l = 0; l < L; l++) gelu_alone = gelu_alone || recomputes_gelu_alone(policies[l]);
         if (gelu_fusion && gelu_alone) {  // only "budget" can get here: the planner chose it
             printf("recompute %s %s: the budget plan recomputes a GELU alone, not comparable under --gelu-fusion "
                    "(see above); not checked\n", precision_name(precision), level.c_str());

@@ -652,10 +652,12 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
 // bf16 block matmuls). Not for a layer whose policy recomputes the GELU alone from the kept
 // pre-activation: that recompute runs gelu.cuh, whose bits may differ from the epilogue's, and the
 // backward must see the forward's bits (a policy that reruns fc reruns the fused call: the same).
+static bool recomputes_gelu_alone(int policy) {
+    const int recomputed = recompute_steps(policy);
+    return (recomputed & RC_STEP_GELU) && !(recomputed & RC_STEP_FC);
+}
 static bool gelu_fused_forward(const GPUModel *g, int l) {
-    const int recomputed = recompute_steps(g->policy[l]);
-    const bool gelu_alone = (recomputed & RC_STEP_GELU) && !(recomputed & RC_STEP_FC);
-    return g->gelu_fusion >= 1 && g->lp.precision == MATMUL_BF16 && !gelu_alone;
+    return g->gelu_fusion >= 1 && g->lp.precision == MATMUL_BF16 && !recomputes_gelu_alone(g->policy[l]);
 }
 
 // Whether the fc projection's input gradient applies gelu' in its epilogue (--gelu-fusion 2, bf16):

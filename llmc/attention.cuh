@@ -62,7 +62,6 @@ static inline void attention_require_supported(int NH, int HS) {
     if (major < 8) die("attention: needs a GPU of compute capability 8.0 or newer (bf16 mma.sync), found %d.x", major);
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // PTX wrappers: cp.async, ldmatrix, mma.sync m16n8k16 bf16 -> fp32
 
@@ -472,9 +471,9 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 // tile's dS^T also goes to shared memory, [64 keys][BQ+8] bf16, and the CTA computes this key
 // block's share of dQ for the tile, dS K (BQ x HS, fp32), then adds it to an fp32 accumulator in
 // global memory. The adds to one query tile are made in a fixed order, so dQ's bits do not depend
-// on scheduling: key blocks from the highest that sees the tile (kb_max, whose share is the first:
-// it stores instead of adding) down to block 0 (the last: it scales by s, rounds to bf16 and writes
-// dqkv). A per-tile counter in global memory says how many shares are in; a CTA waits for its turn
+// on scheduling: key blocks from the highest that sees the tile (dq_last_key_block, whose share
+// is the first: it stores instead of adding) down to block 0 (the last: it scales by s, rounds to
+// bf16 and writes dqkv). A per-tile counter in global memory says how many shares are in; a CTA waits for its turn
 // (thread 0 spins, acquire), adds, and passes the turn on (__syncthreads, fence, release). Each key
 // block's CTA meets its tiles in ascending order, one tile behind the next-higher block, so in a
 // steady state nobody waits long. Deadlock freedom does not rest on the hardware's launch order:

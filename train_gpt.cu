@@ -646,8 +646,6 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
         if (tok[i] < 0 || tok[i] >= V) die("train_gptcu: %s token %d at position %d is outside the vocabulary [0, %d)", what, tok[i], i, V);
 }
 
-// How gpu_block_forward runs the block linears: quant_pass (llmc/amax_history.h).
-
 // Whether layer l's fc forward writes the GELU output from cuBLASLt's epilogue (--gelu-fusion >= 1,
 // bf16 block matmuls). Not for a layer whose policy recomputes the GELU alone from the kept
 // pre-activation: that recompute runs gelu.cuh, whose bits may differ from the epilogue's, and the
@@ -1111,7 +1109,12 @@ int main(int argc, char **argv) {
                g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",
                g.lp.history_len > 0 ? ", delayed scaling" : "", (double)g.lp.bytes * mib);
         const char *const fusion[] = {"off", "fc forward", "fc forward and fc projection's input gradient"};
-        printf("gelu in cuBLASLt epilogues: %s\n", fusion[g.gelu_fusion]);
+        int fused_layers = 0;
+        for (int l = 0; l < cfg.num_layers; l++) fused_layers += gelu_fused_forward(&g, l);
+        printf("gelu in cuBLASLt epilogues: %s", fusion[g.gelu_fusion]);
+        if (g.gelu_fusion) printf(" (fc forward fused in %d of %d layers: not where the GELU alone is recomputed)",
+                                  fused_layers, cfg.num_layers);
+        printf("\n");
     }
     const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);
     if (comm.rank == 0) {

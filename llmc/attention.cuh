@@ -79,8 +79,8 @@ constexpr float LOG2E = 1.4426950408889634f;
 // CTAs hide more latency, at the price of a few spilled bytes (ptxas -v, HS 64: forward 4 CTAs,
 // 128 registers, 16 bytes spilled; backward 3 CTAs, 168 registers, 16 bytes spilled; HS 128
 // spills hundreds of bytes at any cap, so it stays at 1). The arithmetic is the same either way
-// (the results are bit-identical); dev/cuda/attention.cu times both settings side by side, and
-// these defaults are the faster ones measured there.
+// (the results are bit-identical); dev/cuda/attention.cu times both settings side by side. The
+// defaults are the compiler's free choice until a GPU run of that table picks the faster.
 template <int HS> __host__ __device__ constexpr int forward_min_ctas() { return 1; }
 template <int HS> __host__ __device__ constexpr int backward_min_ctas() { return 1; }
 
@@ -492,6 +492,7 @@ template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return H
 // kernel. dev/cuda/attention.cu checks and times both; the default stays with the separate kernel
 // until the fused one has been measured faster on a GPU.
 template <int HS> __host__ __device__ constexpr bool backward_fused_dq() { return false; }
+static inline bool backward_fused_dq(int HS) { return HS == 64 ? backward_fused_dq<64>() : backward_fused_dq<128>(); }
 
 template <int HS, int BS, bool FUSED_DQ> constexpr size_t backward_smem_bytes() {
     return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float) +
@@ -521,6 +522,12 @@ __host__ __device__ constexpr int dq_first_query_tile(int kb, int BQ) { return k
 __host__ __device__ constexpr int dq_last_key_block(int i, int BQ, int T) {
     return ((i * BQ + BQ < T ? i * BQ + BQ : T) - 1) / ROWS_PER_CTA;
 }
+// the turn of key block kb's share of tile i (0: the first, which stores; the shares before it
+// are in when the tile's counter equals it) and where that counter is in dq_sync,
+__host__ __device__ constexpr int dq_turn(int i, int kb, int BQ, int T) { return dq_last_key_block(i, BQ, T) - kb; }
+__host__ __device__ constexpr int64_t dq_counter_index(int bh, int i, int BQ, int T) {
+    return 1 + (int64_t)bh * ((T + BQ - 1) / BQ) + i;
+}
 // and the (head, key block) of a CTA's ticket: each head's key blocks from the highest down.
 __host__ __device__ constexpr int dq_ticket_head(int ticket, int key_blocks) { return ticket / key_blocks; }
 __host__ __device__ constexpr int dq_ticket_key_block(int ticket, int key_blocks) {
@@ -549,8 +556,8 @@ __device__ __forceinline__ void fused_dq_share(__nv_bfloat16 *dqkv, float *dq_ac
     mma_a_regs_b_rows_k<HS, ROWS_PER_CTA, NCOL, 1>(&share, &af, sK + col0, lane);
 
     // Turn: the key blocks that see tile i add in descending order, from dq_last_key_block down.
-    const int turn = dq_last_key_block(i, BQ, T) - kb;
-    int *counter = dq_sync + 1 + (int64_t)bh * ((T + BQ - 1) / BQ) + i;
+    const int turn = dq_turn(i, kb, BQ, T);
+    int *counter = dq_sync + dq_counter_index(bh, i, BQ, T);
     if (threadIdx.x == 0 && turn > 0) {
         const long long start = clock64();
         while (load_acquire(counter) != turn) {
@@ -877,25 +884,28 @@ struct BackwardScratch {
 
 static inline size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-static inline size_t backward_scratch_bytes(int B, int T, int NH, int HS, bool fused_dq) {
+// Byte offsets of the parts and the total (the fused parts only when fused_dq).
+struct BackwardScratchLayout {
+    size_t dq_accum, dq_sync, bytes;
+};
+
+static inline BackwardScratchLayout backward_scratch_layout(int B, int T, int NH, int HS, bool fused_dq) {
     const size_t heads = (size_t)B * NH;
-    size_t bytes = round_up_256(heads * T * sizeof(float));
-    if (fused_dq)
-        bytes += round_up_256(heads * T * HS * sizeof(float)) + (1 + heads * ((T + 31) / 32)) * sizeof(int);
-    return bytes;
+    BackwardScratchLayout at;
+    at.dq_accum = round_up_256(heads * T * sizeof(float));
+    at.dq_sync = at.dq_accum + round_up_256(heads * T * HS * sizeof(float));
+    at.bytes = fused_dq ? at.dq_sync + (1 + heads * ((T + 31) / 32)) * sizeof(int) : at.dq_accum;
+    return at;
+}
+
+static inline size_t backward_scratch_bytes(int B, int T, int NH, int HS, bool fused_dq) {
+    return backward_scratch_layout(B, T, NH, HS, fused_dq).bytes;
 }
 
 static inline BackwardScratch backward_scratch_parts(void *scratch, int B, int T, int NH, int HS, bool fused_dq) {
     unsigned char *p = (unsigned char *)scratch;
-    const size_t heads = (size_t)B * NH;
-    BackwardScratch parts = {(float *)p, NULL, NULL};
-    if (fused_dq) {
-        p += round_up_256(heads * T * sizeof(float));
-        parts.dq_accum = (float *)p;
-        p += round_up_256(heads * T * HS * sizeof(float));
-        parts.dq_sync = (int *)p;
-    }
-    return parts;
+    const BackwardScratchLayout at = backward_scratch_layout(B, T, NH, HS, fused_dq);
+    return {(float *)p, fused_dq ? (float *)(p + at.dq_accum) : NULL, fused_dq ? (int *)(p + at.dq_sync) : NULL};
 }
 
 template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>(),
@@ -945,8 +955,7 @@ static inline void attention_forward(__nv_bfloat16 *out, float *lse, const __nv_
 // Bytes of scratch that attention_backward needs (delta, one float per row, and with the fused
 // dQ its accumulator and counters).
 static inline size_t attention_backward_scratch_bytes(int B, int T, int NH, int HS) {
-    const bool fused = HS == 64 ? attention_detail::backward_fused_dq<64>() : attention_detail::backward_fused_dq<128>();
-    return attention_detail::backward_scratch_bytes(B, T, NH, HS, fused);
+    return attention_detail::backward_scratch_bytes(B, T, NH, HS, attention_detail::backward_fused_dq(HS));
 }
 
 // dqkv (B,T,3,NH,HS) bf16, fully overwritten, from dout (B,T,NH,HS) and the forward's qkv, out

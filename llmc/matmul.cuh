@@ -19,8 +19,8 @@
 // GELU is GPT-2's tanh approximation, in fp32, like gelu.cuh; the bits may differ from
 // gelu.cuh's by rounding, so a model uses one or the other consistently (train_gpt.cu).
 // Determinism: cuBLASLt gives the same bits for the same shapes, pointers' alignment and
-// workspace on the same GPU; the heuristic's choice depends only on those, and each choice is
-// kept (matmul_lt_run) so that it is asked once per distinct call.
+// workspace on the same GPU; the heuristic's choice depends only on those, and the first
+// MATMUL_MAX_PLANS choices are kept (matmul_lt_run) so that those calls ask it only once.
 #ifndef LLMC_MATMUL_CUH
 #define LLMC_MATMUL_CUH
 
@@ -30,11 +30,12 @@
 #define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
 
 // cuBLASLt's heuristic costs tens of microseconds of host time per query, and a training step asks
-// the same few dozen questions every time (one per distinct matmul shape), so each answer is kept.
+// the same few dozen questions every time (one per distinct matmul shape), so the answers are kept
+// (the first MATMUL_MAX_PLANS; later calls ask again and get the same answer).
 // The key is the call's full description (shape, types, transposes, epilogue, accumulation) and
 // the pointers' alignments: everything the query sees, so a kept answer is the one the heuristic
 // would give again, and the bits stay the same.
-#define MATMUL_PLAN_KEY 224
+#define MATMUL_PLAN_KEY 224  // a call's description (checked < 160 bytes) and " align A B D" always fit
 #define MATMUL_MAX_PLANS 256
 typedef struct {
     char key[MATMUL_PLAN_KEY];
@@ -103,9 +104,7 @@ static inline void matmul_lt_run(Matmul *mm, cublasLtMatmulDesc_t desc, cublasLt
                                  const void *a, const void *b, const void *beta, void *d, cudaStream_t stream,
                                  const char *what) {
     char key[MATMUL_PLAN_KEY];
-    const int len = snprintf(key, sizeof(key), "%s align %u %u %u", what, pointer_alignment(a), pointer_alignment(b),
-                             pointer_alignment(d));
-    if (len >= (int)sizeof(key)) die("matmul plan key too long for %s", what);
+    snprintf(key, sizeof(key), "%s align %u %u %u", what, pointer_alignment(a), pointer_alignment(b), pointer_alignment(d));
     const cublasLtMatmulAlgo_t *algo = nullptr;
     for (int i = 0; i < mm->num_plans && !algo; i++)
         if (strcmp(mm->plans[i].key, key) == 0) algo = &mm->plans[i].algo;
@@ -175,9 +174,10 @@ static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const b
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, m));
 
     char what[160];
-    snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias align %u out=%s accumulate=%d gelu=%d aux align %u",
+    if (snprintf(what, sizeof(what), "bf16 m=%d n=%d k=%d trans_a=%d trans_b=%d bias align %u out=%s accumulate=%d gelu=%d aux align %u",
              m, n, k, trans_a, trans_b, bias ? pointer_alignment(bias) : 0, d_type == CUDA_R_32F ? "fp32" : "bf16",
-             accumulate, (int)gelu, aux ? pointer_alignment(aux) : 0);
+             accumulate, (int)gelu, aux ? pointer_alignment(aux) : 0) >= (int)sizeof(what))
+        die("matmul description too long (it keys the plan cache: a cut one could match another call)");
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     matmul_lt_run(mm, desc, la, lb, ld, &alpha, a, b, &beta, d, stream, what);
     cublasCheck(cublasLtMatrixLayoutDestroy(la));

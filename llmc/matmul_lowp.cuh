@@ -112,8 +112,9 @@ static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, 
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, out_type, Nc, M, Nc));  // also C's (C = D)
 
     char what[160];
-    snprintf(what, sizeof(what), "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias align %u, accumulate=%d",
-             M, Nc, K, (int)x_type, (int)w_type, (int)out_type, bias ? pointer_alignment(bias) : 0, accumulate);
+    if (snprintf(what, sizeof(what), "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias align %u, accumulate=%d",
+             M, Nc, K, (int)x_type, (int)w_type, (int)out_type, bias ? pointer_alignment(bias) : 0, accumulate) >= (int)sizeof(what))
+        die("matmul description too long (it keys the plan cache: a cut one could match another call)");
     const float alpha_f = 1.0f, beta_f = accumulate ? 1.0f : 0.0f;
     const int32_t alpha_i = 1, beta_i = 0;
     matmul_lt_run(mm, desc, la, lb, ld, integer ? (const void *)&alpha_i : (const void *)&alpha_f, w, x,

@@ -17,6 +17,6 @@ attention-gpu: $(ATTENTION_HARNESS)
 KERNEL_INDEXING_TEST := $(BUILD)/test/cuda_host/kernel_indexing
 CUDA_TARGETS += $(KERNEL_INDEXING_TEST)
 
-$(KERNEL_INDEXING_TEST): dev/test/cuda_host/kernel_indexing.cu llmc/attention.cuh llmc/quant.cuh llmc/utils.h $(BUILD)/llmc/utils.o
+$(KERNEL_INDEXING_TEST): dev/test/cuda_host/kernel_indexing.cu dev/test/check.h llmc/attention.cuh llmc/quant.cuh llmc/utils.h $(BUILD)/llmc/utils.o
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_NVCCFLAGS) dev/test/cuda_host/kernel_indexing.cu $(BUILD)/llmc/utils.o -o $@

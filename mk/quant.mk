@@ -23,7 +23,7 @@ $(BUILD)/test/quant/fp8_exhaustive: dev/test/quant/fp8_exhaustive.cpp llmc/quant
 	$(CXX) $(QUANT_CXXFLAGS) -I$(QUANT_CUDA_INC) $< -o $@
 
 # GPU harnesses: host reference code links quant.o and utils.o (compiled by gcc with OpenMP).
-QUANT_NVCCFLAGS := -O3 -std=c++17 -arch=$(NVCC_ARCH) -lineinfo -Werror all-warnings -Xcompiler -fopenmp,-Wall,-Werror
+QUANT_NVCCFLAGS := $(GPU_NVCCFLAGS)
 QUANT_CUDA_OBJS := $(BUILD)/llmc/quant.o $(BUILD)/llmc/utils.o
 CUDA_TARGETS += $(BUILD)/cuda/quant $(BUILD)/cuda/matmul_lowp
 

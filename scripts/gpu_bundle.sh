@@ -4,7 +4,7 @@
 # under the device tool's 64 MiB limit with the repository), for scripts/gpu_run_bundle.sh on a machine that
 # cannot build. NCCL comes from the GPU machine's CUDA toolkit (like cuBLAS: paths with "cuda" are
 # not copied). Open MPI's launcher (mpirun, orted, its plugins and help files) is not carried, so
-# the 2-rank ZeRO checks need mpirun installed there.
+# the 2- and 3-rank ZeRO checks need mpirun installed there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -j2 cuda NVCC_ARCH=sm_90

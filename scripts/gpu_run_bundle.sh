@@ -46,6 +46,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
     echo "| $name | $result | $(( $(date +%s) - t0 )) |" >> "$summary"
     echo "== $name: $result"; tail -n 25 "$work/logs/$name.log"
 }
+tokens_per_s() { awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/$1.log" 2>/dev/null; }  # tokens_per_s STEP_NAME
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 phase=${1:-all}  # checks, sanitize, recompute, zero, bench, bench2, torch, profile, curves or all (each phase fits one 10-minute device call)
 if [ "$phase" = checks ] || [ "$phase" = all ]; then
@@ -53,7 +54,7 @@ if [ "$phase" = checks ] || [ "$phase" = all ]; then
     step test_gptcu_small 120 $bin/test_gptcu small
     step attention 120 $bin/attention
     for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
-    step bench_d12_bf16 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
+    step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
 fi
 if [ "$phase" = sanitize ] || [ "$phase" = all ]; then
     step test_gptcu_d12 150 $bin/test_gptcu d12
@@ -90,7 +91,7 @@ if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precisio
       for run in "d12 16" "d48 4"; do
           set -- $run
           row="| $1 | $2 |"
-          for m in bf16 fp8 int8 fp8delayed fp8wgrad; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_$1_$m.log") |"; done
+          for m in bf16 fp8 int8 fp8delayed fp8wgrad; do row+=" $(tokens_per_s "bench_$1_$m") |"; done
           echo "$row"
       done; } >> "$summary"
 fi
@@ -104,13 +105,13 @@ if [ "$phase" = bench2 ] || [ "$phase" = all ]; then  # d48 with accumulation; G
     done
     { echo; echo "| d48 B4, 4 micro-steps per step | bf16 | fp8, history 16, --fp8-wgrad 1 |"; echo "|---|---|---|"
       row="| tokens/s |"
-      for m in bf16 fp8wgrad; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d48_accum4_$m.log") |"; done
+      for m in bf16 fp8wgrad; do row+=" $(tokens_per_s "bench_d48_accum4_$m") |"; done
       echo "$row"; } >> "$summary"
     # GELU in the cuBLASLt epilogues (--gelu-fusion, off by default until this measures it faster)
     for f in 0 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
     { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"
-      row="| tokens/s | $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16_gelu0.log") |"
-      for f in 1 2; do row+=" $(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16_gelu$f.log") |"; done
+      row="| tokens/s |"
+      for f in 0 1 2; do row+=" $(tokens_per_s "bench_d12_bf16_gelu$f") |"; done
       echo "$row"; } >> "$summary"
 fi
 if [ "$phase" = torch ] || [ "$phase" = all ]; then  # issue 4's comparison: PyTorch on the same GPU in the same call
@@ -120,7 +121,7 @@ if [ "$phase" = torch ] || [ "$phase" = all ]; then  # issue 4's comparison: PyT
     done
     { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s | PyTorch (torch.compile, SDPA) tokens/s | ratio |"; echo "|---|---|---|---|"
       for B in 16 32; do
-          ours=$(awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/bench_d12_bf16_b$B.log")
+          ours=$(tokens_per_s "bench_d12_bf16_b$B")
           theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
           echo "| B $B | $ours | $theirs | $(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "-" }') |"
       done; } >> "$summary"
@@ -131,7 +132,7 @@ if [ "$phase" = profile ] || [ "$phase" = all ]; then  # GPU time per kernel ove
         for m in bf16 fp8; do
             step "profile_d12_$m" 280 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
                 --log-file "$work/profile_d12_$m.csv" $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 2 --matmul $m
-            python3 dev/bench/ncu_summary.py "$work/profile_d12_$m.csv" > "$out/profile_d12_$m.md" 2>&1
+            step "profile_summary_$m" 60 bash -c "python3 dev/bench/ncu_summary.py '$work/profile_d12_$m.csv' > '$out/profile_d12_$m.md'"
             head -n 30 "$out/profile_d12_$m.md"
         done
     else

@@ -4,11 +4,16 @@
 //   build/dev/cuda/attention --check-small   the small cases only (for racecheck)
 // Checks, per (B, NH, T, HS) case on seeded random inputs: out, lse, dq, dk, dv against an fp64
 // CPU reference computed from the same bf16 inputs; no NaN/Inf and every output element written
-// (outputs are pre-filled with NaN); identical bits over repeated runs. Prints PASS/FAIL per case
-// and exits 1 if any check fails.
-// Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024,
-// 2048, 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels.
-// Then the HS 64 kernel variants (occupancy, row tiles per warp) side by side (see tune_occupancy).
+// (outputs are pre-filled with NaN); identical bits over repeated runs; at HS 64 the other row
+// tiles per warp (RT) and the other streamed tile height (BS) give the same bits; the backward
+// variant that is not the default (fused dQ or not) gives the default's dK and dV bits, its dQ
+// against fp64, and the same bits twice. Then a case with many heads (several waves of CTAs)
+// compares the two backward variants element by element (check_variants_many_heads; not with
+// --check-small). Prints PASS/FAIL per case and exits 1 if any check fails.
+// Benchmark: median time of forward and backward (and of the other backward variant) with CUDA
+// events, in TFLOP/s, at T = 1024, 2048, 4096 and HS = 64, 128, with B * T = 16384 tokens and
+// NH * HS = 2048 channels. Then the HS 64 kernel variants (occupancy, row tiles per warp, streamed
+// tile height) side by side (see tune_occupancy; variants whose bits differ also make it exit 1).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
 // machine (issue 5 asks for the ratio).
 // FLOP convention (the one FlashAttention papers use): forward = 4 B NH T^2 HS / 2 (two matmuls,
@@ -16,7 +21,8 @@
 // backward with the separate dQ kernel does seven (P and dP recomputed there), which is not
 // counted; the fused-dQ variant does five.
 //
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md).
+// STATUS: an earlier version ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md); the
+// variant checks, the other-backward checks and the many-heads case have NOT RUN on a GPU.
 #include "../../llmc/attention.cuh"
 #include "common.h"
 
@@ -164,8 +170,30 @@ static void backward_other_dq(bf16 *dqkv, void *scratch, const bf16 *dout, const
 }
 
 static const char *other_dq_name(int HS) {
-    const bool fused = HS == 64 ? attention_detail::backward_fused_dq<64>() : attention_detail::backward_fused_dq<128>();
-    return fused ? "separate dQ kernel" : "fused dQ";
+    return attention_detail::backward_fused_dq(HS) ? "separate dQ kernel" : "fused dQ";
+}
+
+// The other backward variant run twice over NaN-filled dqkv: dK and dV must be the default's bits
+// (dflt, the default's dqkv) and the two runs identical; prints both checks. Returns the first
+// run's dqkv (its dQ is for the caller to check) and sets *ok.
+static std::vector<bf16> run_other_backward(bf16 *dqkv, void *scratch, const bf16 *dout, const bf16 *qkv,
+                                            const bf16 *out, const float *lse, const Shape &sh,
+                                            const std::vector<bf16> &dflt, bool *ok) {
+    std::vector<bf16> other[2];
+    for (int run = 0; run < 2; run++) {
+        cuda_check(cudaMemset(dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+        if (sh.HS == 64) backward_other_dq<64>(dqkv, scratch, dout, qkv, out, lse, sh);
+        else backward_other_dq<128>(dqkv, scratch, dout, qkv, out, lse, sh);
+        other[run] = to_host(dqkv, sh.qkv_count());
+    }
+    bool kv_same = true;
+    for (size_t i = 0; i < dflt.size(); i++)
+        if ((i / ((size_t)sh.NH * sh.HS)) % 3 != 0) kv_same = kv_same && !memcmp(&other[0][i], &dflt[i], sizeof(bf16));
+    const bool repeats = !memcmp(other[0].data(), other[1].data(), other[0].size() * sizeof(bf16));
+    printf("    %-5s %s: dk, dv same bits as the default %s\n", "all", other_dq_name(sh.HS), kv_same ? "ok" : "FAIL");
+    printf("    %-5s %s: identical bits over 2 runs %s\n", "all", other_dq_name(sh.HS), repeats ? "ok" : "FAIL");
+    *ok = kv_same && repeats;
+    return other[0];
 }
 
 // Runs forward and backward three times, checks bit-identical results, compares with the reference.
@@ -201,42 +229,30 @@ static bool check_case(const Case &c) {
         lse[run] = to_host(d_lse, sh.lse_count());
         dqkv[run] = to_host(d_dqkv, sh.qkv_count());
     }
-    // HS 64: the forward with 1 and with 2 row tiles per warp (llmc/attention.cuh's RT), and the
-    // backward with 64- and 32-row streamed tiles (BS), must give the bits of the defaults
-    // (whichever they are) on this case's odd shapes too.
-    bool same_variants = true;
+    // HS 64: the forward with the other number of row tiles per warp (llmc/attention.cuh's RT, 1 or
+    // 2), and separately the backward with the other streamed tile height (BS, 64 or 32), must give
+    // the defaults' bits on this case's odd shapes too.
+    bool same_rt = true, same_bs = true;
     if (sh.HS == 64) {
         using namespace attention_detail;
-        for (int v = 0; v < 2; v++) {
-            cuda_check(cudaMemset(d_out, 0xFF, sh.out_count() * sizeof(bf16)));
-            cuda_check(cudaMemset(d_lse, 0xFF, sh.lse_count() * sizeof(float)));
-            cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-            if (v == 0) forward_hs<64, forward_min_ctas<64>(), 1>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
-            else forward_hs<64, forward_min_ctas<64>(), 2>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
-            if (v == 0) backward_hs<64, backward_min_ctas<64>(), 64>(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, 0);
-            else backward_hs<64, backward_min_ctas<64>(), 32>(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, 0);
-            const std::vector<bf16> o = to_host(d_out, sh.out_count()), dg = to_host(d_dqkv, sh.qkv_count());
-            const std::vector<float> l = to_host(d_lse, sh.lse_count());
-            same_variants = same_variants && !memcmp(o.data(), out[0].data(), o.size() * sizeof(bf16)) &&
-                            !memcmp(l.data(), lse[0].data(), l.size() * sizeof(float)) &&
-                            !memcmp(dg.data(), dqkv[0].data(), dg.size() * sizeof(bf16));
-        }
+        cuda_check(cudaMemset(d_out, 0xFF, sh.out_count() * sizeof(bf16)));
+        cuda_check(cudaMemset(d_lse, 0xFF, sh.lse_count() * sizeof(float)));
+        forward_hs<64, forward_min_ctas<64>(), 3 - forward_row_tiles<64>()>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
+        const std::vector<bf16> o = to_host(d_out, sh.out_count());
+        const std::vector<float> l = to_host(d_lse, sh.lse_count());
+        same_rt = !memcmp(o.data(), out[0].data(), o.size() * sizeof(bf16)) &&
+                  !memcmp(l.data(), lse[0].data(), l.size() * sizeof(float));
+        cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+        backward_hs<64, backward_min_ctas<64>(), 96 - bwd_stream_rows<64>()>(d_dqkv, d_scratch, d_dout, d_qkv, d_out,
+                                                                             d_lse, sh.B, sh.T, sh.NH, 0);
+        const std::vector<bf16> dg = to_host(d_dqkv, sh.qkv_count());
+        same_bs = !memcmp(dg.data(), dqkv[0].data(), dg.size() * sizeof(bf16));
     }
     // The backward with dQ fused into the dK/dV kernel or not (backward_fused_dq), whichever is not
-    // the default, twice: dK and dV must be the default's bits, dQ is checked against fp64 below,
-    // and the two runs must agree bit for bit.
-    std::vector<bf16> other[2];
-    for (int run = 0; run < 2; run++) {
-        cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-        if (sh.HS == 64) backward_other_dq<64>(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh);
-        else backward_other_dq<128>(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh);
-        other[run] = to_host(d_dqkv, sh.qkv_count());
-    }
-    bool other_kv_same = true;
-    for (size_t i = 0; i < other[0].size(); i++)
-        if ((i / ((size_t)sh.NH * sh.HS)) % 3 != 0)
-            other_kv_same = other_kv_same && !memcmp(&other[0][i], &dqkv[0][i], sizeof(bf16));
-    const bool other_repeats = !memcmp(other[0].data(), other[1].data(), other[0].size() * sizeof(bf16));
+    // the default; its dQ is checked against fp64 below.
+    bool other_ok;
+    const std::vector<bf16> other = run_other_backward(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh, dqkv[0],
+                                                       &other_ok);
 
     cuda_check(cudaFree(d_qkv));
     cuda_check(cudaFree(d_dqkv));
@@ -245,11 +261,11 @@ static bool check_case(const Case &c) {
     cuda_check(cudaFree(d_lse));
     cuda_check(cudaFree(d_scratch));
 
-    const char *other_name = other_dq_name(sh.HS);
-    printf("    %-5s %s: dk, dv same bits as the default %s\n", "all", other_name, other_kv_same ? "ok" : "FAIL");
-    printf("    %-5s %s: identical bits over 2 runs %s\n", "all", other_name, other_repeats ? "ok" : "FAIL");
-    bool ok = same_variants && other_kv_same && other_repeats;
-    if (sh.HS == 64) printf("    %-5s %-30s %s\n", "all", "RT 1/2, BS 64/32: same bits", same_variants ? "ok" : "FAIL");
+    bool ok = same_rt && same_bs && other_ok;
+    if (sh.HS == 64) {
+        printf("    %-5s %-30s %s\n", "all", "other RT: same bits", same_rt ? "ok" : "FAIL");
+        printf("    %-5s %-30s %s\n", "all", "other BS: same bits", same_bs ? "ok" : "FAIL");
+    }
     bool same_bits = true;
     for (int run = 1; run < 3; run++)
         same_bits = same_bits && !memcmp(out[run].data(), out[0].data(), out[0].size() * sizeof(bf16)) &&
@@ -267,8 +283,8 @@ static bool check_case(const Case &c) {
         e = relative_error(ref.dqkv, bf_at(dqkv[0]), (size_t)sh.NH * sh.HS, which);
         ok = report(names[which], "rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
     }
-    e = relative_error(ref.dqkv, bf_at(other[0]), (size_t)sh.NH * sh.HS, 0);
-    ok = report("dq", other_name, e.rel_l2, TOL_BF16, e.non_finite) && ok;
+    e = relative_error(ref.dqkv, bf_at(other), (size_t)sh.NH * sh.HS, 0);
+    ok = report("dq", other_dq_name(sh.HS), e.rel_l2, TOL_BF16, e.non_finite) && ok;
     double lse_err = 0.0;
     size_t lse_bad = 0;
     for (size_t i = 0; i < ref.lse.size(); i++) {
@@ -283,8 +299,8 @@ static bool check_case(const Case &c) {
 // The fused dQ's turn-taking across waves of CTAs: every case above fits on a GPU at once (at most
 // 32 CTAs), so here many heads (2048 CTAs at HS 64, 1024 at HS 128, several waves on any GPU)
 // compare the two backward variants (no fp64 reference at this size): dK and dV the same bits, dQ
-// within TOL_BF16 of each other (they differ only in the order of dQ's fp32 sums, so this is
-// loose), every element written, and the non-default variant's bits repeating.
+// element by element within about the one rounding in which they may differ, every element
+// written, and the non-default variant's bits repeating.
 static bool check_variants_many_heads(void) {
     bool ok = true;
     for (int HS : {64, 128}) {
@@ -300,30 +316,35 @@ static bool check_variants_many_heads(void) {
         cuda_check(cudaMemset(dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
         attention_backward(dqkv, scratch, dout, qkv, out, lse, sh.B, sh.T, sh.NH, HS, 0);
         const std::vector<bf16> dflt = to_host(dqkv, sh.qkv_count());
-        std::vector<bf16> other[2];
-        for (int run = 0; run < 2; run++) {
-            cuda_check(cudaMemset(dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-            if (HS == 64) backward_other_dq<64>(dqkv, scratch, dout, qkv, out, lse, sh);
-            else backward_other_dq<128>(dqkv, scratch, dout, qkv, out, lse, sh);
-            other[run] = to_host(dqkv, sh.qkv_count());
-        }
+        bool other_ok;
+        const std::vector<bf16> other = run_other_backward(dqkv, scratch, dout, qkv, out, lse, sh, dflt, &other_ok);
         cuda_check(cudaFree(qkv)), cuda_check(cudaFree(dqkv)), cuda_check(cudaFree(out));
         cuda_check(cudaFree(dout)), cuda_check(cudaFree(lse)), cuda_check(cudaFree(scratch));
 
+        // Element by element: the two dQs differ only by fp32 summation order before one bf16
+        // rounding, so by about one bf16 ulp; allow 2 ulp (2^-6 relative) plus 1e-3 of dQ's rms for
+        // sums that cancel. A share lost or added twice in any one tile breaks this for its rows.
         const size_t slot = (size_t)sh.NH * HS;
-        bool kv_same = true;
-        std::vector<double> dflt_d(dflt.size());
+        size_t non_finite = 0, beyond = 0, first_beyond = 0;
+        double sum2 = 0.0, n_q = 0.0;
         for (size_t i = 0; i < dflt.size(); i++) {
-            dflt_d[i] = __bfloat162float(dflt[i]);
-            if ((i / slot) % 3 != 0) kv_same = kv_same && !memcmp(&other[0][i], &dflt[i], sizeof(bf16));
+            const double a = __bfloat162float(dflt[i]), b = __bfloat162float(other[i]);
+            non_finite += !isfinite(a) + !isfinite(b);
+            if ((i / slot) % 3 == 0 && isfinite(a)) sum2 += a * a, n_q += 1.0;
         }
-        const bool repeats = !memcmp(other[0].data(), other[1].data(), other[0].size() * sizeof(bf16));
-        printf("    %-5s %s: dk, dv same bits as the default %s\n", "all", other_dq_name(HS), kv_same ? "ok" : "FAIL");
-        printf("    %-5s %s: identical bits over 2 runs %s\n", "all", other_dq_name(HS), repeats ? "ok" : "FAIL");
-        const ErrorStat e = relative_error(dflt_d, [&](size_t i) { return (double)__bfloat162float(other[0][i]); }, slot, 0);
-        const ErrorStat d = relative_error(dflt_d, [&](size_t i) { return dflt_d[i]; }, slot, 0);  // counts NaN
-        const bool case_ok = report("dq", "rel L2 between the variants", e.rel_l2, TOL_BF16, e.non_finite + d.non_finite) &&
-                             kv_same && repeats;
+        const double rms = n_q > 0.0 ? sqrt(sum2 / n_q) : 0.0;
+        for (size_t i = 0; i < dflt.size(); i++) {
+            if ((i / slot) % 3 != 0) continue;
+            const double a = __bfloat162float(dflt[i]), b = __bfloat162float(other[i]);
+            if (fabs(a - b) > 0x1p-6 * fmax(fabs(a), fabs(b)) + 1e-3 * rms) {
+                if (!beyond) first_beyond = i;
+                beyond++;
+            }
+        }
+        const bool close = non_finite == 0 && beyond == 0;
+        printf("    %-5s dq of the variants within 2 ulp + 1e-3 rms: %zu elements beyond (first at %zu), %zu non-finite %s\n",
+               "all", beyond, first_beyond, non_finite, close ? "ok" : "FAIL");
+        const bool case_ok = close && other_ok;
         printf("%s B=%d NH=%d T=%d HS=%d (variants)\n", case_ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, HS);
         ok = ok && case_ok;
     }

@@ -10,31 +10,30 @@
 //   2. the quantize-and-transpose tile swizzle (llmc/quant.cuh's quant_tile_col): a bijection of
 //      each 64 x 64 tile's bytes, 8-byte groups kept whole (pass 1's stores), and pass 2's reads
 //      (a warp: 4 columns x 8 rows 8 apart, 8 reads each) free of shared-memory bank conflicts.
-// Prints one line per check; exits 1 if any fails.
+// Prints one line per check (dev/test/check.h); exits 1 if any fails.
 #include "../../../llmc/attention.cuh"
 #include "../../../llmc/quant.cuh"
+#include "../check.h"
 
 #include <stdio.h>
 #include <set>
 #include <vector>
 
+using attention_detail::dq_counter_index;
 using attention_detail::dq_first_query_tile;
 using attention_detail::dq_last_key_block;
 using attention_detail::dq_ticket_head;
+using attention_detail::dq_turn;
 using attention_detail::dq_ticket_key_block;
 using attention_detail::ROWS_PER_CTA;
-
-static int failures = 0;
-
-static void report(bool ok, const char *what) {
-    printf("%s %s\n", ok ? "PASS" : "FAIL", what);
-    failures += !ok;
-}
 
 // One (T, BQ) schedule; returns false and says why at the first violation.
 static bool fused_dq_schedule_ok(int T, int BQ, int heads) {
     const int key_blocks = (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA, tiles = (T + BQ - 1) / BQ;
-    std::vector<int> shares((size_t)heads * tiles, 0), finals((size_t)heads * tiles, 0);
+    // The kernel's counters, at the kernel's indices (dq_sync[0] is the ticket counter), as many
+    // as the scratch layout allocates.
+    const attention_detail::BackwardScratchLayout layout = attention_detail::backward_scratch_layout(1, T, heads, 64, true);
+    std::vector<int> counters((layout.bytes - layout.dq_sync) / sizeof(int), 0), finals((size_t)heads * tiles, 0);
     std::set<std::pair<int, int>> seen;
     for (int ticket = 0; ticket < heads * key_blocks; ticket++) {
         const int bh = dq_ticket_head(ticket, key_blocks), kb = dq_ticket_key_block(ticket, key_blocks);
@@ -50,23 +49,28 @@ static bool fused_dq_schedule_ok(int T, int BQ, int heads) {
             return false;
         }
         for (int i = first; i < tiles; i++) {
-            const int turn = dq_last_key_block(i, BQ, T) - kb;
-            int &have = shares[(size_t)bh * tiles + i];
+            const int turn = dq_turn(i, kb, BQ, T);
+            const int64_t at = dq_counter_index(bh, i, BQ, T);
+            if (at < 1 || at >= (int64_t)counters.size()) {
+                printf("  T=%d BQ=%d: counter index %lld outside the scratch\n", T, BQ, (long long)at);
+                return false;
+            }
+            int &have = counters[at];
             if (turn < 0 || have != turn) {  // a CTA that would wait for a later ticket, or a share out of turn
                 printf("  T=%d BQ=%d: head %d key block %d at tile %d: turn %d, %d shares in\n", T, BQ, bh, kb, i, turn,
                        have);
                 return false;
             }
-            have++;
+            have = turn + 1;  // what the kernel releases
             if (kb == 0) finals[(size_t)bh * tiles + i]++;
         }
     }
     for (int bh = 0; bh < heads; bh++)
         for (int i = 0; i < tiles; i++) {
-            const size_t at = (size_t)bh * tiles + i;
-            if (shares[at] != dq_last_key_block(i, BQ, T) + 1 || finals[at] != 1) {
+            const int have = counters[dq_counter_index(bh, i, BQ, T)], final_writes = finals[(size_t)bh * tiles + i];
+            if (have != dq_last_key_block(i, BQ, T) + 1 || final_writes != 1) {
                 printf("  T=%d BQ=%d: tile %d of head %d got %d shares (want %d), %d final writes\n", T, BQ, i, bh,
-                       shares[at], dq_last_key_block(i, BQ, T) + 1, finals[at]);
+                       have, dq_last_key_block(i, BQ, T) + 1, final_writes);
                 return false;
             }
         }
@@ -80,7 +84,7 @@ static void check_fused_dq_schedule(void) {
     bool ok = true;
     for (int BQ : {32, 64})
         for (int T : Ts) ok = fused_dq_schedule_ok(T, BQ, 3) && ok;
-    report(ok, "attention fused dQ: tickets, turns and final writes for T = 1..300 and 511..4096, BQ 32 and 64");
+    check(ok, "attention fused dQ: tickets, turns and final writes for T = 1..300 and 511..4096, BQ 32 and 64");
 }
 
 static void check_transpose_swizzle(void) {
@@ -89,13 +93,14 @@ static void check_transpose_swizzle(void) {
     bool bijection = true, groups_whole = true;
     for (int r = 0; r < TILE; r++)
         for (int c = 0; c < TILE; c++) {
-            const int at = r * TILE + quant_tile_col(r, c);
-            bijection = bijection && quant_tile_col(r, c) < TILE && owner[at] < 0;
-            if (owner[at] < 0) owner[at] = r * TILE + c;
+            const int col = quant_tile_col(r, c), at = r * TILE + col;
+            const bool inside = col >= 0 && col < TILE;
+            bijection = bijection && inside && owner[at] < 0;
+            if (inside && owner[at] < 0) owner[at] = r * TILE + c;
             groups_whole = groups_whole && quant_tile_col(r, c) == (quant_tile_col(r, c & ~7) | (c & 7));
         }
-    report(bijection, "quant transpose swizzle: a bijection of the 64 x 64 tile");
-    report(groups_whole, "quant transpose swizzle: 8-byte column groups stay contiguous and aligned");
+    check(bijection, "quant transpose swizzle: a bijection of the 64 x 64 tile");
+    check(groups_whole, "quant transpose swizzle: 8-byte column groups stay contiguous and aligned");
     // Pass 2: thread g of the block reads tile[r + k][quant_tile_col(r + k, c)] with c = g / 8,
     // r = 8 (g % 8), k = 0..7. Per warp and k: distinct 4-byte words must sit in distinct banks.
     int worst = 0;
@@ -108,14 +113,12 @@ static void check_transpose_swizzle(void) {
             }
             for (const auto &w : words) worst = w.size() > (size_t)worst ? (int)w.size() : worst;
         }
-    char what[96];
-    snprintf(what, sizeof what, "quant transpose swizzle: pass 2 reads conflict-free (worst %d-way)", worst);
-    report(worst == 1, what);
+    check(worst == 1, "quant transpose swizzle: pass 2 reads conflict-free (worst %d-way)", worst);
 }
 
 int main() {
     check_fused_dq_schedule();
     check_transpose_swizzle();
-    printf("%d check(s) failed\n", failures);
-    return failures ? 1 : 0;
+    printf("%d check(s) failed\n", g_failures);
+    return g_failures ? 1 : 0;
 }

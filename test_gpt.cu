@@ -71,14 +71,13 @@ static std::vector<float> download_logits(const GPUModel *g, int N) {
     return logits;
 }
 
-// compare() of every parameter tensor instance's gradient, labelled "<prefix>d<tensor>[<layer>]".
+// compare() of every parameter tensor instance's gradient, labelled "<prefix><tensor>[<layer>]".
 static void compare_grads(const char *prefix, const GPT2Config *cfg, const float *gpu, const float *cpu, double tol_l2,
                           double tol_max) {
     for (int s = 0; s < gpt2_num_slots(cfg); s++) {
         const ParamSlot slot = gpt2_slot(cfg, s);
-        char label[96];
-        if (slot.layer >= 0) snprintf(label, sizeof(label), "%sd%s[%d]", prefix, param_tensor_name(slot.kind), slot.layer);
-        else snprintf(label, sizeof(label), "%sd%s", prefix, param_tensor_name(slot.kind));
+        char label[128];
+        param_slot_label(&slot, prefix, label, sizeof(label));
         compare(label, gpu + slot.offset, cpu + slot.offset, 1, slot.numel, 0, tol_l2, tol_max);
     }
 }
@@ -336,8 +335,11 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
     char what[64];
     snprintf(what, sizeof(what), "%s%s%s model", precision_name(precision), fp8_wgrad ? "+wgrad" : "",
              amax_history ? "+delayed" : "");
+    GPUModelOptions opt = gpu_model_options(precision);
+    opt.fp8_wgrad = fp8_wgrad;
+    opt.amax_history = amax_history;
     GPUModel g;
-    gpu_model_alloc(&g, cfg, B, T, &hp, 1337, precision, fp8_wgrad, amax_history);
+    gpu_model_alloc(&g, cfg, B, T, &hp, 1337, &opt);
     gpu_set_weights(&g, weights.data());
     std::vector<int> in(N), tg(N);
 
@@ -362,7 +364,7 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
               cpu_loss);
         std::vector<float> grads(P);
         cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
-        snprintf(label, sizeof(label), "%s ", what);
+        snprintf(label, sizeof(label), "%s d", what);
         compare_grads(label, cfg, grads.data(), cpu_model_grads(cpu), 1.5e-1, 3e-1);
         const double gpu_norm = gpu_grad_norm(&g), cpu_norm = cpu_model_grad_norm(cpu);
         check(fabs(gpu_norm - cpu_norm) <= 1e-1 * cpu_norm, "%-14s grad norm gpu %.6f cpu %.6f (tol 1e-1 relative)",
@@ -389,9 +391,12 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
 // scales differ only where an amax crossed a power of two between steps, which moves the loss by
 // a few 1e-3 (3e-2 allowed); the loss falls; a rerun gives identical bits.
 static void check_delayed_scaling(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
+    const GPUModelOptions current_scaling = gpu_model_options(MATMUL_FP8);
+    GPUModelOptions delayed_scaling = current_scaling;
+    delayed_scaling.amax_history = 4;
     GPUModel cur, del;
-    gpu_model_alloc(&cur, &tc.cfg, tc.B, tc.T, &hp, 1337, MATMUL_FP8, 0, 0);
-    gpu_model_alloc(&del, &tc.cfg, tc.B, tc.T, &hp, 1337, MATMUL_FP8, 0, 4);
+    gpu_model_alloc(&cur, &tc.cfg, tc.B, tc.T, &hp, 1337, &current_scaling);
+    gpu_model_alloc(&del, &tc.cfg, tc.B, tc.T, &hp, 1337, &delayed_scaling);
     gpu_reset(&cur, weights.data());
     const std::vector<float> current = gpu_steps(&cur, 1, 10, tc.lr);
     gpu_reset(&del, weights.data());
@@ -489,9 +494,10 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
     const std::vector<float> cpu_logits(cpu_model_logits(cpu), cpu_model_logits(cpu) + (size_t)N * Vp);
     cpu_model_backward(cpu, 1.0f);
     for (int fusion = 1; fusion <= 2; fusion++) {
+        GPUModelOptions opt = gpu_model_options(MATMUL_BF16);
+        opt.gelu_fusion = fusion;
         GPUModel g;
-        gpu_model_alloc(&g, cfg, B, T, &hp, 1337, MATMUL_BF16, 0, 0);
-        g.gelu_fusion = fusion;
+        gpu_model_alloc(&g, cfg, B, T, &hp, 1337, &opt);
         gpu_set_weights(&g, weights.data());
         char label[64];
         const float loss = gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
@@ -504,7 +510,7 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
         gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
         std::vector<float> grads(P);
         cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
-        snprintf(label, sizeof(label), "fusion%d ", fusion);
+        snprintf(label, sizeof(label), "fusion%d d", fusion);
         compare_grads(label, cfg, grads.data(), cpu_model_grads(cpu), 5e-2, 1e-1);
         check(three_steps_twice_identical(&g, weights.data(), tc.lr), "fusion%d determinism: two 3-step runs give identical bits",
               fusion);
@@ -523,9 +529,12 @@ typedef struct {
 static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
                                   matmul_precision precision, int amax_history, int gelu_fusion, const int *policies) {
     const int N = tc.B * tc.T, steps = 3;
+    GPUModelOptions opt = gpu_model_options(precision);
+    opt.amax_history = amax_history;
+    opt.gelu_fusion = gelu_fusion;
+    opt.policies = policies;
     GPUModel g;
-    gpu_model_alloc_with(&g, &tc.cfg, tc.B, tc.T, &hp, 1337, precision, 0, amax_history, policies, 0, NULL);
-    g.gelu_fusion = gelu_fusion;
+    gpu_model_alloc(&g, &tc.cfg, tc.B, tc.T, &hp, 1337, &opt);
     gpu_reset(&g, weights.data());
     const size_t P = g.num_params;
     RecomputeRun run;
@@ -630,8 +639,9 @@ int main(int argc, char **argv) {
            cfg->num_heads, V, Vp, cfg->max_seq_len, B, T);
     const AdamWConfig hp = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1.0f};  // beta1, beta2, eps, wd, grad clip, update clip
 
+    const GPUModelOptions opt = gpu_model_options(MATMUL_BF16);
     GPUModel g;
-    gpu_model_alloc(&g, cfg, B, T, &hp, 1337, MATMUL_BF16, 0, 0);
+    gpu_model_alloc(&g, cfg, B, T, &hp, 1337, &opt);
     const size_t P = g.num_params;
     std::vector<float> weights(P);
     gpt2_init_params(cfg, weights.data(), 1337);
@@ -680,7 +690,7 @@ int main(int argc, char **argv) {
     gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
     std::vector<float> grads(P);
     cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
-    compare_grads("", cfg, grads.data(), cpu_model_grads(cpu), 5e-2, 1e-1);
+    compare_grads("d", cfg, grads.data(), cpu_model_grads(cpu), 5e-2, 1e-1);
     // The norm is dominated by the largest gradients, which carry the l2 error above at most.
     const double gpu_norm = gpu_grad_norm(&g), cpu_norm = cpu_model_grad_norm(cpu);
     check(fabs(gpu_norm - cpu_norm) <= 5e-2 * cpu_norm, "grad norm      gpu %.6f cpu %.6f (tol 5e-2 relative)", gpu_norm,

@@ -384,7 +384,7 @@ static double gpu_fixed_activation_bytes(const GPT2Config *cfg, int B, int T) {
 }
 
 // The recompute policy of every layer from the flags (llmc/trainer.c prints the plan with the
-// predicted activation bytes, which gpu_model_alloc_with's allocation equals).
+// predicted activation bytes, which gpu_model_alloc's allocation equals).
 static void gpu_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, int rank, int *policies) {
     const RecomputeShape shape = gpu_recompute_shape(cfg, tc->T);
     trainer_recompute_plan(tc, cfg, &shape, GPU_ACT_BYTES, gpu_fixed_activation_bytes(cfg, tc->B, tc->T), rank,
@@ -524,12 +524,28 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     else adamw_init(&g->opt, &g->cfg, g->hp.weight_decay, own.begin, own.end);
 }
 
-// precision: of the four block linears (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8); fp8_wgrad and
-// amax_history as --fp8-wgrad and --amax-history; policies: the L layers' recompute policies
-// (NULL: keep everything); stage: the ZeRO stage over host's ranks (host NULL: one process).
-static void gpu_model_alloc_with(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp,
-                                 uint64_t seed, matmul_precision precision, int fp8_wgrad, int amax_history,
-                                 const int *policies, int stage, const Comm *host) {
+// How a GPU model computes, beside its shape: the precision of the four block linears
+// (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history and gelu_fusion as the flags
+// --fp8-wgrad, --amax-history and --gelu-fusion, the L layers' recompute policies (NULL: keep
+// everything) and the ZeRO stage over host's ranks (host NULL: one process).
+typedef struct {
+    matmul_precision precision;
+    int fp8_wgrad, amax_history, gelu_fusion;
+    const int *policies;
+    int zero_stage;
+    const Comm *host;
+} GPUModelOptions;
+
+// One process, every layer keeps everything, no fusion: the options to start from.
+static GPUModelOptions gpu_model_options(matmul_precision precision) {
+    GPUModelOptions o;
+    memset(&o, 0, sizeof(o));
+    o.precision = precision;
+    return o;
+}
+
+static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed,
+                            const GPUModelOptions *opt) {
     memset(g, 0, sizeof(*g));
     g->cfg = *cfg;
     g->num_params = gpt2_num_params(cfg);
@@ -537,6 +553,7 @@ static void gpu_model_alloc_with(GPUModel *g, const GPT2Config *cfg, int B, int 
     g->T = T;
     g->hp = *hp;
     g->rounding_seed = seed ^ 0x5eedb16f0a7ULL;
+    g->gelu_fusion = opt->gelu_fusion;
     const int C = cfg->channels, NH = cfg->num_heads;
     if (C % 64 != 0) die("train_gptcu: C = %d must be a multiple of 64 (128-bit loads, aligned tensors)", C);
     if (cfg->padded_vocab_size % 128 != 0) die("train_gptcu: Vp = %d must be a multiple of 128", cfg->padded_vocab_size);
@@ -546,12 +563,12 @@ static void gpu_model_alloc_with(GPUModel *g, const GPT2Config *cfg, int B, int 
 
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_init(&g->mm);
-    lowp_init(&g->lp, precision, fp8_wgrad, amax_history, cfg->num_layers, C, B * T);
-    gpu_zero_alloc(g, stage, host);
+    lowp_init(&g->lp, opt->precision, opt->fp8_wgrad, opt->amax_history, cfg->num_layers, C, B * T);
+    gpu_zero_alloc(g, opt->zero_stage, opt->host);
 
     g->blocks = (GPUBlockActs *)malloc_check((size_t)cfg->num_layers * sizeof(GPUBlockActs));
     g->policy = (int *)calloc_check((size_t)cfg->num_layers, sizeof(int));
-    if (policies) memcpy(g->policy, policies, (size_t)cfg->num_layers * sizeof(int));
+    if (opt->policies) memcpy(g->policy, opt->policies, (size_t)cfg->num_layers * sizeof(int));
     Carver measure = {NULL, 0, 0};
     layout_activations(g, &measure);
     g->acts_bytes = measure.used;
@@ -566,13 +583,6 @@ static void gpu_model_alloc_with(GPUModel *g, const GPT2Config *cfg, int B, int 
     cudaCheck(cudaMallocHost(&g->h_logits, (size_t)cfg->padded_vocab_size * sizeof(bf16)));
     g->h_counts = (int *)malloc_check((size_t)cfg->padded_vocab_size * sizeof(int));
 }
-
-#ifdef TESTING  // test_gpt.cu's models: one process, every layer keeps everything
-static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed,
-                            matmul_precision precision, int fp8_wgrad, int amax_history) {
-    gpu_model_alloc_with(g, cfg, B, T, hp, seed, precision, fp8_wgrad, amax_history, NULL, 0, NULL);
-}
-#endif
 
 static void gpu_model_free(GPUModel *g) {
     gpu_sync(g);
@@ -1070,10 +1080,15 @@ int main(int argc, char **argv) {
     AdamWConfig hp = {tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
     int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
     gpu_recompute_plan(&tc, &cfg, comm.rank, policies);
+    GPUModelOptions opt = gpu_model_options(gpu_block_precision(&tc));
+    opt.fp8_wgrad = tc.fp8_wgrad;
+    opt.amax_history = tc.amax_history;
+    opt.gelu_fusion = tc.gelu_fusion;
+    opt.policies = policies;
+    opt.zero_stage = tc.zero_stage;
+    opt.host = &comm;
     GPUModel g;
-    gpu_model_alloc_with(&g, &cfg, tc.B, tc.T, &hp, tc.seed, gpu_block_precision(&tc), tc.fp8_wgrad,
-                         tc.amax_history, policies, tc.zero_stage, &comm);
-    g.gelu_fusion = tc.gelu_fusion;
+    gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed, &opt);
     const double predicted_act_bytes = gpu_predicted_activation_bytes(&cfg, tc.B, tc.T, policies);
     free(policies);
     Comm *dc = g.zero.comm;  // takes comm over: host collectives through it, finalized through it

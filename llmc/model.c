@@ -13,6 +13,11 @@ static const char *const kNames[NUM_PARAM_TENSORS] = {
 
 const char *param_tensor_name(int kind) { return kNames[kind]; }
 
+void param_slot_label(const ParamSlot *slot, const char *prefix, char *buf, size_t n) {
+    if (slot->layer >= 0) snprintf(buf, n, "%s%s[%d]", prefix, param_tensor_name(slot->kind), slot->layer);
+    else snprintf(buf, n, "%s%s", prefix, param_tensor_name(slot->kind));
+}
+
 int param_tensor_is_layered(int kind) { return kind >= FIRST_LAYER_TENSOR && kind <= LAST_LAYER_TENSOR; }
 
 int param_tensor_is_decayed(int kind) {

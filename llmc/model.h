@@ -51,6 +51,8 @@ typedef struct {
 } ParamSlot;
 
 const char *param_tensor_name(int kind);
+// "<prefix><name>[<layer>]", or "<prefix><name>" for a global tensor, into buf (n bytes).
+void param_slot_label(const ParamSlot *slot, const char *prefix, char *buf, size_t n);
 int param_tensor_is_layered(int kind);
 // Weight decay applies to the 2-D weight matrices and embeddings, not to biases or LayerNorm.
 int param_tensor_is_decayed(int kind);

@@ -19,7 +19,7 @@ strip --strip-debug gpu_carry/bin/* gpu_carry/lib/*
 # 60 MiB to a fraction of it); gpu_run_bundle.sh unpacks them on the GPU machine.
 tar -cf - -C gpu_carry bin lib | xz -T2 -6 > gpu_carry/programs.tar.xz
 rm -rf gpu_carry/bin gpu_carry/lib
-# Token shards for scripts/gpu_zero_check.sh (the GPU machine may lack python3 and numpy).
+# Token shards for scripts/gpu_zero_check.sh, made here (the GPU machine has numpy too; this costs no device time).
 mkdir -p gpu_carry/zero_data
 for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py gpu_carry/zero_data/train_00000$i.bin 5000 512 $((70 + i)); done
 /usr/bin/python3 dev/test/make_shard.py gpu_carry/zero_data/val_000000.bin 3000 512 72

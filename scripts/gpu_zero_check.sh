@@ -3,6 +3,7 @@
 #   usage: scripts/gpu_zero_check.sh BIN_DIR DATA_DIR OUT_DIR
 # DATA_DIR holds train_00000{0,1}.bin and val_000000.bin (scripts/gpu_bundle.sh makes them with
 # dev/test/make_shard.py: vocabulary 512). Prints one PASS/FAIL line per check; exits 1 on a FAIL.
+# PYTHON: a python3 with numpy (default python3; dev/test/zero/compare.py judges the "close" runs).
 #
 # What must hold, and why (tiny model L2C128NH2: HS 64 as llmc/attention.cuh needs; 6 steps):
 # - NCCL as one rank (LLMC_GPU_COMM=nccl, no mpirun): every collective of one rank is the identity,
@@ -42,25 +43,7 @@ root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 model=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 2 -t 32)
 args=("${model[@]}" -x 6 -l 1e-3 -u 2 -c 0.1 -i "$data/train_*.bin" -j "$data/val_*.bin" -v 3 -s 3 -g 6 -n 3)
 # A run is its output directory DIR and its standard output DIR.out.
-log_values() { awk '/trl:/ { split($2, l, ":"); split($4, g, ":"); print l[2], g[2] }' "$1/main.log"; }  # loss norm
-weights() { od -An -v -w4 -t f4 -j 1024 "$1"; }  # a model file's weights (after the 256 x int32 header)
-close() {  # close REF RUN: see the header
-    paste <(log_values "$1") <(log_values "$2") | awk 'BEGIN { n = 0; loss = 0; norm = 0 }
-        function rel(a, b) { d = (a - b) / (a > 0 ? a : -a); return d < 0 ? -d : d }
-        { n++; if (rel($1, $3) > loss) loss = rel($1, $3); if (rel($2, $4) > norm) norm = rel($2, $4) }
-        END { printf "(%d steps, max rel diff: losses %.2e, norms %.2e; ", n, loss, norm
-              exit !(n == 6 && loss <= 1e-2 && norm <= 1e-2) }'
-    local logs=$?
-    paste <(weights "$1/model_00000006.bin") <(weights "$2/model_00000006.bin") <(weights "$1/model_00000003.bin") |
-        awk 'BEGIN { n = 0; bad = 0; diff = 0; moved = 0 }
-            /nan|inf/ { bad++ }
-            { n++; d = $1 - $2; m = $1 - $3; diff += d < 0 ? -d : d; moved += m < 0 ? -m : m }
-            END { ratio = moved > 0 ? diff / moved : 1
-                  printf "weights: mean diff %.2e, %.2e of the reference'"'"'s steps 4-6)", diff / (n ? n : 1), ratio
-                  exit !(n > 0 && bad == 0 && ratio <= 0.05) }'
-    local moved=$?
-    [ $logs = 0 ] && [ $moved = 0 ]
-}
+close() { "${PYTHON:-python3}" "$(dirname "$0")/../dev/test/zero/compare.py" --close "$1" "$2" 3 6; }  # close REF RUN: see the header
 samples() { grep '^sample:' "$1.out"; }
 same() {  # same RUN_A RUN_B: identical main.log, step-6 model and samples (2 of them)
     cmp -s "$1/main.log" "$2/main.log" && cmp -s "$1/model_00000006.bin" "$2/model_00000006.bin" &&

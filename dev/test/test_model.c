@@ -29,9 +29,8 @@ static double rel_max_diff(const float *a, const float *b, size_t n) {
 }
 
 static void slot_label(const GPT2Config *cfg, int s, char *buf, size_t n) {
-    ParamSlot slot = gpt2_slot(cfg, s);
-    if (slot.layer >= 0) snprintf(buf, n, "%s[%d]", param_tensor_name(slot.kind), slot.layer);
-    else snprintf(buf, n, "%s", param_tensor_name(slot.kind));
+    const ParamSlot slot = gpt2_slot(cfg, s);
+    param_slot_label(&slot, "", buf, n);
 }
 
 static int run_case(const char *prefix) {

@@ -1,5 +1,5 @@
-"""Compares two training runs of train_gpt: the training and validation losses their main.log
-has for steps FIRST..LAST, and the weights of their model checkpoints of step LAST.
+"""Compares two training runs of train_gpt or train_gptcu: the losses (and grad norms) their
+main.log has, and the weights of their fp32 model checkpoints.
 
 usage: compare.py RUN_A RUN_B FIRST LAST LOSS_TOL WEIGHT_TOL
   RUN_A, RUN_B  output directories (-o) holding main.log and model_<LAST>.bin
@@ -7,6 +7,11 @@ usage: compare.py RUN_A RUN_B FIRST LAST LOSS_TOL WEIGHT_TOL
   LOSS_TOL      every logged loss: |a - b| <= LOSS_TOL |a|
   WEIGHT_TOL    every weight: |a - b| <= WEIGHT_TOL
   both 0        bit-identical losses and weights
+usage: compare.py --close REF RUN EARLIER LAST
+  runs that differ by rounding whose effect grows with training (bf16 stochastic rounding on the
+  GPU; scripts/gpu_zero_check.sh says why): RUN's training losses and grad norms of steps 1..LAST
+  within 1e-2 relative of REF's, and the mean |RUN - REF| of the step-LAST weights at most 5% of
+  the mean distance REF's weights moved from step EARLIER to LAST (no NaN or Inf).
 Prints the largest differences; exits 1 when a check fails.
 """
 import sys
@@ -14,14 +19,15 @@ import sys
 import numpy as np
 
 
-def losses(run, first, last):
-    """{(kind, step): loss} of main.log for steps in [first, last], kind trl (training) or tel."""
+def losses(run, first, last, kinds=("trl", "tel")):
+    """{(kind, step): value} of main.log for steps in [first, last], kind trl (training loss), tel
+    (validation loss) or norm (grad norm)."""
     out = {}
     with open(f"{run}/main.log") as f:
         for line in f:
             fields = dict(kv.split(":", 1) for kv in line.split())
             step = int(fields["s"])
-            for kind in ("trl", "tel"):
+            for kind in kinds:
                 if kind in fields and first <= step <= last:
                     out[(kind, step)] = float(fields[kind])
     return out
@@ -36,7 +42,29 @@ def weights(run, step):
     return data[256:].view(np.float32)
 
 
+def close(ref, run, earlier, last):
+    """--close: True when RUN is within rounding of REF (see the usage)."""
+    lr, lb = losses(ref, 1, last, ("trl", "norm")), losses(run, 1, last, ("trl", "norm"))
+    steps_ok = lr.keys() == lb.keys() and sorted(s for kind, s in lr if kind == "trl") == list(range(1, last + 1))
+    worst = {kind: max((abs(lr[k] - lb[k]) / abs(lr[k]) for k in lr.keys() & lb.keys() if k[0] == kind), default=0.0)
+             for kind in ("trl", "norm")}
+    w_ref, w_run, w_before = (weights(r, s).astype(np.float64) for r, s in ((ref, last), (run, last), (ref, earlier)))
+    if w_ref.shape != w_run.shape:
+        sys.exit(f"FAIL: the checkpoints hold {w_ref.size} and {w_run.size} weights")
+    finite = bool(np.all(np.isfinite(w_run)))
+    diff, moved = float(np.mean(np.abs(w_run - w_ref))), float(np.mean(np.abs(w_ref - w_before)))
+    ratio = diff / moved if moved > 0 else float("inf")
+    print(f"({len(lr) // 2} steps, max rel diff: losses {worst['trl']:.2e}, norms {worst['norm']:.2e}; weights: mean "
+          f"diff {diff:.2e}, {ratio:.2e} of the reference's steps {earlier + 1}-{last}{'' if finite else ', NOT finite'})")
+    return steps_ok and worst["trl"] <= 1e-2 and worst["norm"] <= 1e-2 and finite and ratio <= 0.05
+
+
 def main():
+    if sys.argv[1] == "--close":
+        ok = close(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+        if not ok:
+            print("FAIL")
+        sys.exit(0 if ok else 1)
     a, b, first, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     loss_tol, weight_tol = float(sys.argv[5]), float(sys.argv[6])
     la, lb = losses(a, first, last), losses(b, first, last)

@@ -1,8 +1,10 @@
 # Builds the CPU trainer, the tools, the tests and (when nvcc is present) the CUDA targets.
 # Every object goes under build/; sanitizer builds of the same sources under build/san/.
 #   make train_gpt    CPU trainer (-O3, OpenMP, OpenBLAS)
-#   make run          prepare the default dataset if missing, build, train a small GPT on the CPU
-#   make test         build everything and run dev/test/t_*.sh (no GPU needed)
+#   make run          prepare the default dataset if missing, build, train a small GPT (on the GPU
+#                     when the node has one and nvcc)
+#   make test         build everything and run dev/test/t_*.sh (no GPU needed; the CUDA toolkit is:
+#                     t_40 checks against cuda_fp8.h, t_42 runs nvcc-built host code)
 #   make bench        CPU throughput beside the PyTorch reference
 #   make clean
 CC       := gcc
@@ -64,8 +66,11 @@ endif
 deps:
 	bash scripts/install_deps.sh
 
+# On a node with a working NVIDIA GPU and nvcc, train_gptcu is built too and run_default.sh uses it.
 run: deps
 	$(MAKE) train_gpt
+	@if [ -n "$(NVCC)" ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then \
+	    $(MAKE) train_gptcu; fi
 	bash scripts/run_default.sh $(ARGS)
 
 test: deps

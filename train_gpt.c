@@ -627,10 +627,11 @@ static void fp8_forward_operand(GPT2 *m, float *out, const float *x, size_t n, i
 
 // A block's linear layers in the emulated matmul precision: forward quantizes the input
 // (activation) and the weight; the input gradient the output gradient and the weight; the weight
-// gradient stays fp32 except in bf16 mode (the GPU's bf16 matmul) and with --fp8-wgrad. The bias
-// gradient is always the plain column sum. In FP8 the backward pass reuses the forward's scales of
-// the weight and the activation (as the GPU does: same tensors, so the same scales under current
-// scaling, and under delayed scaling the scales of the micro-step's forward).
+// gradient rounds its operands to bf16 (the GPU's bf16 weight-gradient matmul in every low
+// precision) or, with --fp8-wgrad, quantizes them to FP8. The bias gradient is always the plain
+// column sum. In FP8 the backward pass reuses the forward's scales of the weight and the
+// activation (as the GPU does: same tensors, so the same scales under current scaling, and under
+// delayed scaling the scales of the micro-step's forward).
 static void linear_forward(GPT2 *m, int layer, int linear, float *out, const float *inp, const float *weight,
                            const float *bias, int N, int IC, int OC) {
     if (m->precision == MATMUL_FP8) {
@@ -665,16 +666,15 @@ static void linear_backward(GPT2 *m, int layer, int linear, float *dinp, float *
         quant_emulate_operand(m->quant_b, weight, OC, IC, prec, QUANT_WEIGHT, QUANT_SCALE_POW2);
     }
     matmul_backward_input(dinp, m->quant_a, m->quant_b, N, IC, OC);
-    if (prec == MATMUL_BF16 || (prec == MATMUL_FP8 && m->fp8_wgrad)) {
-        if (prec == MATMUL_FP8)
-            fp8_fake_quantize(m->quant_b, inp, (size_t)N * IC,
-                              m->fp8_scales[quant_operand_index(layer, linear, QUANT_ACTIVATION)], FP8_E4M3);
-        else quant_emulate_operand(m->quant_b, inp, N, IC, prec, QUANT_ACTIVATION, QUANT_SCALE_POW2);
-        matmul_backward_weight(dweight, NULL, m->quant_a, m->quant_b, N, IC, OC);
-        matmul_backward_weight(NULL, dbias, dout, NULL, N, IC, OC);
+    if (prec == MATMUL_FP8 && m->fp8_wgrad) {  // quant_a holds E5M2(dout) already
+        fp8_fake_quantize(m->quant_b, inp, (size_t)N * IC,
+                          m->fp8_scales[quant_operand_index(layer, linear, QUANT_ACTIVATION)], FP8_E4M3);
     } else {
-        matmul_backward_weight(dweight, dbias, dout, inp, N, IC, OC);
+        quant_emulate_operand(m->quant_a, dout, N, OC, MATMUL_BF16, QUANT_GRADIENT, QUANT_SCALE_POW2);
+        quant_emulate_operand(m->quant_b, inp, N, IC, MATMUL_BF16, QUANT_ACTIVATION, QUANT_SCALE_POW2);
     }
+    matmul_backward_weight(dweight, NULL, m->quant_a, m->quant_b, N, IC, OC);
+    matmul_backward_weight(NULL, dbias, dout, NULL, N, IC, OC);
 }
 
 // Block l's buffers for a pass: what it keeps, and the shared scratch for the rest.

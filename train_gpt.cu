@@ -524,6 +524,9 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     else adamw_init(&g->opt, &g->cfg, g->hp.weight_decay, own.begin, own.end);
 }
 
+// The stochastic rounding of the bf16 weights is keyed by the run's --seed (kept by its checkpoints).
+static uint64_t gpu_rounding_seed(uint64_t run_seed) { return run_seed ^ 0x5eedb16f0a7ULL; }
+
 // How a GPU model computes, beside its shape: the precision of the four block linears
 // (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history and gelu_fusion as the flags
 // --fp8-wgrad, --amax-history and --gelu-fusion, the L layers' recompute policies (NULL: keep
@@ -552,7 +555,7 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     g->B = B;
     g->T = T;
     g->hp = *hp;
-    g->rounding_seed = seed ^ 0x5eedb16f0a7ULL;
+    g->rounding_seed = gpu_rounding_seed(seed);
     g->gelu_fusion = opt->gelu_fusion;
     const int C = cfg->channels, NH = cfg->num_heads;
     if (C % 64 != 0) die("train_gptcu: C = %d must be a multiple of 64 (128-bit loads, aligned tensors)", C);
@@ -1018,6 +1021,7 @@ static void gpu_load(void *self, const char *model_path, const char *state_path,
     float *buf = (float *)malloc_check(3 * (n ? n : 1) * sizeof(float));
     float *m = buf, *v = buf + n, *master = buf + 2 * n;
     const int has_master = state_read_range(state_path, (int64_t)P, need.begin, need.end, m, v, master, st);
+    if (st->run_seed_saved) g->rounding_seed = gpu_rounding_seed(st->run_seed);
     // need starts at the kept buffers' first element: 0 at stage 0, the slice's start (= own.begin) above
     cudaCheck(cudaMemcpy(g->m, m, bytes, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(g->v, v, bytes, cudaMemcpyHostToDevice));

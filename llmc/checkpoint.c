@@ -17,6 +17,14 @@ static void for_each_tensor_in_file_order(const GPT2Config *cfg, TensorVisitor v
     }
 }
 
+// The checksum's start: FNV-1a 64 of the header with its hash words [11..12] zero.
+static uint64_t header_hash(const int32_t *h) {
+    int32_t copy[256];
+    memcpy(copy, h, sizeof(copy));
+    copy[11] = copy[12] = 0;
+    return fnv1a64(FNV1A64_INIT, copy, sizeof(copy));
+}
+
 static size_t payload_bytes(const GPT2Config *cfg, int version) {
     return gpt2_num_params(cfg) * (version == CHECKPOINT_VERSION_BF16 ? 2 : 4);
 }
@@ -79,7 +87,8 @@ void checkpoint_read_params(const char *path, const GPT2Config *cfg, float *para
     FILE *f = fopen_check(path, "rb");
     int32_t h[256];
     fread_check(h, sizeof(int32_t), 256, f, path);
-    ReadCtx c = {f, path, params, h[1] == CHECKPOINT_VERSION_BF16, FNV1A64_INIT, NULL};
+    const int header_summed = h[10] == CHECKPOINT_SUM_MARK;
+    ReadCtx c = {f, path, params, h[1] == CHECKPOINT_VERSION_BF16, header_summed ? header_hash(h) : FNV1A64_INIT, NULL};
     size_t largest = 0;
     for (int k = 0; k < NUM_PARAM_TENSORS; k++)
         if (param_tensor_numel(cfg, k) > largest) largest = param_tensor_numel(cfg, k);
@@ -87,9 +96,9 @@ void checkpoint_read_params(const char *path, const GPT2Config *cfg, float *para
     for_each_tensor_in_file_order(cfg, read_tensor, &c);
     free(c.buf);
     fclose(f);
-    if (h[10] == CHECKPOINT_SUM_MARK) {
+    if (header_summed || h[10] == CHECKPOINT_PAYLOAD_SUM_MARK) {
         uint64_t stored = (uint64_t)(uint32_t)h[11] | (uint64_t)(uint32_t)h[12] << 32;
-        if (stored != c.hash) die("'%s' is corrupt: payload checksum mismatch", path);
+        if (stored != c.hash) die("'%s' is corrupt: checksum mismatch", path);
     }
 }
 
@@ -137,10 +146,10 @@ int checkpoint_write(const char *path, const GPT2Config *cfg, const float *param
         snprintf(err, errlen, "%s", af.error);
         return -1;
     }
-    atomic_write(&af, h, sizeof(h));
-    WriteCtx c = {&af, params, FNV1A64_INIT};
-    for_each_tensor_in_file_order(cfg, write_tensor, &c);
     h[10] = CHECKPOINT_SUM_MARK;
+    atomic_write(&af, h, sizeof(h));
+    WriteCtx c = {&af, params, header_hash(h)};
+    for_each_tensor_in_file_order(cfg, write_tensor, &c);
     h[11] = (int32_t)(uint32_t)c.hash;
     h[12] = (int32_t)(uint32_t)(c.hash >> 32);
     atomic_pwrite(&af, h, sizeof(h), 0);

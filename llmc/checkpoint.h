@@ -1,8 +1,10 @@
 // Model checkpoint files, in the common GPT-2 C layout:
 //   int32 header[256]: [0] magic 20240326, [1] version (3: fp32 params, 5: bf16 params),
 //                      [2] maxT, [3] V, [4] L, [5] NH, [6] C, [7] Vp,
-//                      [10] CHECKPOINT_SUM_MARK when [11..12] hold the FNV-1a 64 of the payload
-//                      (files from other trainers have zeros there and load without the check)
+//                      [10] CHECKPOINT_SUM_MARK when [11..12] hold the FNV-1a 64 of the header
+//                      (with [11..12] zero) and then the payload; CHECKPOINT_PAYLOAD_SUM_MARK in
+//                      older files of this project (the payload's only); files from other
+//                      trainers have zeros there and load without a check
 //   then every parameter tensor stacked over layers, in the order of enum ParamTensor.
 // In memory the parameters are layer-major (model.h); these functions convert.
 #ifndef LLMC_CHECKPOINT_H
@@ -20,7 +22,8 @@ extern "C" {
 #define CHECKPOINT_MAGIC 20240326
 #define CHECKPOINT_VERSION_FP32 3
 #define CHECKPOINT_VERSION_BF16 5
-#define CHECKPOINT_SUM_MARK 0x4d555343  // "CSUM"
+#define CHECKPOINT_SUM_MARK 0x4d555348          // "HSUM": header and payload
+#define CHECKPOINT_PAYLOAD_SUM_MARK 0x4d555343  // "CSUM": the payload only (read, not written)
 
 // Reads the header of a checkpoint and validates it against the file size. Dies with a message
 // naming the file and the problem.

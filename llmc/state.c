@@ -48,11 +48,13 @@ int state_write(const char *path, const TrainState *st, const float *m, const fl
     h[14] = amax_n ? ah->operands : 0;
     h[15] = amax_n ? ah->length : 0;
     h[16] = amax_n ? ah->steps : 0;
+    h[17] = (int64_t)st->run_seed;
     size_t n = (size_t)(st->end - st->begin);
     SavedOutliers so[2];
     pack_outliers(&st->loss_outliers, &so[0]);
     pack_outliers(&st->norm_outliers, &so[1]);
-    uint64_t hash = fnv1a64(FNV1A64_INIT, m, n * sizeof(float));
+    uint64_t hash = fnv1a64(FNV1A64_INIT, h, sizeof(h));  // h[13] is still zero
+    hash = fnv1a64(hash, m, n * sizeof(float));
     hash = fnv1a64(hash, v, n * sizeof(float));
     if (master) hash = fnv1a64(hash, master, n * sizeof(float));
     hash = fnv1a64(hash, so, sizeof(so));
@@ -79,9 +81,12 @@ int state_write(const char *path, const TrainState *st, const float *m, const fl
 
 static void parse_header(const char *path, const int64_t *h, long file_size, TrainState *st, int *has_master) {
     if (h[0] != STATE_MAGIC) die("'%s' is not a training-state file: magic %lld", path, (long long)h[0]);
-    if (h[1] != STATE_VERSION) die("'%s': training-state version %lld is not supported (expected %d)", path, (long long)h[1], STATE_VERSION);
+    if (h[1] != 1 && h[1] != STATE_VERSION)
+        die("'%s': training-state version %lld is not supported (1 or %d)", path, (long long)h[1], STATE_VERSION);
     memset(st, 0, sizeof(*st));
     st->step = h[2];
+    st->run_seed = (uint64_t)h[17];
+    st->run_seed_saved = h[1] >= 2;
     st->rank = (int)h[3];
     st->num_ranks = (int)h[4];
     st->num_params = h[5];
@@ -132,7 +137,14 @@ void state_read(const char *path, TrainState *st, float *m, float *v, float *mas
     size_t n = (size_t)(st->end - st->begin);
     fread_check(m, sizeof(float), n, f, path);
     fread_check(v, sizeof(float), n, f, path);
-    uint64_t hash = fnv1a64(FNV1A64_INIT, m, n * sizeof(float));
+    uint64_t hash = FNV1A64_INIT;
+    if (st->run_seed_saved) {  // version 2: the header is summed too, with its hash word zero
+        int64_t summed[128];
+        memcpy(summed, h, sizeof(summed));
+        summed[13] = 0;
+        hash = fnv1a64(hash, summed, sizeof(summed));
+    }
+    hash = fnv1a64(hash, m, n * sizeof(float));
     hash = fnv1a64(hash, v, n * sizeof(float));
     if (has_master) {
         float *dst = master ? master : (float *)malloc_check(n * sizeof(float));

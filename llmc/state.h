@@ -4,15 +4,16 @@
 //     [3] rank, [4] ranks, [5] parameters in the model, [6] begin, [7] end of this rank's slice
 //     of the flat parameter buffer (ZeRO; the whole buffer for one process), [8] training-data
 //     shard, [9] position in it, [10] sampling-RNG seed, [11] its counter, [12] 1 if fp32 master
-//     weights follow (GPU trainer), [13] FNV-1a 64 of everything after the header,
-//     [14] operands and [15] length of this rank's FP8 amax history (0 0: none), [16] its
-//     recorded micro-steps
+//     weights follow (GPU trainer), [13] FNV-1a 64 of the header (with [13] zero) and everything
+//     after it, [14] operands and [15] length of this rank's FP8 amax history (0 0: none), [16]
+//     its recorded micro-steps, [17] the run's --seed (the GPU's stochastic rounding is keyed by it)
 //   float m[end-begin], v[end-begin], master[end-begin] (if [12]),
 //   the loss and grad-norm OutlierDetectors (int32 count, int32 next, double values[WINDOW]),
 //   float amax history[operands][length] (llmc/amax_history.h; each rank its own: the
 //   activations and gradients it quantized are its own).
-// Files without a history (written before it existed, or by a run without delayed scaling) have
-// zeros in [14..16], so they stay readable.
+// Version 1 files (older) are read too: their checksum covers what follows the header only, and
+// they hold no seed ([17] zero). Files without a history (written before it existed, or by a run
+// without delayed scaling) have zeros in [14..16].
 #ifndef LLMC_STATE_H
 #define LLMC_STATE_H
 
@@ -29,10 +30,12 @@ extern "C" {
 #endif
 
 #define STATE_MAGIC 20241122
-#define STATE_VERSION 1
+#define STATE_VERSION 2
 
 typedef struct {
     int64_t step;
+    uint64_t run_seed;   // --seed of the run's first start (0 in a version 1 file)
+    int run_seed_saved;  // read: 0 for a version 1 file
     int rank, num_ranks;
     int64_t num_params;
     int64_t begin, end;

@@ -383,6 +383,7 @@ int trainer_run(Trainer *t) {
     st.num_params = t->num_params;
     st.begin = t->shard_begin;
     st.end = t->shard_end;
+    st.run_seed = tc->seed;
     st.sample_rng.seed = tc->seed ^ 0x5eed5a3b1e5ULL;
     outlier_init(&st.loss_outliers);
     outlier_init(&st.norm_outliers);
@@ -405,6 +406,12 @@ int trainer_run(Trainer *t) {
             train_loader.pos = st.train_pos;
             start_step = (int)st.step;
             if (main_rank) printf("resumed from step %d of %s\n", start_step, tc->output_dir);
+            // The run keeps its first start's seed (the backend's load took it: stochastic
+            // rounding, sampling); a version 1 state file holds none, so the flag's stands.
+            if (!st.run_seed_saved) st.run_seed = tc->seed;
+            else if (st.run_seed != tc->seed && main_rank)
+                printf("note: the run started with --seed %llu, which it keeps; --seed %llu is not used\n",
+                       (unsigned long long)st.run_seed, (unsigned long long)tc->seed);
         }
     }
 

@@ -2,7 +2,9 @@
 #   train_gptcu            the GPU trainer (train_gpt.cu + llmc/*.cuh, linked with the llmc objects)
 #   test_gptcu             test_gpt.cu: the GPU trainer against train_gpt.c on the same weights and batch
 #   build/dev/cuda/<k>     one harness per kernel family of the trainer (dev/cuda/<k>.cu)
-#   make test-gpu          runs all of them, the attention harness, and compute-sanitizer (GPU machine)
+#   make test-gpu          runs all of them, the attention, quant and matmul_lowp harnesses, and
+#                          compute-sanitizer on test_gptcu tiny (GPU machine; scripts/gpu_suite.sh
+#                          runs it and writes the report)
 # Warnings are errors for every CUDA target (host code through -Xcompiler, device code through
 # -Werror all-warnings).
 GPU_NVCCFLAGS := -O3 -std=c++17 -arch=$(NVCC_ARCH) -lineinfo -Werror all-warnings -Xcompiler -Wall,-Werror,-fopenmp
@@ -42,11 +44,13 @@ $(BUILD)/dev/cuda/%: dev/cuda/%.cu dev/cuda/common.h $(GPU_HEADERS) $(LLMC_OBJS)
 # slow): memcheck for out-of-bounds and misaligned accesses, racecheck for shared-memory races.
 SANITIZER ?= $(if $(NVCC),$(CUDA_HOME)/bin/compute-sanitizer,compute-sanitizer)
 .PHONY: test-gpu
-test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS)
+# (mk/quant.mk, read after this file, builds the low-precision harnesses: named here by path.)
+GPU_LOWP_HARNESSES := $(BUILD)/cuda/quant $(BUILD)/cuda/matmul_lowp
+test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS) $(GPU_LOWP_HARNESSES)
 	./test_gptcu small
 	./test_gptcu d12
 	./test_gptcu small recompute
-	set -e; for h in $(GPU_KERNEL_HARNESSES); do $$h; done
+	set -e; for h in $(GPU_KERNEL_HARNESSES) $(GPU_LOWP_HARNESSES); do $$h; done
 	$(ATTENTION_HARNESS)
 	$(SANITIZER) --tool memcheck --error-exitcode 1 ./test_gptcu tiny
 	$(SANITIZER) --tool racecheck --error-exitcode 1 ./test_gptcu tiny

@@ -11,10 +11,10 @@ FUZZ_TARGETS       := $(BUILD)/fuzz/fuzz_tokenizer_encode $(BUILD)/fuzz/fuzz_tok
 ALL_TARGETS += prepare_data $(BUILD)/san/prepare_data
 TEST_DEPS   += $(BUILD)/tokenizer_check $(FUZZ_TARGETS)
 
-prepare_data: $(BUILD)/dev/data/prepare_data.o $(TOKENIZER_OBJS)
+prepare_data: $(BUILD)/dev/data/prepare_data.o $(TOKENIZER_OBJS) $(BUILD)/llmc/fileio.o
 	$(CC) $(CFLAGS) $^ -o $@ $(TOKENIZER_LIBS)
 
-$(BUILD)/san/prepare_data: $(BUILD)/san/dev/data/prepare_data.o $(TOKENIZER_SAN_OBJS)
+$(BUILD)/san/prepare_data: $(BUILD)/san/dev/data/prepare_data.o $(TOKENIZER_SAN_OBJS) $(BUILD)/san/llmc/fileio.o
 	$(CC) $(SANFLAGS) $^ -o $@ $(TOKENIZER_LIBS)
 
 # The test driver runs under the sanitizers too: every test string goes through them.

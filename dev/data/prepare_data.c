@@ -12,7 +12,10 @@
 // tokens (see safe_cut); only a stretch of text without such a line break, or one JSON line, is
 // held whole. The pieces of a batch are encoded in parallel (OpenMP) and written in
 // input order, so the shards do not depend on the number of threads. Shards are written under
-// temporary names and renamed only when everything succeeded: a failed run leaves no shard.
+// temporary names, fsync'ed, and renamed only when everything succeeded (then the directory is
+// fsync'ed): a failed run or a crash leaves no shard under a final name that is not complete.
+#include "../../llmc/dataloader.h"
+#include "../../llmc/fileio.h"
 #include "../../llmc/tokenizer.h"
 #include "../../llmc/utils.h"
 
@@ -20,6 +23,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <libgen.h>
 #include <omp.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -27,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { SHARD_MAGIC = 20240520, SHARD_VERSION = 1, HEADER_INTS = 256 };
+enum { HEADER_INTS = 256 };  // the shard header (llmc/dataloader.h: magic, version, token count)
 enum Split { VAL = 0, TRAIN = 1 };
 static const char *SPLIT_NAME[2] = {"val", "train"};
 
@@ -242,6 +246,8 @@ static void close_shard(ShardWriter *w) {
         int32_t header[HEADER_INTS] = {SHARD_MAGIC, SHARD_VERSION, (int32_t)w->count};
         fseek_check(w->file, 0, SEEK_SET, w->path);
         fwrite_check(header, sizeof header, 1, w->file, w->path);
+        if (fflush(w->file) != 0 || fsync(fileno(w->file)) != 0)
+            die("cannot write shard '%s': %s", w->path, strerror(errno));
         fclose_check(w->file, w->path);
     }
     w->file = NULL;
@@ -276,6 +282,11 @@ static void writer_finish(ShardWriter *w) {
             die("cannot rename '%s' to '%s': %s", g_temp_paths[i], w->final_paths[i], strerror(errno));
         g_n_temp = i;  // the exit handler removes only the shards still under temporary names
     }
+    char *dir = strdup(w->prefix);
+    if (!dir) die("out of memory");
+    if (n_shards > 0 && sync_directory(dirname(dir)) != 0)
+        die("cannot sync the directory of '%s': %s", w->prefix, strerror(errno));
+    free(dir);
     for (size_t i = 0; i < n_shards; i++) {
         printf("%s\n", w->final_paths[i]);
         free(w->final_paths[i]);

@@ -59,7 +59,11 @@ model="$dir/run/model_00000002.bin"
 head -c 3000 "$model" > "$dir/trunc_model.bin"
 expect 1 "trunc_model.bin' is truncated" -- -e "$dir/trunc_model.bin"
 cp "$model" "$dir/flip_model.bin" && printf '\x55' | dd of="$dir/flip_model.bin" bs=1 seek=5000 conv=notrunc 2>/dev/null
-expect 1 "flip_model.bin' is corrupt: payload checksum" -- -e "$dir/flip_model.bin" -b 2 -t 8 -i "$dir/good.bin" -v 0 -s 0
+expect 1 "flip_model.bin' is corrupt: checksum" -- -e "$dir/flip_model.bin" -b 2 -t 8 -i "$dir/good.bin" -v 0 -s 0
+# A header that still describes a valid model (NH 2 -> 4 divides C = 32): only the checksum,
+# which covers the header, can tell.
+cp "$model" "$dir/nh_model.bin" && printf '\x04' | dd of="$dir/nh_model.bin" bs=1 seek=20 conv=notrunc 2>/dev/null
+expect 1 "nh_model.bin' is corrupt: checksum" -- -e "$dir/nh_model.bin" -b 2 -t 8 -i "$dir/good.bin" -v 0 -s 0
 head -c 1000 "$dir/good.bin" > "$dir/nomodel.bin"
 expect 1 "is not a model checkpoint" -- -e "$dir/nomodel.bin"
 
@@ -69,9 +73,17 @@ head -c 2000 "$dir/state.bak" > "$state"
 expect 1 "state_00000002_00000.bin' is truncated" -- "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
 cp "$dir/state.bak" "$state" && printf '\x55' | dd of="$state" bs=1 seek=1500 conv=notrunc 2>/dev/null
 expect 1 "state_00000002_00000.bin' is corrupt" -- "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
+# The header's data position (int64 [9], bytes 72..79) passes every range check: the checksum
+# covers the header, so a resume cannot silently read other data.
+cp "$dir/state.bak" "$state" && printf '\x07' | dd of="$state" bs=1 seek=72 conv=notrunc 2>/dev/null
+expect 1 "state_00000002_00000.bin' is corrupt" -- "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
 cp "$dir/state.bak" "$state"
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 > "$dir/out" 2>&1 && grep -q "resumed from step 2" "$dir/out" \
     && echo "ok   the restored state resumes" || { echo "FAIL: the restored state does not resume"; fails=$((fails + 1)); }
+# A resume keeps the run's seed (the GPU's stochastic rounding is keyed by it) and says so.
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 --seed 99 > "$dir/out" 2>&1 &&
+    grep -q "note: the run started with --seed 1337, which it keeps; --seed 99 is not used" "$dir/out" \
+    && echo "ok   a resume with another --seed keeps the run's" || { echo "FAIL: a resume with another --seed"; fails=$((fails + 1)); }
 
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

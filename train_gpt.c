@@ -350,8 +350,8 @@ typedef struct {
     int scratch_segment;    // the segment in grad_scratch, -1 for none
 } Zero;
 
-static int zero_shards_weights(const Zero *z) { return z && z->plan.stage >= 3; }
-static int zero_shards_grads(const Zero *z) { return z && z->plan.stage >= 2; }
+static int model_shards_weights(const Zero *z) { return z && zero_shards_params(&z->plan); }
+static int model_shards_grads(const Zero *z) { return z && zero_shards_grads(&z->plan); }
 
 // Gathers segment seg's weights from every rank's slice (this rank's: `slice`, S floats from
 // the slice's first element); returns the scratch that holds them, valid until the release.
@@ -471,24 +471,24 @@ static float *at(const GPT2 *m, Segment s, int kind, int layer) {
 // The weights of segment seg until weights_release: a range of params, or gathered (ZeRO-3).
 static Segment weights_acquire(GPT2 *m, int seg) {
     size_t first = zero_segment(&m->cfg, seg).begin;
-    if (zero_shards_weights(m->zero)) return (Segment){zero_gather(m->zero, m->params, seg), first};
+    if (model_shards_weights(m->zero)) return (Segment){zero_gather(m->zero, m->params, seg), first};
     return (Segment){m->params + first, first};
 }
 
 static void weights_release(GPT2 *m, int seg) {
-    if (zero_shards_weights(m->zero)) zero_release(m->zero, seg);
+    if (model_shards_weights(m->zero)) zero_release(m->zero, seg);
 }
 
 // Where segment seg's gradient accumulates (+=) until grads_release: a range of grads, or a
 // zeroed scratch (ZeRO-2, 3) that the release reduces into this rank's slice.
 static Segment grads_acquire(GPT2 *m, int seg) {
     size_t first = zero_segment(&m->cfg, seg).begin;
-    if (zero_shards_grads(m->zero)) return (Segment){zero_grad_scratch(m->zero, seg), first};
+    if (model_shards_grads(m->zero)) return (Segment){zero_grad_scratch(m->zero, seg), first};
     return (Segment){m->grads + first, first};
 }
 
 static void grads_release(GPT2 *m, int seg) {
-    if (zero_shards_grads(m->zero)) zero_reduce_segment(m->zero, m->grads, seg);
+    if (model_shards_grads(m->zero)) zero_reduce_segment(m->zero, m->grads, seg);
 }
 
 // The cost model of llmc/recompute.h for this trainer: the CPU attention keeps its (T x T)
@@ -503,22 +503,24 @@ static inline RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
 static void take_block(BlockActs *a, float *base, size_t *used, int policy, int keep_all, size_t BT, size_t C,
                        size_t att) {
     memset(a, 0, sizeof(*a));
-#define TAKE(field, n, kept) if (keep_all || (kept)) { a->field = base ? base + *used : NULL; *used += (n); }
-    const int block = policy & RC_BLOCK, mlp = block || (policy & RC_MLP);
-    TAKE(ln1, BT * C, !block && !(policy & RC_NORM));
-    TAKE(ln1_mean, BT, !block);
-    TAKE(ln1_rstd, BT, !block);
-    TAKE(qkv, BT * 3 * C, !block);
-    TAKE(atty, BT * C, !block && !(policy & RC_ATTN));
-    TAKE(att, att, !block && !(policy & RC_ATTN));
-    TAKE(residual2, BT * C, !block);
-    TAKE(ln2, BT * C, !mlp && !(policy & RC_NORM));
-    TAKE(ln2_mean, BT, !mlp);
-    TAKE(ln2_rstd, BT, !mlp);
-    TAKE(fch, BT * 4 * C, !mlp);
-    TAKE(fch_gelu, BT * 4 * C, !mlp && !(policy & RC_GELU));
-    if (!keep_all) TAKE(residual3, BT * C, 1);
+#define TAKE(field, n, buffer) if (keep_all || recompute_keeps(policy, buffer)) { a->field = base ? base + *used : NULL; *used += (n); }
+    TAKE(ln1, BT * C, RB_LN1);
+    TAKE(ln1_mean, BT, RB_LN1_STATS);
+    TAKE(ln1_rstd, BT, RB_LN1_STATS);
+    TAKE(qkv, BT * 3 * C, RB_QKV);
+    TAKE(atty, BT * C, RB_ATT_OUT);
+    TAKE(att, att, RB_ATT_KEPT);
+    TAKE(residual2, BT * C, RB_RESIDUAL2);
+    TAKE(ln2, BT * C, RB_LN2);
+    TAKE(ln2_mean, BT, RB_LN2_STATS);
+    TAKE(ln2_rstd, BT, RB_LN2_STATS);
+    TAKE(fch, BT * 4 * C, RB_FCH);
+    TAKE(fch_gelu, BT * 4 * C, RB_FCH_GELU);
 #undef TAKE
+    if (!keep_all) {  // residual3: every block keeps its output
+        a->residual3 = base ? base + *used : NULL;
+        *used += BT * C;
+    }
 }
 
 // The activations and scratch for B x T tokens; the parameter buffers are the caller's.
@@ -829,9 +831,9 @@ typedef struct {
 static float *own_slice(const CPUTrainer *c, float *buf, int sharded) {
     return sharded ? buf : buf + zero_slice(&c->zero.plan, c->zero.plan.rank).begin;
 }
-static float *own_params(const CPUTrainer *c) { return own_slice(c, c->model.params, c->zero.plan.stage >= 3); }
-static float *own_grads(const CPUTrainer *c) { return own_slice(c, c->model.grads, c->zero.plan.stage >= 2); }
-static float *own_moments(const CPUTrainer *c, float *mv) { return own_slice(c, mv, c->zero.plan.stage >= 1); }
+static float *own_params(const CPUTrainer *c) { return own_slice(c, c->model.params, zero_shards_params(&c->zero.plan)); }
+static float *own_grads(const CPUTrainer *c) { return own_slice(c, c->model.grads, zero_shards_grads(&c->zero.plan)); }
+static float *own_moments(const CPUTrainer *c, float *mv) { return own_slice(c, mv, zero_shards_optimizer(&c->zero.plan)); }
 
 // The buffers of zero_memory(plan); the ZeRO-3 gather scratch follows the parameter slice and
 // the ZeRO-2/3 gradient scratch the gradient slice, in the same allocations.
@@ -850,8 +852,8 @@ static void cpu_alloc(CPUTrainer *c, const GPT2Config *cfg, int B, int T, const 
     m->grads = (float *)calloc_check(mem.grads, sizeof(float));
     m->m = (float *)calloc_check(mem.optimizer / 2, sizeof(float));
     m->v = (float *)calloc_check(mem.optimizer / 2, sizeof(float));
-    if (stage >= 3) z->gathered = m->params + z->plan.slice;
-    if (stage >= 2) z->grad_scratch = m->grads + z->plan.slice;
+    if (zero_shards_params(&z->plan)) z->gathered = m->params + z->plan.slice;
+    if (zero_shards_grads(&z->plan)) z->grad_scratch = m->grads + z->plan.slice;
     m->zero = z;
     c->comm = comm;
 }
@@ -864,7 +866,7 @@ static void cpu_free(CPUTrainer *c) {
 // Where to put the whole model's parameters (from a file or the initialization): the parameter
 // buffer itself, or under ZeRO-3 a temporary one that params_commit reduces to this rank's slice.
 static float *params_staging(CPUTrainer *c) {
-    if (c->zero.plan.stage < 3) return c->model.params;
+    if (!zero_shards_params(&c->zero.plan)) return c->model.params;
     return (float *)malloc_check(c->model.num_params * sizeof(float));
 }
 
@@ -877,7 +879,7 @@ static void params_commit(CPUTrainer *c, float *staging) {
 
 static void cpu_zero_grads(void *self) {
     CPUTrainer *c = (CPUTrainer *)self;
-    size_t n = c->zero.plan.stage >= 2 ? c->zero.plan.slice : c->zero.plan.padded;
+    size_t n = zero_shards_grads(&c->zero.plan) ? c->zero.plan.slice : c->zero.plan.padded;
     memset(c->model.grads, 0, n * sizeof(float));
 }
 
@@ -934,7 +936,7 @@ static int cpu_update(void *self, int t, float lr, float grad_scale) {
     ZeroRange own = zero_slice_params(p, p->rank);
     int clipped = adamw_step(&m->cfg, &c->hp, own_params(c), own_grads(c), m->m, m->v, own.begin, own.end, t, lr,
                              grad_scale, comm_allreduce_sum_f64_fn, c->comm);
-    if (p->stage < 3) {
+    if (!zero_shards_params(p)) {
         zero_split(p, (ZeroRange){0, p->padded}, c->zero.counts);
         c->comm->allgather_f32(c->comm, m->params, c->zero.counts);
     }
@@ -950,7 +952,7 @@ static int cpu_save(void *self, const char *model_path, const char *state_path, 
     GPT2 *m = &c->model;
     const int main_rank = c->comm->rank == 0;
     float *whole = m->params, *assembled = NULL;
-    if (zero_shards_weights(m->zero)) {
+    if (model_shards_weights(m->zero)) {
         if (main_rank) whole = assembled = (float *)malloc_check(m->num_params * sizeof(float));
         for (int seg = 0; seg < c->zero.plan.num_segments; seg++) {
             ZeroRange r = zero_segment(&m->cfg, seg);
@@ -967,11 +969,12 @@ static int cpu_save(void *self, const char *model_path, const char *state_path, 
     return state_write(state_path, &mine, own_moments(c, m->m), own_moments(c, m->v), NULL, err, errlen);
 }
 
-// Reads the AdamW moments of the flat range `need` from the checkpoint's state files, whatever
-// number of ranks wrote them (llmc/state.h re-slices), into this rank's moment buffers.
+// Reads the AdamW moments of the flat range `need` (zero_optimizer_range) from the checkpoint's
+// state files, whatever number of ranks wrote them (llmc/state.h re-slices), into this rank's
+// moment buffers.
 static void load_moments(CPUTrainer *c, const char *state_path, ZeroRange need, TrainState *st) {
     GPT2 *m = &c->model;
-    const size_t dst_first = c->zero.plan.stage >= 1 ? zero_slice(&c->zero.plan, c->zero.plan.rank).begin : 0;
+    const size_t dst_first = zero_shards_optimizer(&c->zero.plan) ? zero_slice(&c->zero.plan, c->zero.plan.rank).begin : 0;
     const size_t at = need.end > need.begin ? need.begin - dst_first : 0;  // an empty range writes nothing
     state_read_range(state_path, (int64_t)m->num_params, need.begin, need.end, m->m + at, m->v + at, NULL, st);
 }
@@ -980,19 +983,11 @@ static void cpu_load(void *self, const char *model_path, const char *state_path,
     CPUTrainer *c = (CPUTrainer *)self;
     GPT2 *m = &c->model;
     const ZeroPlan *p = &c->zero.plan;
-    GPT2Config saved;
-    checkpoint_read_config(model_path, &saved);
-    if (memcmp(&saved, &m->cfg, sizeof(saved)) != 0) die("'%s' holds a different model than -e describes", model_path);
     float *staging = params_staging(c);
     checkpoint_read_params(model_path, &m->cfg, staging);
     params_commit(c, staging);
-    ZeroRange own = zero_slice_params(p, p->rank);
-    load_moments(c, state_path, p->stage == 0 ? (ZeroRange){0, m->num_params} : own, st);
+    load_moments(c, state_path, zero_optimizer_range(p), st);
     state_restore_amax_history(state_path, p->rank, p->world, &m->amax);
-    st->rank = p->rank;
-    st->num_ranks = p->world;
-    st->begin = (int64_t)own.begin;
-    st->end = (int64_t)own.end;
 }
 
 int main(int argc, char **argv) {

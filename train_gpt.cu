@@ -227,7 +227,7 @@ static int zero_slot_of(const GPUZero *z, int seg) {
 // (nothing when it is there or arriving). Every rank calls it in the same order.
 static void zero_weights_prefetch(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
-    if (z->plan.stage < 3 || zero_slot_of(z, seg) >= 0) return;
+    if (!zero_shards_params(&z->plan) || zero_slot_of(z, seg) >= 0) return;
     int s = ZERO_FINAL_SLOT;
     if (seg != zero_final_segment(&z->cfg)) {
         s = z->slot_segment[0] < 0 ? 0 : z->slot_segment[1] < 0 ? 1 : -1;
@@ -252,7 +252,7 @@ static void zero_weights_prefetch(GPUModel *g, int seg) {
 // Segment seg's weights are usable on the compute stream until zero_weights_release (stage 3).
 static void zero_weights_acquire(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
-    if (z->plan.stage < 3) return;
+    if (!zero_shards_params(&z->plan)) return;
     zero_weights_prefetch(g, seg);
     const int s = zero_slot_of(z, seg);
     cudaCheck(cudaStreamWaitEvent(g->stream, z->slot_ready[s], 0));
@@ -261,7 +261,7 @@ static void zero_weights_acquire(GPUModel *g, int seg) {
 
 static void zero_weights_release(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
-    if (z->plan.stage < 3) return;
+    if (!zero_shards_params(&z->plan)) return;
     const int s = zero_slot_of(z, seg);
     if (s < 0) die("internal error: ZeRO-3 releases segment %d, which is not held", seg);
     z->slot_segment[s] = -1;
@@ -283,7 +283,7 @@ static void zero_forward_prefetch(GPUModel *g, int l) {
 // until zero_grads_release reduces it into this rank's slice.
 static void zero_grads_acquire(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
-    if (z->plan.stage < 2) return;
+    if (!zero_shards_grads(&z->plan)) return;
     const int b = z->next_scratch;
     if (z->scratch_segment[b] >= 0 || zero_scratch_of(z, seg) >= 0)
         die("internal error: ZeRO gradient scratch %d asked for segment %d while it holds %d", b, seg,
@@ -306,7 +306,7 @@ __global__ void add_into_kernel(float *dst, const float *src, size_t n) {
 // rank's part to its gradient slice (the step's sum over micro-steps).
 static void zero_grads_release(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
-    if (z->plan.stage < 2) return;
+    if (!zero_shards_grads(&z->plan)) return;
     const ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
     const int b = zero_scratch_of(z, seg);
     if (b < 0) die("internal error: ZeRO gradient of segment %d released without its scratch", seg);
@@ -329,7 +329,7 @@ static void zero_grads_release(GPUModel *g, int seg) {
 static bf16 *param_ptr(GPUModel *g, int kind, int layer) {
     const size_t off = gpt2_param_offset(&g->cfg, kind, layer);
     GPUZero *z = &g->zero;
-    if (z->plan.stage < 3) return g->params + off;
+    if (!zero_shards_params(&z->plan)) return g->params + off;
     const int seg = param_segment(&g->cfg, kind, layer), s = zero_slot_of(z, seg);
     if (s < 0 || !z->slot_acquired[s]) die("internal error: ZeRO-3 uses segment %d, which is not acquired", seg);
     return slot_data(z, s, seg) + (off - zero_segment(&g->cfg, seg).begin);
@@ -339,7 +339,7 @@ static bf16 *param_ptr(GPUModel *g, int kind, int layer) {
 static float *grad_ptr(GPUModel *g, int kind, int layer) {
     const size_t off = gpt2_param_offset(&g->cfg, kind, layer);
     GPUZero *z = &g->zero;
-    if (z->plan.stage < 2) return g->grads + off;
+    if (!zero_shards_grads(&z->plan)) return g->grads + off;
     const int seg = param_segment(&g->cfg, kind, layer), b = zero_scratch_of(z, seg);
     if (b < 0) die("internal error: ZeRO gradient of segment %d used outside its scratch", seg);
     return scratch_data(z, b, seg) + (off - zero_segment(&g->cfg, seg).begin);
@@ -349,9 +349,9 @@ static float *grad_ptr(GPUModel *g, int kind, int layer) {
 static size_t own_slice_offset(const GPUModel *g, int sharded) {
     return sharded ? 0 : zero_slice(&g->zero.plan, g->zero.plan.rank).begin;
 }
-static bf16 *own_params(GPUModel *g) { return g->params + own_slice_offset(g, g->zero.plan.stage >= 3); }
-static float *own_grads(GPUModel *g) { return g->grads + own_slice_offset(g, g->zero.plan.stage >= 2); }
-static float *own_state(GPUModel *g, float *buf) { return buf + own_slice_offset(g, g->zero.plan.stage >= 1); }
+static bf16 *own_params(GPUModel *g) { return g->params + own_slice_offset(g, zero_shards_params(&g->zero.plan)); }
+static float *own_grads(GPUModel *g) { return g->grads + own_slice_offset(g, zero_shards_grads(&g->zero.plan)); }
+static float *own_state(GPUModel *g, float *buf) { return buf + own_slice_offset(g, zero_shards_optimizer(&g->zero.plan)); }
 
 // Waits for the compute stream; under NCCL with the deadline of LLMC_COMM_TIMEOUT.
 static void gpu_sync(GPUModel *g) { comm_gpu_wait(g->zero.comm, g->stream); }
@@ -369,11 +369,11 @@ static void *carve(Carver *c, size_t bytes) {
     return p;
 }
 
-// The cost model of llmc/recompute.h for this trainer: the fused attention keeps one fp32
-// log-sum-exp per head and token, also under RC_ATTN (its backward needs it); activations are
+// The cost model of llmc/recompute.h for this trainer: the fused attention keeps nothing beyond
+// its statistics, one fp32 log-sum-exp per head and token (also under RC_ATTN); activations are
 // bf16 (2 bytes, the model's element) and the statistics fp32 (mean, rstd, lse: width 2).
 static RecomputeShape gpu_recompute_shape(const GPT2Config *cfg, int T) {
-    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 1, 1, 2};
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 0, 1, 2};
 }
 #define GPU_ACT_BYTES 2.0
 
@@ -401,26 +401,26 @@ static double gpu_predicted_activation_bytes(const GPT2Config *cfg, int B, int T
 
 // Carves one block's buffers for N = B*T tokens: every buffer when keep_all (the recompute
 // scratch; it never holds residual3, which every block keeps), else what `policy` keeps (the
-// others stay NULL). As train_gpt.c's take_block, except that the attention's log-sum-exp stays
-// under RC_ATTN: the backward reads it, and it is what the policy keeps (llmc/recompute.h).
+// others stay NULL; recompute_keeps says which). The attention keeps its log-sum-exp (its
+// statistics) under RC_ATTN too: the backward and the recomputed forward read it.
 static void take_block(Carver *cv, GPUBlockActs *a, int policy, bool keep_all, size_t N, size_t C, size_t NH) {
     memset(a, 0, sizeof(*a));
-#define TAKE(field, type, n, kept) if (keep_all || (kept)) a->field = (type *)carve(cv, (n) * sizeof(type))
-    const int block = policy & RC_BLOCK, mlp = block || (policy & RC_MLP);
-    TAKE(ln1, bf16, N * C, !block && !(policy & RC_NORM));
-    TAKE(ln1_mean, float, N, !block);
-    TAKE(ln1_rstd, float, N, !block);
-    TAKE(qkv, bf16, N * 3 * C, !block);
-    TAKE(atty, bf16, N * C, !block && !(policy & RC_ATTN));
-    TAKE(lse, float, N * NH, !block);
-    TAKE(residual2, bf16, N * C, !block);
-    TAKE(ln2, bf16, N * C, !mlp && !(policy & RC_NORM));
-    TAKE(ln2_mean, float, N, !mlp);
-    TAKE(ln2_rstd, float, N, !mlp);
-    TAKE(fch, bf16, N * 4 * C, !mlp);
-    TAKE(fch_gelu, bf16, N * 4 * C, !mlp && !(policy & RC_GELU));
-    if (!keep_all) TAKE(residual3, bf16, N * C, 1);
+#define TAKE(field, type, n, buffer) \
+    if (keep_all || recompute_keeps(policy, buffer)) a->field = (type *)carve(cv, (n) * sizeof(type))
+    TAKE(ln1, bf16, N * C, RB_LN1);
+    TAKE(ln1_mean, float, N, RB_LN1_STATS);
+    TAKE(ln1_rstd, float, N, RB_LN1_STATS);
+    TAKE(qkv, bf16, N * 3 * C, RB_QKV);
+    TAKE(atty, bf16, N * C, RB_ATT_OUT);
+    TAKE(lse, float, N * NH, RB_ATT_STATS);
+    TAKE(residual2, bf16, N * C, RB_RESIDUAL2);
+    TAKE(ln2, bf16, N * C, RB_LN2);
+    TAKE(ln2_mean, float, N, RB_LN2_STATS);
+    TAKE(ln2_rstd, float, N, RB_LN2_STATS);
+    TAKE(fch, bf16, N * 4 * C, RB_FCH);
+    TAKE(fch_gelu, bf16, N * 4 * C, RB_FCH_GELU);
 #undef TAKE
+    if (!keep_all) a->residual3 = (bf16 *)carve(cv, N * C * sizeof(bf16));  // every block keeps its output
 }
 
 // Block l's buffers for a pass: what it keeps, and the recompute scratch for the rest.
@@ -487,17 +487,17 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     z->debug_delay_ns = 1000 * (uint64_t)env_nonnegative("LLMC_ZERO_DEBUG_DELAY_US", 0);
     const ZeroPlan *p = &z->plan;
     const size_t S = p->slice, M = p->max_segment, slack_bf16 = 256 / sizeof(bf16), slack_f32 = 256 / sizeof(float);
-    const size_t nparams = p->stage < 3 ? p->padded : S, ngrads = p->stage < 2 ? p->padded : S;
-    const size_t nstate = p->stage < 1 ? p->padded : S;
+    const size_t nparams = zero_shards_params(p) ? S : p->padded, ngrads = zero_shards_grads(p) ? S : p->padded;
+    const size_t nstate = zero_shards_optimizer(p) ? S : p->padded;
     // Gather buffers and scratch follow the slices in the same allocations, each starting 256-byte
     // aligned (S is a multiple of ZERO_ALIGN = 64 elements: 256 bytes of fp32, 128 of bf16).
     const size_t params_end = round_up(nparams, slack_bf16);
     const size_t slot_elems[ZERO_SLOTS] = {round_up(M + slack_bf16, slack_bf16), round_up(M + slack_bf16, slack_bf16),
                                            round_up(p->final_numel + slack_bf16, slack_bf16)};
     size_t gather = 0;
-    if (p->stage >= 3)
+    if (zero_shards_params(p))
         for (int s = 0; s < ZERO_SLOTS; s++) gather += slot_elems[s];
-    const size_t scratch_elems = round_up(M + slack_f32, slack_f32), scratch = p->stage >= 2 ? 2 * scratch_elems : 0;
+    const size_t scratch_elems = round_up(M + slack_f32, slack_f32), scratch = zero_shards_grads(p) ? 2 * scratch_elems : 0;
     cudaCheck(cudaMalloc(&g->params, (params_end + gather) * sizeof(bf16)));
     cudaCheck(cudaMalloc(&g->grads, (ngrads + scratch) * sizeof(float)));
     cudaCheck(cudaMemset(g->params, 0, (params_end + gather) * sizeof(bf16)));
@@ -509,13 +509,13 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     }
     bf16 *next = g->params + params_end;
     for (int s = 0; s < ZERO_SLOTS; s++) {
-        z->slot_base[s] = p->stage >= 3 ? next : NULL;
-        next += p->stage >= 3 ? slot_elems[s] : 0;
+        z->slot_base[s] = zero_shards_params(p) ? next : NULL;
+        next += zero_shards_params(p) ? slot_elems[s] : 0;
         z->slot_segment[s] = -1;
         cudaCheck(cudaEventCreateWithFlags(&z->slot_ready[s], cudaEventDisableTiming));
     }
     for (int b = 0; b < 2; b++) {
-        z->grad_scratch[b] = p->stage >= 2 ? g->grads + ngrads + b * scratch_elems : NULL;
+        z->grad_scratch[b] = zero_shards_grads(p) ? g->grads + ngrads + b * scratch_elems : NULL;
         z->scratch_segment[b] = -1;
     }
     z->next_scratch = 0;
@@ -621,8 +621,8 @@ static void gpu_set_weights(GPUModel *g, const float *weights) {
     const ZeroPlan *p = &g->zero.plan;
     const ZeroRange own = zero_slice_params(p, p->rank);
     const size_t P = g->num_params, n = own.end - own.begin;
-    const size_t pfirst = p->stage < 3 ? 0 : own.begin, np = p->stage < 3 ? P : n;      // params kept
-    const size_t mfirst = p->stage < 1 ? 0 : own.begin, nm = p->stage < 1 ? P : n;      // master kept
+    const size_t pfirst = zero_shards_params(p) ? own.begin : 0, np = zero_shards_params(p) ? n : P;  // params kept
+    const size_t mfirst = zero_shards_optimizer(p) ? own.begin : 0, nm = zero_shards_optimizer(p) ? n : P;  // master kept
     uint16_t *h = (uint16_t *)malloc_check((np ? np : 1) * sizeof(uint16_t));
     for (size_t i = 0; i < np; i++) h[i] = bf16_from_float(weights[pfirst + i]);
     cudaCheck(cudaMemcpy(g->master, weights + mfirst, nm * sizeof(float), cudaMemcpyHostToDevice));
@@ -635,7 +635,7 @@ static void gpu_set_weights(GPUModel *g, const float *weights) {
 static void gpu_get_weights(GPUModel *g, float *weights) {
     const size_t P = g->num_params;
     uint16_t *h = (uint16_t *)malloc_check(P * sizeof(uint16_t));
-    if (g->zero.plan.stage < 3) {
+    if (!zero_shards_params(&g->zero.plan)) {
         cudaCheck(cudaMemcpy(h, g->params, P * sizeof(uint16_t), cudaMemcpyDeviceToHost));
     } else {
         for (int seg = 0; seg < g->zero.plan.num_segments; seg++) {
@@ -908,12 +908,12 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
     if (p->stage == 0)
         return adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1,
                             hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream, NULL, NULL);
-    if (p->stage >= 2)  // the slice is complete (gpu_grad_norm waited already; the update must not rely on it)
+    if (zero_shards_grads(p))  // the slice is complete (gpu_grad_norm waited already; the update must not rely on it)
         for (int b = 0; b < 2; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));
     const int clipped = adamw_update(&g->opt, g->master, own_params(g), g->m, g->v, own_grads(g), t, lr, grad_scale,
                                      hp->beta1, hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream,
                                      comm_allreduce_sum_f64_fn, z->comm);
-    if (p->stage < 3) {
+    if (!zero_shards_params(p)) {
         zero_comm_begin(g);
         zero_split(p, (ZeroRange){0, p->padded}, z->counts);
         z->comm->allgather_u16(z->comm, (uint16_t *)g->params, z->counts);
@@ -928,7 +928,7 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
 static void gpu_zero_grads(void *self) {
     GPUModel *g = (GPUModel *)self;
     const ZeroPlan *p = &g->zero.plan;
-    cudaCheck(cudaMemsetAsync(g->grads, 0, (p->stage >= 2 ? p->slice : p->padded) * sizeof(float), g->stream));
+    cudaCheck(cudaMemsetAsync(g->grads, 0, (zero_shards_grads(p) ? p->slice : p->padded) * sizeof(float), g->stream));
 }
 
 static float gpu_forward_backward(void *self, const int *inputs, const int *targets, float loss_scale) {
@@ -1009,14 +1009,11 @@ static void gpu_load(void *self, const char *model_path, const char *state_path,
     GPUModel *g = (GPUModel *)self;
     const ZeroPlan *p = &g->zero.plan;
     const size_t P = g->num_params;
-    GPT2Config saved;
-    checkpoint_read_config(model_path, &saved);
-    if (memcmp(&saved, &g->cfg, sizeof(saved)) != 0) die("'%s' holds a different model than -e describes", model_path);
     float *weights = (float *)malloc_check(P * sizeof(float));
     checkpoint_read_params(model_path, &g->cfg, weights);
     gpu_set_weights(g, weights);  // the file holds the bf16 weights: rounding them is exact
     free(weights);
-    const ZeroRange own = zero_slice_params(p, p->rank), need = p->stage == 0 ? (ZeroRange){0, P} : own;
+    const ZeroRange need = zero_optimizer_range(p);
     const size_t n = need.end - need.begin, bytes = n * sizeof(float);
     float *buf = (float *)malloc_check(3 * (n ? n : 1) * sizeof(float));
     float *m = buf, *v = buf + n, *master = buf + 2 * n;
@@ -1027,10 +1024,6 @@ static void gpu_load(void *self, const char *model_path, const char *state_path,
     cudaCheck(cudaMemcpy(g->v, v, bytes, cudaMemcpyHostToDevice));
     if (has_master) cudaCheck(cudaMemcpy(g->master, master, bytes, cudaMemcpyHostToDevice));
     free(buf);
-    st->rank = p->rank;
-    st->num_ranks = p->world;
-    st->begin = (int64_t)own.begin;
-    st->end = (int64_t)own.end;
     AmaxHistory history;  // this rank's own (another world size restarts it, with a warning)
     amax_history_init(&history, g->lp.num_operands, g->lp.history_len);
     state_restore_amax_history(state_path, p->rank, p->world, &history);

@@ -83,7 +83,8 @@ static void read_tensor(size_t mem_offset, size_t numel, void *vctx) {
 void checkpoint_read_params(const char *path, const GPT2Config *cfg, float *params) {
     GPT2Config file_cfg;
     checkpoint_read_config(path, &file_cfg);
-    if (memcmp(&file_cfg, cfg, sizeof(*cfg)) != 0) die("'%s' changed while being read", path);
+    if (memcmp(&file_cfg, cfg, sizeof(*cfg)) != 0)
+        die("'%s' holds another model than the one being loaded (-e describes L, C, NH and the vocabulary)", path);
     FILE *f = fopen_check(path, "rb");
     int32_t h[256];
     fread_check(h, sizeof(int32_t), 256, f, path);

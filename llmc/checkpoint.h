@@ -28,8 +28,9 @@ extern "C" {
 // Reads the header of a checkpoint and validates it against the file size. Dies with a message
 // naming the file and the problem.
 void checkpoint_read_config(const char *path, GPT2Config *cfg);
-// Reads the parameters (fp32 or bf16 in the file) into params (layer-major, gpt2_num_params
-// floats). Verifies the checksum when present. Dies on any mismatch.
+// Reads the parameters (fp32 or bf16 in the file) of the model cfg describes into params
+// (layer-major, gpt2_num_params floats). Verifies the checksum when present. Dies on any mismatch,
+// a file holding another model included.
 void checkpoint_read_params(const char *path, const GPT2Config *cfg, float *params);
 // Converts a parameter-sized array from the file's stacked order to the layer-major memory order.
 void params_file_order_to_memory(const GPT2Config *cfg, const float *file_order, float *layer_major);

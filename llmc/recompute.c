@@ -83,22 +83,30 @@ int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t 
     return 0;
 }
 
+int recompute_keeps(int policy, RecomputeBuffer b) {
+    if (policy & RC_BLOCK) return 0;
+    const int mlp = policy & RC_MLP;
+    switch (b) {
+    case RB_LN1: return !(policy & RC_NORM);
+    case RB_LN1_STATS: case RB_QKV: case RB_ATT_STATS: case RB_RESIDUAL2: return 1;
+    case RB_ATT_OUT: case RB_ATT_KEPT: return !(policy & RC_ATTN);
+    case RB_LN2: return !mlp && !(policy & RC_NORM);
+    case RB_LN2_STATS: case RB_FCH: return !mlp;
+    case RB_FCH_GELU: return !mlp && !(policy & RC_GELU);
+    }
+    return 0;
+}
+
 double recompute_layer_elements(const RecomputeShape *s, int policy) {
     const double C = s->C, NH = s->NH, w = s->stats_width;
-    const double kept = NH * s->att_kept_per_head_token * w, stats = NH * s->att_stats_per_head_token * w;
-    if (policy & RC_BLOCK) return C;  // the block output only
-    double e = C;                     // residual3
-    e += 2 * w;                       // ln1 mean, rstd
-    if (!(policy & RC_NORM)) e += C;  // ln1
-    e += 3 * C;                       // qkv
-    e += (policy & RC_ATTN) ? stats : C + kept;  // attention output and what it keeps, or the statistics
-    e += C;                           // residual2 (the MLP input)
-    if (!(policy & RC_MLP)) {
-        e += 2 * w;                                  // ln2 mean, rstd
-        if (!(policy & RC_NORM)) e += C;             // ln2
-        e += 4 * C;                                  // fc pre-activation
-        if (!(policy & RC_GELU)) e += 4 * C;         // GELU output
-    }
+    const double per_token[] = {
+        [RB_LN1] = C, [RB_LN1_STATS] = 2 * w, [RB_QKV] = 3 * C, [RB_ATT_OUT] = C,
+        [RB_ATT_KEPT] = NH * s->att_kept_per_head_token * w, [RB_ATT_STATS] = NH * s->att_stats_per_head_token * w,
+        [RB_RESIDUAL2] = C, [RB_LN2] = C, [RB_LN2_STATS] = 2 * w, [RB_FCH] = 4 * C, [RB_FCH_GELU] = 4 * C,
+    };
+    double e = C;  // residual3
+    for (int b = 0; b < (int)(sizeof(per_token) / sizeof(per_token[0])); b++)
+        if (recompute_keeps(policy, (RecomputeBuffer)b)) e += per_token[b];
     return e;
 }
 

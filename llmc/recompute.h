@@ -31,10 +31,22 @@ const char *recompute_policy_name(int policy, char *buf, size_t n);
 // once). Returns 0, or -1 with a one-line reason in err.
 int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t errlen);
 
-// The shapes the cost model needs, and what the attention keeps for its backward pass besides
-// its output, per head and token: att_kept when it is not recomputed (T probabilities on the CPU,
-// 1 log-sum-exp for a fused GPU kernel), att_stats under RC_ATTN (0 on the CPU, which recomputes
-// the softmax from q and k alone; 1 on the GPU, which keeps the log-sum-exp).
+// The buffers of a block's forward pass that a policy may drop (the block output, residual3, is
+// always kept). RB_ATT_KEPT is what the attention keeps for its backward pass beyond its
+// statistics (the CPU's probabilities), RB_ATT_STATS its statistics (the GPU's log-sum-exp,
+// which the recomputation under RC_ATTN reads too).
+typedef enum {
+    RB_LN1, RB_LN1_STATS, RB_QKV, RB_ATT_OUT, RB_ATT_KEPT, RB_ATT_STATS, RB_RESIDUAL2,
+    RB_LN2, RB_LN2_STATS, RB_FCH, RB_FCH_GELU
+} RecomputeBuffer;
+// Whether a layer under `policy` keeps buffer b from its forward pass to its backward pass: the
+// one definition both trainers allocate by and the cost model counts.
+int recompute_keeps(int policy, RecomputeBuffer b);
+
+// The shapes the cost model needs, and what the attention keeps for its backward pass, per head
+// and token: att_kept beyond its statistics when it is not recomputed (T probabilities on the
+// CPU, none for the fused GPU kernel), att_stats whether recomputed or not (none on the CPU,
+// which recomputes the softmax from q and k alone; 1 log-sum-exp on the GPU).
 // stats_width: activation elements one statistic takes (a LayerNorm mean or rstd, what the
 // attention keeps): 1 where they share the activations' type (the CPU, all fp32), 2 for fp32
 // statistics beside bf16 activations (the GPU), so that elements * element size is the bytes.

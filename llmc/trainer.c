@@ -403,6 +403,10 @@ int trainer_run(Trainer *t) {
             char model[4096], state[4096], done[4096];
             checkpoint_paths(tc->output_dir, (long)newest, rank, model, state, done, sizeof(model));
             be->load(be->self, model, state, &st);
+            st.rank = rank;  // the checkpoint's writer may have had another rank and slice
+            st.num_ranks = comm->size;
+            st.begin = t->shard_begin;
+            st.end = t->shard_end;
             train_loader.pos = st.train_pos;
             start_step = (int)st.step;
             if (main_rank) printf("resumed from step %d of %s\n", start_step, tc->output_dir);

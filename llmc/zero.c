@@ -58,13 +58,18 @@ void zero_split(const ZeroPlan *p, ZeroRange r, size_t *counts) {
     }
 }
 
+ZeroRange zero_optimizer_range(const ZeroPlan *p) {
+    if (!zero_shards_optimizer(p)) return (ZeroRange){0, p->num_params};
+    return zero_slice_params(p, p->rank);
+}
+
 ZeroRange zero_own_part(const ZeroPlan *p, ZeroRange r) { return intersect(r, zero_slice(p, p->rank)); }
 
 ZeroMemory zero_memory(const ZeroPlan *p) {
     ZeroMemory m;
     size_t Np = p->padded, S = p->slice, M = p->max_segment;
-    m.params = p->stage < 3 ? Np : S + M + p->final_numel;
-    m.grads = p->stage < 2 ? Np : S + M;
-    m.optimizer = 2 * (p->stage < 1 ? Np : S);
+    m.params = zero_shards_params(p) ? S + M + p->final_numel : Np;
+    m.grads = zero_shards_grads(p) ? S + M : Np;
+    m.optimizer = 2 * (zero_shards_optimizer(p) ? S : Np);
     return m;
 }

@@ -56,12 +56,21 @@ typedef struct {
     int num_segments;   // L + 2
 } ZeroPlan;
 
+// What a stage shards, each stage adding to the one before: the AdamW moments and master
+// weights from stage 1, the gradients from stage 2, the weights at stage 3.
+static inline int zero_shards_optimizer(const ZeroPlan *p) { return p->stage >= 1; }
+static inline int zero_shards_grads(const ZeroPlan *p) { return p->stage >= 2; }
+static inline int zero_shards_params(const ZeroPlan *p) { return p->stage >= 3; }
+
 // Fills the plan; dies with a message for a stage outside 0..3 or an impossible world size.
 void zero_plan_init(ZeroPlan *p, const GPT2Config *cfg, int stage, int rank, int world);
 // Rank q's slice [q S, (q + 1) S) (it may reach into the padding).
 ZeroRange zero_slice(const ZeroPlan *p, int q);
 // Rank q's slice without the padding: its part of the real parameters [0, N) (may be empty).
 ZeroRange zero_slice_params(const ZeroPlan *p, int q);
+// The flat range of the AdamW moments (and master weights) this rank keeps: every parameter at
+// stage 0, its own slice from stage 1 (what a resume reads from the state files).
+ZeroRange zero_optimizer_range(const ZeroPlan *p);
 // Segment seg in [0, L + 2): see the header comment.
 ZeroRange zero_segment(const GPT2Config *cfg, int seg);
 int zero_layer_segment(int layer);

@@ -80,6 +80,9 @@ expect 1 "state_00000002_00000.bin' is corrupt" -- "${tiny[@]}" -i "$dir/good.bi
 cp "$dir/state.bak" "$state"
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 > "$dir/out" 2>&1 && grep -q "resumed from step 2" "$dir/out" \
     && echo "ok   the restored state resumes" || { echo "FAIL: the restored state does not resume"; fails=$((fails + 1)); }
+# Resuming with another model than the checkpoint's.
+expect 1 "model_00000002.bin. holds another model than the one being loaded" -- -e L2C32NH2 --vocab-size 300 \
+    --max-seq-len 16 -b 2 -t 8 -v 0 -s 0 -i "$dir/good.bin" -x 6 -o "$dir/run" -y 1
 # A resume keeps the run's seed (the GPU's stochastic rounding is keyed by it) and says so.
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 --seed 99 > "$dir/out" 2>&1 &&
     grep -q "note: the run started with --seed 1337, which it keeps; --seed 99 is not used" "$dir/out" \

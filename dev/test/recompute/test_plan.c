@@ -38,9 +38,9 @@ int main(void) {
     CHECK(recompute_parse_list("0-12:gelu", 12, pol, err, sizeof(err)) != 0 && strstr(err, "outside"),
           "out-of-range layers are refused: %s", err);
 
-    // d12 at T=1024 on the CPU (full softmax kept, fp32) and on the GPU (log-sum-exp only; bf16
-    // activations, fp32 statistics twice as wide).
-    RecomputeShape cpu = {768, 12, 1024, 1024, 0, 1}, gpu = {768, 12, 1024, 1, 1, 2};
+    // d12 at T=1024 on the CPU (full softmax kept, fp32) and on the GPU (log-sum-exp only, kept
+    // under attn too; bf16 activations, fp32 statistics twice as wide).
+    RecomputeShape cpu = {768, 12, 1024, 1024, 0, 1}, gpu = {768, 12, 1024, 0, 1, 2};
     double none = recompute_layer_elements(&cpu, RC_NONE), block = recompute_layer_elements(&cpu, RC_BLOCK);
     CHECK(none == 768 * 16 + 4 + 12 * 1024 && block == 768 && recompute_layer_elements(&cpu, RC_ATTN) == none - 768 - 12 * 1024 &&
           recompute_layer_elements(&gpu, RC_ATTN) == recompute_layer_elements(&gpu, RC_NONE) - 768,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "utils.h"
@@ -38,20 +39,37 @@ static void write_int(long x) {
 // Stop signals
 
 static volatile sig_atomic_t g_stop_signal = 0;
+static long long g_stop_ns = 0;  // when the first stop signal came (CLOCK_MONOTONIC), 0 until known
 
+static long long monotonic_ns(void) {  // clock_gettime is async-signal-safe
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// The handler may run on several threads at once (the signal goes to the process, and any
+// OpenMP thread can take it): the first is chosen by a compare-and-swap. A repeat within
+// STOP_REPEAT_NS of the first, or while the first has not yet stored its time, is the same
+// request delivered twice (timeout(1) signals the process and then its process group).
 static void on_stop_signal(int sig) {
     const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-    write_string(program_name());
-    if (g_stop_signal) {
-        write_string(": second ");
+    const long long now = monotonic_ns();
+    sig_atomic_t none = 0;
+    if (__atomic_compare_exchange_n(&g_stop_signal, &none, sig, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&g_stop_ns, now, __ATOMIC_SEQ_CST);
+        write_string(program_name());
+        write_string(": received ");
         write_string(name);
-        write_string(": exiting now, without a checkpoint\n");
-        _exit(128 + sig);
+        write_string(": finishing this step, then a checkpoint and exit (signal again to exit at once)\n");
+        return;
     }
-    g_stop_signal = sig;
-    write_string(": received ");
+    const long long first = __atomic_load_n(&g_stop_ns, __ATOMIC_SEQ_CST);
+    if (first == 0 || now - first < STOP_REPEAT_NS) return;
+    write_string(program_name());
+    write_string(": second ");
     write_string(name);
-    write_string(": finishing this step, then a checkpoint and exit (signal again to exit at once)\n");
+    write_string(": exiting now, without a checkpoint\n");
+    _exit(128 + sig);
 }
 
 void stop_signals_install(void) {

@@ -3,7 +3,9 @@
 //
 // Stop signals: the first SIGTERM or SIGINT only records itself; the training loop polls
 // stop_signal_received() after each step, writes a checkpoint and returns normally (exit 0). A
-// second signal exits at once with status 128 + signal, as a shell reports a killed job.
+// second signal exits at once with status 128 + signal, as a shell reports a killed job; one that
+// comes within STOP_REPEAT_NS of the first is the same request delivered twice (timeout(1), for
+// one, signals the process and then its process group) and is ignored.
 //
 // Watchdog: armed for every step with alarm(2); the training loop names the phase it is in. When
 // a step outlives the timeout, SIGALRM prints the step and phase and exits with WATCHDOG_EXIT_CODE
@@ -16,6 +18,7 @@
 extern "C" {
 #endif
 
+#define STOP_REPEAT_NS 100000000LL  // 0.1 s
 #define WATCHDOG_EXIT_CODE 124  // as timeout(1) reports a command that ran out of time
 
 typedef enum {

@@ -39,6 +39,19 @@ for sig in TERM INT; do
     check "SIG$sig: final state bit-identical" cmp "$dir/ref/state_00000030_00000.bin" "$run/state_00000030_00000.bin"
 done
 
+# The same SIGTERM delivered twice at once (as timeout(1) does: to the process, then to its
+# group) is one request: a checkpoint and exit 0, not the second signal's exit at once.
+run=$dir/repeat
+LLMC_TEST_WRITE_DELAY_MS=3 ./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$run" > "$run.out" 2> "$run.err" &
+pid=$!
+wait_for "$run/main.log"
+kill -TERM $pid; kill -TERM $pid
+wait $pid; rc=$?
+check "SIGTERM twice at once: exit 0 (got $rc)" test $rc -eq 0
+stopped=$(sed -n 's/.*stopped by a signal after step \([0-9]*\).*/\1/p' "$run.out")
+check "SIGTERM twice at once: the stopping checkpoint is complete" test -f "$run/DONE_$(printf %08d "${stopped:-0}")"
+check "SIGTERM twice at once: acknowledged once, no 'second'" test "$(grep -c "received SIGTERM" "$run.err")" = 1 -a "$(grep -c second "$run.err")" = 0
+
 # A second signal during the stopping checkpoint (stretched to ~2 s) exits at once. When the
 # first signal lands just after a step's own checkpoint, the run has nothing left to write and
 # exits before the second signal can be sent: then the scenario is tried again (5 times at most).

@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <inttypes.h>
@@ -58,7 +59,7 @@ static const Option kOptions[] = {
     {"-m", "val-batches", OPT_INT, NULL, F(val_batches), 0, 1 << 30, "micro-batches per validation"},
     {"-s", "sample-every", OPT_INT, NULL, F(sample_every), 0, 1 << 30, "print a sample every this many steps (0: off)"},
     {"-g", "gen-tokens", OPT_INT, NULL, F(gen_tokens), 0, 1 << 20, "tokens per sample"},
-    {"-n", "ckpt-every", OPT_INT, NULL, F(ckpt_every), 0, 1 << 30, "checkpoint every this many steps (0: off)"},
+    {"-n", "ckpt-every", OPT_INT, NULL, F(ckpt_every), -1, 1 << 30, "checkpoint every this many steps and after the last (-1: after the last only; 0: off)"},
     {"-z", "zero", OPT_INT, NULL, F(zero_stage), 0, 3, "ZeRO stage under mpirun: 0 all-reduce, 1 shard optimizer, 2 + gradients, 3 + parameters"},
     {NULL, "tokenizer", OPT_STRING, NULL, F(tokenizer_dir), 0, 0, "directory with encoder.json and vocab.bpe"},
     {NULL, "matmul", OPT_ENUM, matmul_mode_names, F(matmul), 0, NUM_MATMUL_MODES - 1, "precision of the block matmuls: auto (fp32 on the CPU, bf16 on a GPU), fp32, bf16, fp8, int8"},
@@ -103,7 +104,7 @@ static void set_defaults(TrainConfig *c) {
     c->val_batches = 20;
     c->sample_every = 20;
     c->gen_tokens = 64;
-    c->ckpt_every = 0;
+    c->ckpt_every = -1;
     c->max_skips = 10;
 }
 
@@ -155,7 +156,7 @@ static void set_value(TrainConfig *cfg, const Option *o, const char *value) {
     }
     case OPT_U64: {
         unsigned long long x = strtoull(value, &end, 10);
-        if (end == value || *end != '\0' || errno || value[0] == '-')
+        if (!isdigit((unsigned char)value[0]) || *end != '\0' || errno)  // strtoull takes " -1" as 2^64 - 1
             usage_error("%s: '%s' is not an integer in [0, 18446744073709551615]", label, value);
         *(uint64_t *)field = (uint64_t)x;
         break;
@@ -215,6 +216,10 @@ void parse_train_args(TrainConfig *cfg, int argc, char **argv) {
         }
         set_value(cfg, o, inline_value);
     }
+    // Combinations no single range can state.
+    if (cfg->max_steps == 0)
+        usage_error("-x (--steps): 0 steps would train nothing: give 1 or more, or -1 for one pass over the training data");
+    if (cfg->resume && !cfg->output_dir[0]) usage_error("-y (--resume) 1 needs an output directory (-o)");
 }
 
 void print_train_config(const TrainConfig *cfg, FILE *out) {

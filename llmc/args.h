@@ -53,7 +53,7 @@ typedef struct {
     int val_batches;            // -m
     int sample_every;           // -s
     int gen_tokens;             // -g
-    int ckpt_every;             // -n
+    int ckpt_every;             // -n  every this many steps and after the last; -1: after the last only; 0: off
     int zero_stage;             // -z  ZeRO stage 0..3 (sharding across the ranks of mpirun)
     // measurement
     int bench;                  // --bench  random tokens, no files; prints bench_tokens_per_s

@@ -1,5 +1,6 @@
 #include "recompute.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,32 +50,51 @@ const char *recompute_policy_name(int policy, char *buf, size_t n) {
     return buf;
 }
 
+// A layer index: decimal digits only, at most 9 of them (no sign, no wrap-around); *end after it.
+static int parse_layer(const char *s, const char **end, long *layer) {
+    int digits = 0;
+    *layer = 0;
+    while (isdigit((unsigned char)s[digits]) && digits < 10) *layer = *layer * 10 + (s[digits++] - '0');
+    *end = s + digits;
+    return digits >= 1 && digits <= 9 ? 0 : -1;
+}
+
+// One item "<a>[-<b>]:<policy>" of a list; fills policies[a..b].
+static int parse_list_item(char *item, int L, int *policies, char *err, size_t errlen) {
+    if (!*item) { snprintf(err, errlen, "an empty item (two commas in a row, or one at an end)"); return -1; }
+    char *colon = strchr(item, ':');
+    if (!colon) { snprintf(err, errlen, "'%s' is not <layers>:<policy>", item); return -1; }
+    *colon = '\0';
+    long lo, hi;
+    const char *end;
+    int bad = parse_layer(item, &end, &lo);
+    if (!bad && *end == '-') bad = parse_layer(end + 1, &end, &hi);
+    else hi = lo;
+    if (bad || *end != '\0') { snprintf(err, errlen, "'%s' is not a layer or a range a-b", item); return -1; }
+    if (hi >= L || lo > hi) { snprintf(err, errlen, "layers %ld-%ld are outside 0-%d", lo, hi, L - 1); return -1; }
+    int policy;
+    if (recompute_parse_policy(colon + 1, &policy) != 0) {
+        snprintf(err, errlen, "'%s' is not a policy (none, gelu, norm, attn, mlp, block, or a+b)", colon + 1);
+        return -1;
+    }
+    for (long l = lo; l <= hi; l++) {
+        if (policies[l] >= 0) { snprintf(err, errlen, "layer %ld is given twice", l); return -1; }
+        policies[l] = policy;
+    }
+    return 0;
+}
+
 int recompute_parse_list(const char *s, int L, int *policies, char *err, size_t errlen) {
     for (int l = 0; l < L; l++) policies[l] = -1;
     char *copy = (char *)malloc_check(strlen(s) + 1);
     strcpy(copy, s);
     int rc = 0;
-    char *save = NULL;
-    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        int lo, hi, end = 0, policy;
-        char *colon = strchr(item, ':');
-        if (!colon) { snprintf(err, errlen, "'%s' is not <layers>:<policy>", item); rc = -1; break; }
-        *colon = '\0';
-        if (sscanf(item, "%d-%d%n", &lo, &hi, &end) == 2 && item[end] == '\0') {
-        } else if (sscanf(item, "%d%n", &lo, &end) == 1 && item[end] == '\0') {
-            hi = lo;
-        } else { snprintf(err, errlen, "'%s' is not a layer or a range a-b", item); rc = -1; break; }
-        if (lo < 0 || hi >= L || lo > hi) { snprintf(err, errlen, "layers %d-%d are outside 0-%d", lo, hi, L - 1); rc = -1; break; }
-        if (recompute_parse_policy(colon + 1, &policy) != 0) {
-            snprintf(err, errlen, "'%s' is not a policy (none, gelu, norm, attn, mlp, block, or a+b)", colon + 1);
-            rc = -1;
-            break;
-        }
-        for (int l = lo; l <= hi; l++) {
-            if (policies[l] >= 0) { snprintf(err, errlen, "layer %d is given twice", l); rc = -1; break; }
-            policies[l] = policy;
-        }
-        if (rc) break;
+    for (char *item = copy; rc == 0;) {
+        char *comma = strchr(item, ',');
+        if (comma) *comma = '\0';
+        rc = parse_list_item(item, L, policies, err, errlen);
+        if (!comma) break;
+        item = comma + 1;
     }
     free(copy);
     if (rc) return rc;

@@ -249,6 +249,6 @@ static int read_amax_history(const char *state_path, int rank, int world, AmaxHi
 void state_restore_amax_history(const char *state_path, int rank, int world, AmaxHistory *h) {
     if (h->length == 0 || read_amax_history(state_path, rank, world, h)) return;
     amax_history_reset(h);
-    fprintf(stderr, "warning: '%s' holds no FP8 amax history of this shape for rank %d of %d: delayed scaling "
-                    "restarts from current amaxes, so this resume is not bit-exact\n", state_path, rank, world);
+    fprintf(stderr, "%s: warning: '%s' holds no FP8 amax history of this shape for rank %d of %d: delayed scaling "
+                    "restarts from current amaxes, so this resume is not bit-exact\n", program_name(), state_path, rank, world);
 }

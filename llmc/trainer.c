@@ -320,6 +320,9 @@ int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg) {
     int from_checkpoint = gpt2_config_from_string(tc->model, cfg) != 0;
     if (from_checkpoint) {
         if (tc->bench) usage_error("--bench needs a model description for -e (such as d12 or L4C256NH4), not a file");
+        if (!file_exists(tc->model))  // most likely a mistyped description
+            usage_error("-e (--model): '%s' is not d<depth>, L<layers>C<channels>NH<heads> or an existing checkpoint file",
+                        tc->model);
         checkpoint_read_config(tc->model, cfg);
     } else {
         cfg->max_seq_len = tc->max_seq_len;
@@ -353,8 +356,10 @@ int trainer_run(Trainer *t) {
     if (total_batch % micro_tokens != 0)
         usage_error("-d (--total-batch): %lld is not a multiple of B*T*ranks = %lld", (long long)total_batch,
                     (long long)micro_tokens);
+    if (total_batch / micro_tokens > INT32_MAX)
+        usage_error("-d (--total-batch): %lld tokens would take %lld micro-steps of B*T*ranks = %lld tokens (at most %d)",
+                    (long long)total_batch, (long long)(total_batch / micro_tokens), (long long)micro_tokens, INT32_MAX);
     const int accum = (int)(total_batch / micro_tokens);
-    if (tc->resume && !tc->output_dir[0]) usage_error("-y (--resume) 1 needs an output directory (-o)");
 
     DataLoader train_loader, val_loader;
     int have_val = 0;
@@ -422,6 +427,9 @@ int trainer_run(Trainer *t) {
     Logger logger;
     logger_init(&logger, writes_files && main_rank ? tc->output_dir : "", tc->resume ? start_step : -1);
     LRScheduleConfig sched = {tc->schedule, tc->lr, tc->warmup < steps ? tc->warmup : steps, steps, tc->final_frac};
+    if (tc->warmup > steps && main_rank)
+        printf("note: the warmup (-u %d) is longer than the run (%d steps): the learning rate peaks at its last step\n",
+               tc->warmup, steps);
     if (main_rank)
         printf("training: %d steps of %lld tokens (B=%d T=%d, %d micro-step(s), %d rank(s))\n", steps,
                (long long)total_batch, B, T, accum, comm->size);
@@ -500,7 +508,8 @@ int trainer_run(Trainer *t) {
         logger_train(&logger, step + 1, loss, lr, (float)norm);
 
         int saved = 0;  // a complete checkpoint of this step exists
-        if (writes_files && tc->ckpt_every > 0 && ((step + 1) % tc->ckpt_every == 0 || step + 1 == steps)) {
+        const int checkpoint_due = step + 1 == steps || (tc->ckpt_every > 0 && (step + 1) % tc->ckpt_every == 0);
+        if (writes_files && tc->ckpt_every != 0 && checkpoint_due) {
             st.step = step + 1;
             st.train_pos = train_loader.pos;
             saved = save_checkpoint(t, step + 1, &st) == 0;

@@ -51,7 +51,7 @@ void *calloc_check_at(size_t n, size_t size, const char *file, int line) {
 
 FILE *fopen_check(const char *path, const char *mode) {
     FILE *f = fopen(path, mode);
-    if (!f) die("cannot open '%s' (%s mode): %s", path, mode, strerror(errno));
+    if (!f) die("cannot open '%s' for %s: %s", path, mode[0] == 'r' ? "reading" : "writing", strerror(errno));
     return f;
 }
 

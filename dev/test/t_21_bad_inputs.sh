@@ -40,7 +40,11 @@ expect 2 "--gelu-fusion belongs to the GPU trainer" -- "${tiny[@]}" --gelu-fusio
 expect 2 "--gelu-fusion: .3. is not an integer in \[0, 2\]" -- --gelu-fusion 3
 
 # Files.
-expect 1 "cannot open 'missing.bin'" -- -e missing.bin
+expect 2 "'missing.bin' is not d<depth>, L<layers>C<channels>NH<heads> or an existing checkpoint file" -- -e missing.bin
+expect 2 "'L2C64' is not d<depth>, L<layers>C<channels>NH<heads> or an existing checkpoint file" -- -e L2C64
+expect 2 "-x \(--steps\): 0 steps would train nothing" -- -x 0
+expect 2 "--seed: ' -1' is not an integer" -- --seed " -1"
+expect 2 "-d \(--total-batch\): 1000000000000 tokens would take 62500000000 micro-steps" -- "${tiny[@]}" -i "$dir/good.bin" -d 1000000000000
 expect 1 "no token shard matches" -- "${tiny[@]}" -i "$dir/none_*.bin"
 expect 1 "cannot create the output directory|not writable" -- "${tiny[@]}" -i "$dir/good.bin" -x 1 -o /dev/null/out
 
@@ -81,7 +85,7 @@ cp "$dir/state.bak" "$state"
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 > "$dir/out" 2>&1 && grep -q "resumed from step 2" "$dir/out" \
     && echo "ok   the restored state resumes" || { echo "FAIL: the restored state does not resume"; fails=$((fails + 1)); }
 # Resuming with another model than the checkpoint's.
-expect 1 "model_00000002.bin. holds another model than the one being loaded" -- -e L2C32NH2 --vocab-size 300 \
+expect 1 "model_00000004.bin. holds another model than the one being loaded" -- -e L2C32NH2 --vocab-size 300 \
     --max-seq-len 16 -b 2 -t 8 -v 0 -s 0 -i "$dir/good.bin" -x 6 -o "$dir/run" -y 1
 # A resume keeps the run's seed (the GPU's stochastic rounding is keyed by it) and says so.
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 --seed 99 > "$dir/out" 2>&1 &&

@@ -37,6 +37,14 @@ int main(void) {
           "overlapping ranges are refused: %s", err);
     CHECK(recompute_parse_list("0-12:gelu", 12, pol, err, sizeof(err)) != 0 && strstr(err, "outside"),
           "out-of-range layers are refused: %s", err);
+    CHECK(recompute_parse_list("0-99999999999:block", 12, pol, err, sizeof(err)) != 0 && strstr(err, "not a layer"),
+          "a layer number too long to be one is refused, not wrapped: %s", err);
+    CHECK(recompute_parse_list("0-5:block,,6-11:gelu", 12, pol, err, sizeof(err)) != 0 && strstr(err, "empty item"),
+          "an empty item is refused: %s", err);
+    CHECK(recompute_parse_list("0-11:gelu,", 12, pol, err, sizeof(err)) != 0 && strstr(err, "empty item"),
+          "a trailing comma is refused: %s", err);
+    CHECK(recompute_parse_list("-1-11:gelu", 12, pol, err, sizeof(err)) != 0 && recompute_parse_list("+0-11:gelu", 12, pol, err, sizeof(err)) != 0,
+          "signed layer numbers are refused: %s", err);
 
     // d12 at T=1024 on the CPU (full softmax kept, fp32) and on the GPU (log-sum-exp only, kept
     // under attn too; bf16 activations, fp32 statistics twice as wide).

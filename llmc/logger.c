@@ -1,6 +1,7 @@
 #include "logger.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "utils.h"
@@ -27,31 +28,39 @@ static void keep_lines_up_to(const char *path, int step) {
 
 void logger_init(Logger *lg, const char *dir, int resume_step) {
     lg->f = NULL;
+    lg->write_failed = 0;
     if (!dir || !dir[0]) return;
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/main.log", dir);
+    char *path = lg->path;
+    snprintf(path, sizeof(lg->path), "%s/main.log", dir);
     if (resume_step >= 0) keep_lines_up_to(path, resume_step);
     lg->f = fopen(path, resume_step >= 0 ? "a" : "w");
     if (!lg->f) die("cannot open the log '%s': %s", path, strerror(errno));
 }
 
+// One line, flushed at once; a line that cannot be written (a full disk) is lost, with one
+// warning for the run, which goes on (its checkpoints report their own failures).
+static void log_line(Logger *lg, const char *fmt, ...) {
+    if (!lg->f) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int failed = vfprintf(lg->f, fmt, ap) < 0;
+    va_end(ap);
+    failed |= fflush(lg->f) != 0;
+    if (failed && !lg->write_failed) {
+        fprintf(stderr, "%s: warning: cannot write the log '%s': %s; its lines are lost until writing works again\n",
+                program_name(), lg->path, strerror(errno));
+        lg->write_failed = 1;
+    }
+    clearerr(lg->f);
+}
+
 void logger_train(Logger *lg, int step, float loss, float lr, float norm) {
-    if (!lg->f) return;
-    fprintf(lg->f, "s:%d trl:%.6f lr:%.6e norm:%.6f\n", step, loss, lr, norm);
-    fflush(lg->f);
+    log_line(lg, "s:%d trl:%.6f lr:%.6e norm:%.6f\n", step, loss, lr, norm);
 }
 
-void logger_val(Logger *lg, int step, float loss) {
-    if (!lg->f) return;
-    fprintf(lg->f, "s:%d tel:%.6f\n", step, loss);
-    fflush(lg->f);
-}
+void logger_val(Logger *lg, int step, float loss) { log_line(lg, "s:%d tel:%.6f\n", step, loss); }
 
-void logger_skip(Logger *lg, int step, const char *reason) {
-    if (!lg->f) return;
-    fprintf(lg->f, "s:%d skip:%s\n", step, reason);
-    fflush(lg->f);
-}
+void logger_skip(Logger *lg, int step, const char *reason) { log_line(lg, "s:%d skip:%s\n", step, reason); }
 
 void logger_close(Logger *lg) {
     if (lg->f) fclose(lg->f);

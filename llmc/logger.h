@@ -13,7 +13,9 @@ extern "C" {
 #endif
 
 typedef struct {
-    FILE *f;  // NULL when there is no output directory
+    FILE *f;         // NULL when there is no output directory
+    char path[4096];
+    int write_failed;  // a line could not be written (warned once; the run goes on)
 } Logger;
 
 // Opens <dir>/main.log; dir "" means no log file. resume_step >= 0 keeps the earlier run's

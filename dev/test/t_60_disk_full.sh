@@ -63,6 +63,16 @@ check "stale marker: step 2 is this run's" cmp "$dir/ref/model_00000002.bin" "$r
 ./train_gpt "${args[@]}" -o "$run" -y 1 > "$run.resume" 2>&1
 check "stale marker: -y 1 resumes from the older run's complete step 6" grep -q "resumed from step 6 of" "$run.resume"
 
+# A log that cannot be written (main.log a link to /dev/full, which fails every write with
+# ENOSPC): the run goes on to the end and warns once, naming the log.
+run=$dir/log_full
+mkdir -p "$run" && ln -s /dev/full "$run/main.log"
+./train_gpt "${args[@]}" -n 0 -o "$run" > "$run.out" 2> "$run.err"
+rc=$?
+check "unwritable main.log: exit 0 (got $rc)" test $rc -eq 0
+check "unwritable main.log: warns once, naming it" test "$(grep -c "warning: cannot write the log '$run/main.log': No space left on device" "$run.err")" = 1
+check "unwritable main.log: trained to the end" grep -q "step     6/6" "$run.out"
+
 # A real full disk: a tmpfs of 1.7 checkpoints (two models and one and a half states) in a private mount namespace (unshare -rm needs
 # unprivileged user namespaces). Step 4's model fits, its state does not.
 if unshare -rm true 2> /dev/null; then

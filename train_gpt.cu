@@ -1019,7 +1019,7 @@ static void gpu_load(void *self, const char *model_path, const char *state_path,
     float *m = buf, *v = buf + n, *master = buf + 2 * n;
     const int has_master = state_read_range(state_path, (int64_t)P, need.begin, need.end, m, v, master, st);
     if (st->run_seed_saved) g->rounding_seed = gpu_rounding_seed(st->run_seed);
-    // need starts at the kept buffers' first element: 0 at stage 0, the slice's start (= own.begin) above
+    // need starts at the kept buffers' first element: 0 at stage 0, the rank's slice start above
     cudaCheck(cudaMemcpy(g->m, m, bytes, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(g->v, v, bytes, cudaMemcpyHostToDevice));
     if (has_master) cudaCheck(cudaMemcpy(g->master, master, bytes, cudaMemcpyHostToDevice));
@@ -1099,16 +1099,16 @@ int main(int argc, char **argv) {
     if (comm.rank == 0) {
         const double mib = 1.0 / (1 << 20);
         const ZeroMemory mem = zero_memory(plan);
-        const double gather = plan->stage >= 3 ? (double)plan->max_segment : 0.0;  // the second gather buffer
-        const double overlap = plan->stage >= 2 ? (double)plan->max_segment : 0.0; // the second gradient scratch
+        const double gather = zero_shards_params(plan) ? (double)plan->max_segment : 0.0;  // the second gather buffer
+        const double overlap = zero_shards_grads(plan) ? (double)plan->max_segment : 0.0;  // the second gradient scratch
         printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
                (double)prop.totalGlobalMem / (1 << 30));
         printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
                cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, g.num_params);
         printf("memory per rank (ZeRO stage %d, %d rank(s), %s): params %.1f MiB (bf16%s), grads %.1f MiB%s, "
                "master %.1f MiB, AdamW state %.1f MiB, activations %.1f MiB\n", plan->stage, plan->world, dc->name,
-               ((double)mem.params + gather) * 2 * mib, plan->stage >= 3 ? ", with the prefetch buffer" : "",
-               ((double)mem.grads + overlap) * 4 * mib, plan->stage >= 2 ? " (with the overlap scratch)" : "",
+               ((double)mem.params + gather) * 2 * mib, zero_shards_params(plan) ? ", with the prefetch buffer" : "",
+               ((double)mem.grads + overlap) * 4 * mib, zero_shards_grads(plan) ? " (with the overlap scratch)" : "",
                (double)mem.optimizer / 2 * 4 * mib, (double)mem.optimizer * 4 * mib, (double)g.acts_bytes * mib);
         printf("zero: stage %d ranks %d params %zu padded %zu slice %zu max_segment %zu | elements per rank: params %zu "
                "(bf16) + gather %zu grads %zu + overlap %zu optimizer %zu\n", plan->stage, plan->world,

@@ -25,7 +25,8 @@ def losses(run, first, last, kinds=("trl", "tel")):
     out = {}
     with open(f"{run}/main.log") as f:
         for line in f:
-            fields = dict(kv.split(":", 1) for kv in line.split())
+            # "s:<step> skip:<reason>" lines have spaces in the reason: words without ':' are its rest
+            fields = dict(kv.split(":", 1) for kv in line.split() if ":" in kv)
             step = int(fields["s"])
             for kind in kinds:
                 if kind in fields and first <= step <= last:

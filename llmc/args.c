@@ -58,7 +58,7 @@ static const Option kOptions[] = {
     {"-v", "val-every", OPT_INT, NULL, F(val_every), 0, 1 << 30, "validation loss every this many steps (0: off)"},
     {"-m", "val-batches", OPT_INT, NULL, F(val_batches), 0, 1 << 30, "micro-batches per validation"},
     {"-s", "sample-every", OPT_INT, NULL, F(sample_every), 0, 1 << 30, "print a sample every this many steps (0: off)"},
-    {"-g", "gen-tokens", OPT_INT, NULL, F(gen_tokens), 0, 1 << 20, "tokens per sample"},
+    {"-g", "gen-tokens", OPT_INT, NULL, F(gen_tokens), 0, 1 << 20, "tokens per sample (at most T - 1)"},
     {"-n", "ckpt-every", OPT_INT, NULL, F(ckpt_every), -1, 1 << 30, "checkpoint every this many steps and after the last (-1: after the last only; 0: off)"},
     {"-z", "zero", OPT_INT, NULL, F(zero_stage), 0, 3, "ZeRO stage under mpirun: 0 all-reduce, 1 shard optimizer, 2 + gradients, 3 + parameters"},
     {NULL, "tokenizer", OPT_STRING, NULL, F(tokenizer_dir), 0, 0, "directory with encoder.json and vocab.bpe"},

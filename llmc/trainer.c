@@ -427,6 +427,8 @@ int trainer_run(Trainer *t) {
     Logger logger;
     logger_init(&logger, writes_files && main_rank ? tc->output_dir : "", tc->resume ? start_step : -1);
     LRScheduleConfig sched = {tc->schedule, tc->lr, tc->warmup < steps ? tc->warmup : steps, steps, tc->final_frac};
+    if (sampling && tc->gen_tokens > T - 1 && main_rank)
+        printf("note: samples are at most T - 1 = %d tokens long (-g %d asks for more)\n", T - 1, tc->gen_tokens);
     if (tc->warmup > steps && main_rank)
         printf("note: the warmup (-u %d) is longer than the run (%d steps): the learning rate peaks at its last step\n",
                tc->warmup, steps);

@@ -92,5 +92,12 @@ expect 1 "model_00000004.bin. holds another model than the one being loaded" -- 
     grep -q "note: the run started with --seed 1337, which it keeps; --seed 99 is not used" "$dir/out" \
     && echo "ok   a resume with another --seed keeps the run's" || { echo "FAIL: a resume with another --seed"; fails=$((fails + 1)); }
 
+# The README's flag table is the one --help prints.
+if diff <("$bin" -h | sed -n '/^  -i,/,/^  -h,/p') <(sed -n '/^  -i,/,/^  -h,/p' README.md) > "$dir/help.diff"; then
+    echo "ok   README's flag table equals --help"
+else
+    echo "FAIL: README's flag table differs from --help:"; sed 's/^/      /' "$dir/help.diff"; fails=$((fails + 1))
+fi
+
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

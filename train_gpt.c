@@ -1013,21 +1013,19 @@ int main(int argc, char **argv) {
     const ModelOptions options = {policies, trainer_matmul_precision(&tc, 0), tc.fp8_wgrad, tc.amax_history};
 
     CPUTrainer cpu;
-    cpu.hp = (AdamWConfig){tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
+    cpu.hp = trainer_adamw_config(&tc);
     cpu_alloc(&cpu, &cfg, tc.B, tc.T, &options, tc.zero_stage, &comm);
     free(policies);
     GPT2 *m = &cpu.model;
     float *staging = params_staging(&cpu);
-    if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, staging);
-    else gpt2_init_params(&cfg, staging, tc.seed);
+    trainer_initial_weights(&tc, &cfg, from_checkpoint, staging);
     params_commit(&cpu, staging);
 
     const ZeroPlan *plan = &cpu.zero.plan;
     if (comm.rank == 0) {
         ZeroMemory mem = zero_memory(plan);
         double mib = sizeof(float) / (double)(1 << 20);
-        printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
-               cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, m->num_params);
+        trainer_print_model(&cfg);
         printf("memory per rank (ZeRO stage %d, %d rank(s)): params %.1f MiB, grads %.1f MiB, AdamW state %.1f MiB, "
                "activations %.1f MiB (counted), scratch %.1f MiB; %d threads\n", plan->stage, plan->world,
                mem.params * mib, mem.grads * mib, mem.optimizer * mib, m->acts_floats * mib, m->scratch_floats * mib,

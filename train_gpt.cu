@@ -1074,7 +1074,7 @@ int main(int argc, char **argv) {
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, device));
 
-    AdamWConfig hp = {tc.beta1, tc.beta2, tc.eps, tc.weight_decay, tc.grad_clip, tc.update_clip};
+    const AdamWConfig hp = trainer_adamw_config(&tc);
     int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
     gpu_recompute_plan(&tc, &cfg, comm.rank, policies);
     GPUModelOptions opt = gpu_model_options(gpu_block_precision(&tc));
@@ -1090,8 +1090,7 @@ int main(int argc, char **argv) {
     free(policies);
     Comm *dc = g.zero.comm;  // takes comm over: host collectives through it, finalized through it
     float *weights = (float *)malloc_check(g.num_params * sizeof(float));
-    if (from_checkpoint) checkpoint_read_params(tc.model, &cfg, weights);
-    else gpt2_init_params(&cfg, weights, tc.seed);
+    trainer_initial_weights(&tc, &cfg, from_checkpoint, weights);
     gpu_set_weights(&g, weights);
     free(weights);
 
@@ -1103,8 +1102,7 @@ int main(int argc, char **argv) {
         const double overlap = zero_shards_grads(plan) ? (double)plan->max_segment : 0.0;  // the second gradient scratch
         printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
                (double)prop.totalGlobalMem / (1 << 30));
-        printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg.num_layers, cfg.channels,
-               cfg.num_heads, cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, g.num_params);
+        trainer_print_model(&cfg);
         printf("memory per rank (ZeRO stage %d, %d rank(s), %s): params %.1f MiB (bf16%s), grads %.1f MiB%s, "
                "master %.1f MiB, AdamW state %.1f MiB, activations %.1f MiB\n", plan->stage, plan->world, dc->name,
                ((double)mem.params + gather) * 2 * mib, zero_shards_params(plan) ? ", with the prefetch buffer" : "",

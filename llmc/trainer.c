@@ -335,6 +335,21 @@ int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg) {
     return from_checkpoint;
 }
 
+void trainer_initial_weights(const TrainConfig *tc, const GPT2Config *cfg, int from_checkpoint, float *weights) {
+    if (from_checkpoint) checkpoint_read_params(tc->model, cfg, weights);
+    else gpt2_init_params(cfg, weights, tc->seed);
+}
+
+AdamWConfig trainer_adamw_config(const TrainConfig *tc) {
+    const AdamWConfig hp = {tc->beta1, tc->beta2, tc->eps, tc->weight_decay, tc->grad_clip, tc->update_clip};
+    return hp;
+}
+
+void trainer_print_model(const GPT2Config *cfg) {
+    printf("model: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu parameters\n", cfg->num_layers, cfg->channels,
+           cfg->num_heads, cfg->max_seq_len, cfg->vocab_size, cfg->padded_vocab_size, gpt2_num_params(cfg));
+}
+
 static int compare_floats(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);

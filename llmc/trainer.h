@@ -26,6 +26,7 @@
 #include "args.h"
 #include "comm.h"
 #include "model.h"
+#include "optimizer.h"
 #include "quant.h"
 #include "recompute.h"
 #include "state.h"
@@ -86,6 +87,13 @@ matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu);
 // --max-seq-len and --vocab-size) or a checkpoint file. Checks -t against maxT (exit 2). Returns 1
 // when -e is a checkpoint to load, 0 for a random initialization.
 int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg);
+// The starting weights (layer-major, gpt2_num_params floats): the checkpoint's when
+// from_checkpoint (trainer_model_config's answer), else the seeded GPT-2 initialization.
+void trainer_initial_weights(const TrainConfig *tc, const GPT2Config *cfg, int from_checkpoint, float *weights);
+// AdamW's hyperparameters from the flags (--beta1, --beta2, --eps, -c, --grad-clip, --update-clip).
+AdamWConfig trainer_adamw_config(const TrainConfig *tc);
+// The start-up line "model: L=.. C=.. NH=.. maxT=.. V=.. Vp=.., N parameters".
+void trainer_print_model(const GPT2Config *cfg);
 
 // Validates the batch flags against the model (exit 2 with a message), then trains. Returns 0,
 // also when a stop signal ended the run early (the message says so).

@@ -70,7 +70,7 @@ static const Option kOptions[] = {
     {NULL, "mem-budget", OPT_FLOAT, NULL, F(mem_budget_gib), 0, 1e6, "activation memory budget in GiB: choose the cheapest recompute plan that fits (0: off)"},
     {NULL, "gelu-fusion", OPT_INT, NULL, F(gelu_fusion), 0, 2, "GPU, bf16 block matmuls: GELU in the fc matmuls' epilogues: 0 off, 1 forward, 2 forward and backward (not in layers that recompute the GELU alone)"},
     {NULL, "peak-tflops", OPT_FLOAT, NULL, F(peak_tflops), 0, 1e6, "accelerator peak TFLOP/s for MFU (0: from the GPU's name)"},
-    {NULL, "bench", OPT_SWITCH, NULL, F(bench), 0, 0, "time steps on random tokens (no data files); prints bench_tokens_per_s"},
+    {NULL, "bench", OPT_SWITCH, NULL, F(bench), 0, 0, "time steps on random tokens (no data, logs or checkpoints); prints bench_tokens_per_s"},
 };
 #undef F
 #define NUM_OPTIONS (sizeof(kOptions) / sizeof(kOptions[0]))

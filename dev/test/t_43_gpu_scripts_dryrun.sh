@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The GPU session's script, dry: scripts/gpu_run_bundle.sh runs each of its phases in a copy of
+# scripts/ and dev/ with stand-ins for the GPU programs and tools (dev/test/gpu_dryrun), so that a
+# shell mistake (an unset variable, a wrong path, a table that cannot fill, a file not returned)
+# shows here rather than in a session's few device minutes. The zero phase runs
+# scripts/gpu_zero_check.sh for real, the CPU trainer standing in for train_gptcu (2 and 3 ranks
+# under mpirun). The stand-ins' figures are made up: this proves the plumbing, no GPU result.
+# About 70 s.
+set -u
+cd "$(dirname "$0")/../.."
+root=$PWD
+d=$root/build/test/gpu_dryrun
+rm -rf "$d" && mkdir -p "$d/repo/gpu_carry" "$d/tools" "$d/carry/bin" "$d/carry/lib"
+fails=0
+check() {  # check NAME COMMAND...
+    if "${@:2}"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
+}
+
+# The repository as the device tool copies it, and gpu_carry as scripts/gpu_bundle.sh makes it.
+cp -r scripts dev "$d/repo/"
+echo 'print("PyTorch (dry run) d12 B=16 T=1024: 23456 tokens/s (median step 1.0 ms)")' > "$d/repo/dev/bench/torch_gpu_baseline.py"
+for t in nvidia-smi compute-sanitizer ncu; do cp dev/test/gpu_dryrun/tool "$d/tools/$t"; done
+for p in test_gptcu attention encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do
+    cp dev/test/gpu_dryrun/tool "$d/carry/bin/$p"
+done
+cp dev/test/gpu_dryrun/train_gptcu "$d/carry/bin/"
+tar -cf - -C "$d/carry" bin lib | xz -T1 -1 > "$d/repo/gpu_carry/programs.tar.xz"
+mkdir -p "$d/repo/gpu_carry/zero_data" "$d/nlpcorpus"
+for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py "$d/repo/gpu_carry/zero_data/train_00000$i.bin" 5000 512 $((70 + i)); done
+/usr/bin/python3 dev/test/make_shard.py "$d/repo/gpu_carry/zero_data/val_000000.bin" 3000 512 72
+for s in train_000000 val_000000; do /usr/bin/python3 dev/test/make_shard.py "$d/nlpcorpus/nlpcorpus_$s.bin" 2000 50257 73; done
+tar -cJf "$d/repo/gpu_carry/nlpcorpus.tar.xz" -C "$d" nlpcorpus
+
+# phase NAME STEPS...: runs the phase; it must exit 0, every one of its steps must be in
+# summary.md with PASS, and no table cell may be empty (a figure the phase could not read).
+phase() {
+    local name=$1 out=$d/out_$1; shift
+    PATH="$d/tools:$PATH" OUT="$out" WORK="$d/work" PYTHON=/usr/bin/python3 DRYRUN_TRAIN_GPT="$root/train_gpt" \
+        OMP_NUM_THREADS=1 bash "$d/repo/scripts/gpu_run_bundle.sh" "$name" > "$d/$name.log" 2>&1
+    local rc=$?
+    check "$name: exit 0 (got $rc; log $d/$name.log)" test $rc -eq 0
+    local missing=() s
+    for s in "$@"; do grep -q "^| $s | PASS |" "$out/summary.md" || missing+=("$s"); done
+    check "$name: steps PASS: $*${missing:+ (not: ${missing[*]})}" test ${#missing[@]} -eq 0
+    check "$name: no failed, timed-out or missing step" bash -c "! grep -E 'FAIL|TIMEOUT|not found' '$out/summary.md'"
+    check "$name: every table cell filled" bash -c "! grep -E '\\|\\s*\\|' '$out/summary.md'"
+    check "$name: logs.tar.gz and device.txt returned" test -s "$out/logs.tar.gz" -a -s "$out/device.txt"
+}
+phase checks test_gptcu_tiny test_gptcu_small attention harness_encoder harness_layernorm harness_gelu \
+    harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick
+phase sanitize test_gptcu_d12 memcheck_test_tiny memcheck_attention racecheck_attention
+phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute
+phase zero zero
+check "zero: gpu_zero_check.sh's 27 checks passed" test "$(tar -xzOf "$d/out_zero/logs.tar.gz" logs/zero.log | grep -c '^PASS zero:')" = 27
+phase bench bench_d12_bf16 bench_d12_fp8 bench_d12_int8 bench_d12_fp8delayed bench_d12_fp8wgrad bench_d48_bf16 \
+    bench_d48_fp8 bench_d48_int8 bench_d48_fp8delayed bench_d48_fp8wgrad
+check "bench: the precision table has its figures" grep -q "^| d48 | 4 | 12345 | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench/summary.md"
+phase bench2 bench_d48_accum4_bf16 bench_d48_accum4_fp8wgrad bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
+phase torch bench_d12_bf16_b16 torch_d12_b16 bench_d12_bf16_b32 torch_d12_b32
+check "torch: the ratio is computed" grep -q "^| B 32 | 12345 | 23456 | 0.526 |" "$d/out_torch/summary.md"
+phase profile profile_d12_bf16 profile_summary_bf16 profile_d12_fp8 profile_summary_fp8
+check "profile: the kernel table is returned" grep -q "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile_d12_fp8.md"
+phase curves curves
+check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curves/curves.csv")" = 1001
+echo "$fails failure(s)"
+[ $fails -eq 0 ]

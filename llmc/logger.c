@@ -3,27 +3,42 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "utils.h"
 
 // Keeps the lines of an earlier run up to the resumed step: training lines of steps <= step and
-// validation lines of steps < step (the resumed loop validates at `step` again).
-static void keep_lines_up_to(const char *path, int step) {
-    FILE *in = fopen(path, "r");
-    if (!in) return;
+// validation lines of steps < step (the resumed loop validates at `step` again). Returns 0, or
+// -1 with *why set when the log cannot be rewritten (a full disk): it is then left as it was. A
+// log that is not a regular file (main.log linked to /dev/null) holds no lines to keep.
+static int keep_lines_up_to(const char *path, int step, const char **why) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out) die("cannot rewrite the log '%s': %s", path, strerror(errno));
-    char line[1024];
-    while (fgets(line, sizeof(line), in)) {
-        int s, end = 0;
-        if (sscanf(line, "s:%d %n", &s, &end) != 1) continue;
-        int is_val = strncmp(line + end, "tel:", 4) == 0;
-        if (s < step || (s == step && !is_val)) fputs(line, out);
+    FILE *in = fopen(path, "r");
+    FILE *out = in ? fopen(tmp, "w") : NULL;
+    int failed = !out;
+    if (out) {
+        char line[1024];
+        while (fgets(line, sizeof(line), in)) {
+            int s, end = 0;
+            if (sscanf(line, "s:%d %n", &s, &end) != 1) continue;
+            int is_val = strncmp(line + end, "tel:", 4) == 0;
+            if (s < step || (s == step && !is_val)) fputs(line, out);
+        }
+        failed = ferror(in) || fflush(out) != 0 || fsync(fileno(out)) != 0;
+        failed |= fclose(out) != 0;
+        failed = failed || rename(tmp, path) != 0;
     }
-    fclose(in);
-    if (fclose(out) != 0 || rename(tmp, path) != 0) die("cannot rewrite the log '%s': %s", path, strerror(errno));
+    int saved = errno;
+    if (in) fclose(in);
+    if (failed) {
+        if (out) unlink(tmp);
+        *why = strerror(saved);
+    }
+    return failed ? -1 : 0;
 }
 
 void logger_init(Logger *lg, const char *dir, int resume_step) {
@@ -32,7 +47,13 @@ void logger_init(Logger *lg, const char *dir, int resume_step) {
     if (!dir || !dir[0]) return;
     char *path = lg->path;
     snprintf(path, sizeof(lg->path), "%s/main.log", dir);
-    if (resume_step >= 0) keep_lines_up_to(path, resume_step);
+    const char *why = NULL;
+    if (resume_step >= 0 && keep_lines_up_to(path, resume_step, &why) != 0) {
+        // Appending would leave the earlier run's lines past the resumed step: no log this run.
+        fprintf(stderr, "%s: warning: cannot rewrite the log '%s' for the resume: %s; it is left as it was and "
+                "this run writes no log\n", program_name(), path, why);
+        return;
+    }
     lg->f = fopen(path, resume_step >= 0 ? "a" : "w");
     if (!lg->f) die("cannot open the log '%s': %s", path, strerror(errno));
 }

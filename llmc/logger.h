@@ -20,7 +20,8 @@ typedef struct {
 
 // Opens <dir>/main.log; dir "" means no log file. resume_step >= 0 keeps the earlier run's
 // lines up to that step (a run killed mid-way may have logged steps past its checkpoint) and
-// appends; -1 starts a new log.
+// appends (when that rewrite fails, on a full disk, it warns and the run writes no log); -1
+// starts a new log.
 void logger_init(Logger *lg, const char *dir, int resume_step);
 void logger_train(Logger *lg, int step, float loss, float lr, float norm);
 void logger_val(Logger *lg, int step, float loss);

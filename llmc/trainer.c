@@ -158,17 +158,9 @@ static int save_checkpoint(Trainer *t, int step, const TrainState *st) {
     const int main_rank = t->comm->rank == 0;
     char model[4096], state[4096], done[4096], err[512] = "";
     watchdog_set_phase(PHASE_CHECKPOINT);
+    // No marker exists for this step: a new run refuses a directory with markers, and a resumed
+    // one writes only steps after the newest marker (trainer_run).
     checkpoint_paths(dir, step, t->comm->rank, model, state, done, sizeof(model));
-    // A marker that an earlier run left for this step would vouch for a mix of its files and ours
-    // while ours replace them: it goes (durably) before any rank writes, or nothing is written.
-    double blocked = 0;
-    if (main_rank && file_exists(done) && (unlink(done) != 0 || sync_directory(dir) != 0)) {
-        fprintf(stderr, "%s: warning: checkpoint at step %d not written: cannot remove the old marker '%s': %s\n",
-                program_name(), step, done, strerror(errno));
-        blocked = 1;
-    }
-    t->comm->broadcast_bytes(t->comm, &blocked, sizeof(blocked));  // also: no rank writes before the removal
-    if (blocked != 0) return -1;
     int rc = t->backend->save(t->backend->self, model, state, st, err, sizeof(err));
     if (rc != 0) fprintf(stderr, "%s: warning: checkpoint at step %d not written: %s\n", program_name(), step, err);
     double failed = rc != 0;
@@ -414,6 +406,18 @@ int trainer_run(Trainer *t) {
         remove_stale_temporaries(tc->output_dir);
     }
     comm->barrier(comm);
+    // A new run does not share its directory with an earlier run's checkpoints: -y 1 would later
+    // resume the newest of them, and -nk would keep those (higher steps) and delete this run's.
+    if (writes_files && !tc->resume) {
+        double earlier = main_rank ? (double)newest_complete_checkpoint(tc->output_dir) : -1.0;
+        comm->broadcast_bytes(comm, &earlier, sizeof(earlier));
+        if (earlier >= 0) {
+            if (main_rank)
+                die("'%s' holds the checkpoints of an earlier run (the newest at step %ld): resume it with -y 1, or "
+                    "give another -o, or remove them", tc->output_dir, (long)earlier);
+            exit(1);
+        }
+    }
     if (tc->resume) {
         double newest = main_rank ? (double)newest_complete_checkpoint(tc->output_dir) : 0.0;
         comm->broadcast_bytes(comm, &newest, sizeof(newest));

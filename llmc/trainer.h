@@ -6,6 +6,7 @@
 //
 // Checkpoint at step s in the output directory: model_<s>.bin (rank 0), state_<s>_<rank>.bin (each
 // rank), then DONE_<s> (rank 0, after a barrier): a checkpoint is complete when its marker exists.
+// A directory holds one run: a new run (no -y 1) refuses an output directory that holds markers.
 //
 // Faults it survives (llmc/fault.h for the mechanisms):
 //   - SIGTERM/SIGINT: the step in progress finishes, a checkpoint is written (with -o), and

@@ -51,17 +51,18 @@ for policy in 0 1; do
     done
 done
 
-# A fresh run into a directory holding another run's complete checkpoints (seed 2): the old
-# step-4 marker goes before step 4 is rewritten, so when the rewrite fails no marker vouches
-# for a mix of old and new files (or for files the cleanup removed).
-run=$dir/stale
+# A new run into a directory holding another run's complete checkpoints (seed 2) is refused:
+# -nk would keep the other run's higher steps and delete this run's, and -y 1 would resume
+# theirs. The other run's files stay as they were.
+run=$dir/other
 ./train_gpt "${args[@]}" --seed 2 -o "$run" > /dev/null
-LLMC_TEST_FAIL_WRITE_AFTER_BYTES=$((ckpt_bytes + model_bytes + 1024 + state_bytes / 2)) \
-    ./train_gpt "${args[@]}" -nf 1 -o "$run" > "$run.out" 2> "$run.err"
-check "stale marker: the failed step 4 has no marker" test ! -e "$run/DONE_00000004"
-check "stale marker: step 2 is this run's" cmp "$dir/ref/model_00000002.bin" "$run/model_00000002.bin"
-./train_gpt "${args[@]}" -o "$run" -y 1 > "$run.resume" 2>&1
-check "stale marker: -y 1 resumes from the older run's complete step 6" grep -q "resumed from step 6 of" "$run.resume"
+before=$(cd "$run" && md5sum ./* | sort)
+./train_gpt "${args[@]}" -nk 1 -o "$run" > "$run.out" 2> "$run.err"
+rc=$?
+check "another run's directory: exit 1 (got $rc)" test $rc -eq 1
+check "another run's directory: says why, naming its newest step" grep -q \
+    "error: '$run' holds the checkpoints of an earlier run (the newest at step 6): resume it with -y 1" "$run.err"
+check "another run's directory: its files untouched" test "$(cd "$run" && md5sum ./* | sort)" = "$before"
 
 # A log that cannot be written (main.log a link to /dev/full, which fails every write with
 # ENOSPC): the run goes on to the end and warns once, naming the log.
@@ -72,6 +73,24 @@ rc=$?
 check "unwritable main.log: exit 0 (got $rc)" test $rc -eq 0
 check "unwritable main.log: warns once, naming it" test "$(grep -c "warning: cannot write the log '$run/main.log': No space left on device" "$run.err")" = 1
 check "unwritable main.log: trained to the end" grep -q "step     6/6" "$run.out"
+# Resumes whose log cannot be rewritten to the resumed step: main.log not a regular file (it
+# read /dev/full's endless zeros and never started), and a rewrite that fails (its temporary
+# name taken by a directory, as a full disk fails it): a warning, no log, training to the end.
+./train_gpt "${args[@]}" -x 2 -n 2 -o "$dir/log_dev" > /dev/null
+ln -sf /dev/full "$dir/log_dev/main.log"
+timeout -k 5 30 ./train_gpt "${args[@]}" -o "$dir/log_dev" -y 1 > "$dir/log_dev.out" 2> "$dir/log_dev.err"
+rc=$?
+check "resume, main.log -> /dev/full: exit 0 (got $rc)" test $rc -eq 0
+check "resume, main.log -> /dev/full: trained to the end" grep -q "step     6/6" "$dir/log_dev.out"
+run=$dir/log_stuck
+./train_gpt "${args[@]}" -x 2 -n 2 -o "$run" > /dev/null
+cp "$run/main.log" "$run.log_before" && mkdir "$run/main.log.tmp"
+./train_gpt "${args[@]}" -o "$run" -y 1 > "$run.out" 2> "$run.err"
+rc=$?
+check "resume, log not rewritable: exit 0 (got $rc)" test $rc -eq 0
+check "resume, log not rewritable: warns" grep -q "warning: cannot rewrite the log '$run/main.log' for the resume: .*this run writes no log" "$run.err"
+check "resume, log not rewritable: trained to the end" grep -q "step     6/6" "$run.out"
+check "resume, log not rewritable: the log left as it was" cmp "$run.log_before" "$run/main.log"
 
 # A real full disk: a tmpfs of 1.7 checkpoints (two models and one and a half states) in a private mount namespace (unshare -rm needs
 # unprivileged user namespaces). Step 4's model fits, its state does not.

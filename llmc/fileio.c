@@ -117,17 +117,19 @@ int atomic_commit(AtomicFile *af) {
     af->f = NULL;
     test_delay();
     if (!af->failed && rename(af->tmp_path, af->path) != 0) set_error(af, "cannot rename");
-    if (af->failed) {
-        unlink(af->tmp_path);
-        release(af);
-        return -1;
+    if (!af->failed) {
+        // Make the rename itself durable: fsync the directory that holds the entry. If that
+        // fails the file may not survive a crash: it goes, as any file whose commit failed.
+        char *dir_copy = dup_string(af->path);
+        if (sync_directory(dirname(dir_copy)) != 0) {
+            set_error(af, "cannot sync the directory of");
+            unlink(af->path);
+        }
+        free(dir_copy);
     }
-    // Make the rename itself durable: fsync the directory that holds the entry.
-    char *dir_copy = dup_string(af->path);
-    sync_directory(dirname(dir_copy));
-    free(dir_copy);
+    if (af->failed) unlink(af->tmp_path);
     release(af);
-    return 0;
+    return af->failed ? -1 : 0;
 }
 
 int sync_directory(const char *dir) {

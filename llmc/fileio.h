@@ -41,7 +41,8 @@ void atomic_write(AtomicFile *af, const void *data, size_t n);
 // Overwrites bytes at an absolute offset (used to patch a header with the payload checksum).
 void atomic_pwrite(AtomicFile *af, const void *data, size_t n, long offset);
 // Flushes, fsyncs, renames, fsyncs the directory. Returns 0, or -1 with af->error set and the
-// temporary file removed. Frees af's resources either way.
+// file removed (under either name: a failed directory fsync removes the renamed file). Frees
+// af's resources either way.
 int atomic_commit(AtomicFile *af);
 // Abandons the file: removes the temporary, frees resources.
 void atomic_abort(AtomicFile *af);

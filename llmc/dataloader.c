@@ -38,19 +38,23 @@ void dataloader_init(DataLoader *dl, const char *pattern, int B, int T, int rank
     int rc = glob(pattern, 0, NULL, &g);
     if (rc == GLOB_NOMATCH) die("no token shard matches '%s'", pattern);
     if (rc != 0) die("cannot expand the shard pattern '%s'", pattern);
-    dl->num_shards = (int)g.gl_pathc;
-    dl->paths = (char **)malloc_check(g.gl_pathc * sizeof(char *));
-    dl->shard_tokens = (int64_t *)malloc_check(g.gl_pathc * sizeof(int64_t));
-    int64_t need = (int64_t)num_ranks * B * T + 1;
+    // Everything allocated is reachable from dl before a shard can be refused, so that
+    // dataloader_free releases a loader whose init died (the shard fuzz target relies on it).
+    dl->paths = (char **)calloc_check(g.gl_pathc, sizeof(char *));
+    dl->shard_tokens = (int64_t *)calloc_check(g.gl_pathc, sizeof(int64_t));
     for (size_t i = 0; i < g.gl_pathc; i++) {  // glob sorts the names
         dl->paths[i] = strdup(g.gl_pathv[i]);
         if (!dl->paths[i]) die("out of memory");
+        dl->num_shards = (int)i + 1;
+    }
+    globfree(&g);
+    int64_t need = (int64_t)num_ranks * B * T + 1;
+    for (int i = 0; i < dl->num_shards; i++) {
         dl->shard_tokens[i] = validate_shard(dl->paths[i]);
         if (dl->shard_tokens[i] < need)
             die("shard '%s' has %lld tokens; one micro-step of %d rank(s) x B=%d x T=%d needs %lld",
                 dl->paths[i], (long long)dl->shard_tokens[i], num_ranks, B, T, (long long)need);
     }
-    globfree(&g);
     dl->buffer = (uint16_t *)malloc_check(((size_t)B * T + 1) * sizeof(uint16_t));
     dl->open_shard = -1;
 }

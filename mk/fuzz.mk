@@ -7,9 +7,10 @@
 #                        AddressSanitizer + UndefinedBehaviorSanitizer builds (CI runs it once)
 # `make test` runs each parser target for a fixed number of inputs (dev/test/t_60_fuzz.sh).
 PARSER_FUZZ_CC    := clang
-# --wrap=exit: die() and usage_error() return to the target instead of ending the fuzzer (fuzz_harness.h).
+# --wrap=exit: die() and usage_error() return to the target instead of ending the fuzzer; fopen and
+# fclose: the streams a rejected input left open are closed (fuzz_harness.h).
 PARSER_FUZZ_FLAGS := -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-                     -Wall -Wno-unknown-pragmas -Wl,--wrap=exit
+                     -Wall -Wno-unknown-pragmas -Wl,--wrap=exit,--wrap=fopen,--wrap=fclose
 PARSER_FUZZ_DIR   := $(BUILD)/fuzz
 PARSER_FUZZ_TARGETS := $(addprefix $(PARSER_FUZZ_DIR)/,fuzz_checkpoint fuzz_state fuzz_shard fuzz_args fuzz_tokenizer_files)
 FUZZ_SECONDS ?= 60
@@ -31,6 +32,7 @@ $(PARSER_FUZZ_TARGETS): dev/fuzz/fuzz_harness.h $(wildcard llmc/*.h)
 # FUZZ_TARGETS (the tokenizer's) is defined by a fragment included after this one: expanded late.
 .SECONDEXPANSION:
 fuzz: $(PARSER_FUZZ_TARGETS) $$(FUZZ_TARGETS) train_gpt
+	bash dev/data/nlpcorpus.sh > /dev/null  # the GPT-2 vocabulary (data/gpt2) of fuzz_tokenizer_encode
 	bash dev/test/fault/fuzz_seeds.sh
 	bash dev/test/fault/run_fuzz.sh -max_total_time=$(FUZZ_SECONDS) -- $(PARSER_FUZZ_TARGETS) $(FUZZ_TARGETS)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Non-finite gradients, the watchdog, and shards damaged under a running job. About 6 s.
+# Non-finite gradients, the watchdog, shards damaged under a running job, spikes. About 20 s.
 #   - LLMC_TEST_NAN_STEPS (llmc/fault.h) backpropagates a NaN loss scale at the listed steps, so
 #     the backend's gradients are truly NaN: those updates are skipped, logged and counted, and
 #     the weights after a skipped step are bit-identical to those before it;
@@ -7,7 +7,9 @@
 #   - -w stops a step stuck in a checkpoint (writes slowed to 1.5 s) with exit 124 naming the
 #     step and the phase, and leaves a healthy run alone;
 #   - a shard truncated after the run opened it, and a token outside the vocabulary, are
-#     reported with the shard's name and the token offset.
+#     reported with the shard's name and the token offset;
+#   - -sl and -sg skip the updates of a loss / gradient-norm jump (and not without them), and
+#     -nk 4 keeps exactly the newest 4 checkpoints.
 cd "$(dirname "$0")/../.."
 source dev/test/fault/common.sh
 fault_setup skips
@@ -66,4 +68,36 @@ printf '\xff\xff' | dd of="$dir/two/train_000000.bin" bs=1 seek=$((1024 + 2 * 15
 check "bad token: exit 1 and names the shard and offset" grep -q \
     "shard '$dir/two/train_000000.bin' is corrupt: token 65535 at offset 150 is outside the vocabulary (V=512)" "$dir/vocab.err"
 check "bad token: found at step 3, after two good steps" test "$(grep -c '^step ' "$dir/vocab.out")" -eq 2
+
+# Spikes: 200 steps of a repeating pattern (the loss falls below 0.01), then random tokens (the
+# loss jumps to ~6.7, and the gradient norm with it). Checkpoints every step, pruned by -nk 4.
+mkdir -p "$dir/spike"
+/usr/bin/python3 - "$dir/spike/train_000000.bin" << 'PY'
+import sys
+import numpy as np
+n = 200 * 64 + 1  # exactly 200 batches of B*T = 64 (+1 for the last target)
+header = np.zeros(256, np.int32)
+header[:3] = (20240520, 1, n)
+open(sys.argv[1], "wb").write(header.tobytes() + (np.arange(n) % 32 * 7 % 512).astype(np.uint16).tobytes())
+PY
+/usr/bin/python3 dev/test/make_shard.py "$dir/spike/train_000001.bin" 2000 512 64
+spike=("${tiny[@]}" -i "$dir/spike/train_*.bin" -x 203 -n 1 -nk 4)
+for flag in sl sg; do
+    run=$dir/spike_$flag
+    if [ $flag = sl ]; then reason="loss spike"; else reason="grad-norm spike"; fi
+    ./train_gpt "${spike[@]}" -$flag 3 -o "$run" > "$run.out" 2>&1
+    rc=$?
+    check "-$flag 3: exit 0 (got $rc)" test $rc -eq 0
+    check "-$flag 3: steps 201-203 skipped as a $reason in main.log" test "$(grep skip: "$run/main.log" | tr '\n' ' ')" = \
+        "s:201 skip:$reason s:202 skip:$reason s:203 skip:$reason "
+    check "-$flag 3: counted" grep -q "updates skipped: 0 non-finite, 3 spikes" "$run.out"
+    check "-$flag 3: the skipped steps left the weights of step 200" bash -c \
+        "cmp '$run/model_00000200.bin' '$run/model_00000201.bin' && cmp '$run/model_00000200.bin' '$run/model_00000203.bin'"
+    check "-nk 4: exactly the newest 4 checkpoints kept" test "$(ls "$run" | grep -v main.log | tr '\n' ' ')" = \
+        "DONE_00000200 DONE_00000201 DONE_00000202 DONE_00000203 model_00000200.bin model_00000201.bin model_00000202.bin model_00000203.bin state_00000200_00000.bin state_00000201_00000.bin state_00000202_00000.bin state_00000203_00000.bin "
+done
+./train_gpt "${spike[@]}" -o "$dir/spike_off" > /dev/null 2>&1
+check "no -sl/-sg: the same steps train" bash -c "! grep -q skip: '$dir/spike_off/main.log' &&
+    ! cmp -s '$dir/spike_off/model_00000200.bin' '$dir/spike_off/model_00000201.bin'"
+check "no -sl/-sg: identical up to step 200" cmp "$dir/spike_off/model_00000200.bin" "$dir/spike_sl/model_00000200.bin"
 finish

@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 #include <libgen.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,9 @@ static Options parse_options(int argc, char **argv) {
     if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
     if (o.n_inputs == 0) usage_error("no input: give -i PATH");
     if (!o.prefix || !*o.prefix) usage_error("no output: give -o PREFIX");
+    if (o.prefix[strlen(o.prefix) - 1] == '/')
+        usage_error("-o takes a path prefix such as %smydata (the shards are PREFIX_train_000000.bin, ...), got '%s'",
+                    o.prefix, o.prefix);
     return o;
 }
 
@@ -180,13 +184,28 @@ static void add_path(FileList *list, const char *path, const char *format) {
 // ---------------------------------------------------------------------------------------------
 // Output shards
 
-// Paths of shards written under temporary names and not yet renamed; removed if the program
-// exits before the end (die() exits through exit(), which runs atexit handlers).
-static char **g_temp_paths;
-static size_t g_n_temp;
+// The shards under temporary names, newest first. They are removed if the program ends before
+// renaming them all: by an atexit handler (die() exits through exit()) or by a terminating
+// signal. A node is complete before it is published by one pointer store, and a renamed one is
+// only marked, so the signal handler can walk the list at any moment, on any thread.
+typedef struct TempShard {
+    char *temp, *final;
+    volatile sig_atomic_t renamed;
+    struct TempShard *next;
+} TempShard;
+static TempShard *volatile g_temp_shards;
 
 static void remove_temp_shards(void) {
-    for (size_t i = 0; i < g_n_temp; i++) unlink(g_temp_paths[i]);
+    for (TempShard *s = g_temp_shards; s; s = s->next)
+        if (!s->renamed) unlink(s->temp);  // unlink is async-signal-safe
+}
+
+// SIGINT, SIGTERM, SIGHUP (unless ignored, as nohup does): remove the temporaries, then die of
+// the signal as the default would.
+static void on_terminating_signal(int sig) {
+    remove_temp_shards();
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 typedef struct {
@@ -195,12 +214,10 @@ typedef struct {
     bool first_shard_is_val;
     enum Split split;
     int next_index[2];
-    FILE *file;  // the open shard
-    char *path;  // its temporary path
+    FILE *file;  // the open shard: g_temp_shards->temp
     size_t count;
     uint16_t buffer[1 << 15];
     size_t buffered;
-    char **final_paths;  // final_paths[i] is the final name of g_temp_paths[i]
     size_t tokens[2];
 } ShardWriter;
 
@@ -213,42 +230,41 @@ static char *shard_path(const char *prefix, enum Split split, int index, bool te
 
 static void open_shard(ShardWriter *w) {
     int index = w->next_index[w->split]++;
-    w->path = shard_path(w->prefix, w->split, index, true);
-    w->file = fopen(w->path, "wb");
-    if (!w->file) die("cannot create shard '%s': %s", w->path, strerror(errno));
-    g_temp_paths = realloc(g_temp_paths, (g_n_temp + 1) * sizeof(char *));
-    w->final_paths = realloc(w->final_paths, (g_n_temp + 1) * sizeof(char *));
-    if (!g_temp_paths || !w->final_paths) die("out of memory");
-    g_temp_paths[g_n_temp] = w->path;
-    w->final_paths[g_n_temp] = shard_path(w->prefix, w->split, index, false);
-    g_n_temp++;
+    TempShard *shard = malloc_check(sizeof(TempShard));
+    *shard = (TempShard){shard_path(w->prefix, w->split, index, true), shard_path(w->prefix, w->split, index, false),
+                         0, g_temp_shards};
+    g_temp_shards = shard;  // published before the file exists: a signal removes it from here on
+    w->file = fopen(shard->temp, "wb");
+    if (!w->file) die("cannot create shard '%s': %s", shard->temp, strerror(errno));
     int32_t header[HEADER_INTS] = {0};  // rewritten with the count when the shard is complete
-    fwrite_check(header, sizeof header, 1, w->file, w->path);
+    fwrite_check(header, sizeof header, 1, w->file, shard->temp);
     w->count = 0;
 }
 
 static void flush_tokens(ShardWriter *w) {
-    fwrite_check(w->buffer, sizeof(uint16_t), w->buffered, w->file, w->path);
+    fwrite_check(w->buffer, sizeof(uint16_t), w->buffered, w->file, g_temp_shards->temp);
     w->buffered = 0;
 }
 
 // Completes the open shard; an empty one is dropped (its index is given back).
 static void close_shard(ShardWriter *w) {
+    TempShard *shard = g_temp_shards;
     flush_tokens(w);
     if (w->count == 0) {
-        fclose_check(w->file, w->path);
-        unlink(w->path);
-        free(w->path);
-        g_n_temp--;
-        free(w->final_paths[g_n_temp]);
+        fclose_check(w->file, shard->temp);
+        unlink(shard->temp);
+        g_temp_shards = shard->next;
+        free(shard->temp);
+        free(shard->final);
+        free(shard);
         w->next_index[w->split]--;
     } else {
         int32_t header[HEADER_INTS] = {SHARD_MAGIC, SHARD_VERSION, (int32_t)w->count};
-        fseek_check(w->file, 0, SEEK_SET, w->path);
-        fwrite_check(header, sizeof header, 1, w->file, w->path);
+        fseek_check(w->file, 0, SEEK_SET, shard->temp);
+        fwrite_check(header, sizeof header, 1, w->file, shard->temp);
         if (fflush(w->file) != 0 || fsync(fileno(w->file)) != 0)
-            die("cannot write shard '%s': %s", w->path, strerror(errno));
-        fclose_check(w->file, w->path);
+            die("cannot write shard '%s': %s", shard->temp, strerror(errno));
+        fclose_check(w->file, shard->temp);
     }
     w->file = NULL;
 }
@@ -276,25 +292,32 @@ static void writer_put(ShardWriter *w, int token) {
 // or PREFIX_train_000000) last: scripts take its presence to mean that all shards are there.
 static void writer_finish(ShardWriter *w) {
     close_shard(w);
-    size_t n_shards = g_n_temp;
-    for (size_t i = n_shards; i-- > 0;) {
-        if (rename(g_temp_paths[i], w->final_paths[i]) != 0)
-            die("cannot rename '%s' to '%s': %s", g_temp_paths[i], w->final_paths[i], strerror(errno));
-        g_n_temp = i;  // the exit handler removes only the shards still under temporary names
+    size_t n_shards = 0;
+    for (TempShard *s = g_temp_shards; s; s = s->next, n_shards++) {
+        if (rename(s->temp, s->final) != 0) die("cannot rename '%s' to '%s': %s", s->temp, s->final, strerror(errno));
+        s->renamed = 1;
     }
     char *dir = strdup(w->prefix);
     if (!dir) die("out of memory");
     if (n_shards > 0 && sync_directory(dirname(dir)) != 0)
         die("cannot sync the directory of '%s': %s", w->prefix, strerror(errno));
     free(dir);
-    for (size_t i = 0; i < n_shards; i++) {
-        printf("%s\n", w->final_paths[i]);
-        free(w->final_paths[i]);
-        free(g_temp_paths[i]);
+    TempShard *list = g_temp_shards, *oldest_first = NULL;
+    g_temp_shards = NULL;
+    while (list) {  // reversed, to print the names in order
+        TempShard *next = list->next;
+        list->next = oldest_first;
+        oldest_first = list;
+        list = next;
     }
-    free(w->final_paths);
-    free(g_temp_paths);
-    g_temp_paths = NULL;
+    while (oldest_first) {
+        TempShard *next = oldest_first->next;
+        printf("%s\n", oldest_first->final);
+        free(oldest_first->temp);
+        free(oldest_first->final);
+        free(oldest_first);
+        oldest_first = next;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,14 +345,17 @@ typedef struct {
     ShardWriter writer;
     size_t total_bytes, consumed_bytes, documents, empty_documents;
     double start_time, last_progress;
+    size_t progress_tokens;  // the token count of the last progress line
     enum Split document_split;
 } Run;
 
 static void print_progress(Run *r, bool final) {
     double now = wall_time(), elapsed = now - r->start_time;
     if (!final && now - r->last_progress < 1.0) return;
-    r->last_progress = now;
     size_t tokens = r->writer.tokens[VAL] + r->writer.tokens[TRAIN];
+    if (final && !isatty(2) && r->last_progress > r->start_time && tokens == r->progress_tokens) return;  // said
+    r->last_progress = now;
+    r->progress_tokens = tokens;
     fprintf(stderr, "%s%.1f of %.1f MB, %zu documents, %zu tokens, %.2f M tokens/s%s",
             isatty(2) ? "\r" : "", r->consumed_bytes / 1e6, r->total_bytes / 1e6, r->documents, tokens,
             elapsed > 0 ? tokens / elapsed / 1e6 : 0.0, (final || !isatty(2)) ? "\n" : "");
@@ -541,6 +567,9 @@ int main(int argc, char **argv) {
     r.batch.pieces = calloc_check(r.batch.cap_pieces, sizeof(Piece));
 
     atexit(remove_temp_shards);
+    signal(SIGINT, on_terminating_signal);
+    signal(SIGTERM, on_terminating_signal);
+    if (signal(SIGHUP, on_terminating_signal) == SIG_IGN) signal(SIGHUP, SIG_IGN);  // under nohup: go on
     ShardWriter *w = &r.writer;
     w->prefix = r.opt.prefix;
     w->shard_tokens = r.opt.shard_tokens;

@@ -95,6 +95,7 @@ expect 2 "--val-fraction must be a number in \[0, 1\)" -i "$dir/small.jsonl" "${
 expect 2 "--format must be auto, text or jsonl" -i "$dir/small.jsonl" "${out[@]}" -f xml
 expect 2 "option -i needs a value" "${out[@]}" -i
 expect 2 "no output" -i "$dir/small.jsonl"
+expect 2 "-o takes a path prefix" -i "$dir/small.jsonl" -o "$dir/"
 expect 1 "cannot read input '.*missing.txt'" -i "$dir/missing.txt" "${out[@]}"
 expect 1 "'.*a_val_000000.bin' already exists" -i "$dir/small.jsonl" -o "$dir/a"
 expect 1 "cannot create shard '/dev/null/x_val_000000.bin.tmp'" -i "$dir/small.jsonl" -o /dev/null/x
@@ -128,6 +129,40 @@ echo '[1, 2, 3]' > "$v/encoder.json"
 expect 1 "encoder.json is not a JSON object" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
 sed 's/"<|endoftext|>": 50256/"<|endoftext|>": 7/' $vocab/encoder.json > "$v/encoder.json"
 expect 1 "has id 7, already taken|token .* has id 50256" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
+
+# A terminating signal mid-run (a scheduler's SIGTERM, ^C, a closed terminal): shards under
+# neither name left behind, and the exit status of the signal. The input takes ~10 s to encode;
+# the signal comes once the first shards were written (its progress line names tokens).
+for i in $(seq 40); do cat "$dir/small.jsonl"; done > "$dir/long.jsonl"
+for sig in TERM INT HUP; do
+    rm -f "$dir"/sig_*
+    $tool -i "$dir/long.jsonl" -o "$dir/sig" --shard-tokens 20000 > /dev/null 2> "$dir/err" &
+    pid=$!
+    for _ in $(seq 100); do [ "$(ls "$dir"/sig_* 2> /dev/null | wc -l)" -ge 2 ] && break; sleep 0.05; done
+    written=$(ls "$dir"/sig_* 2> /dev/null | wc -l)
+    kill -$sig $pid
+    { wait $pid; } 2> /dev/null  # (bash's own report of the signal)
+    rc=$? left=$(ls "$dir"/sig_* 2> /dev/null | wc -l)
+    want=$((128 + $(kill -l $sig)))
+    if [ "$written" -lt 2 ] || [ $rc -ne $want ] || [ "$left" -ne 0 ]; then
+        fail "SIG$sig mid-run: $written shard files seen before it, exit $rc (want $want), $left left after"
+    else
+        echo "ok   SIG$sig after $written temporary shards: exit $rc, none left"
+    fi
+done
+# Under nohup (SIGHUP ignored) a hangup changes nothing: the run completes.
+rm -f "$dir"/sig_*
+(trap '' HUP; exec $tool -i "$dir/long.jsonl" -o "$dir/sig" --shard-tokens 20000 > /dev/null 2> "$dir/err") &
+pid=$!
+for _ in $(seq 100); do [ "$(ls "$dir"/sig_* 2> /dev/null | wc -l)" -ge 2 ] && break; sleep 0.05; done
+kill -HUP $pid
+wait $pid
+rc=$? done=$(ls "$dir"/sig_*.bin 2> /dev/null | wc -l) left=$(ls "$dir"/sig_*.tmp 2> /dev/null | wc -l)
+if [ $rc -ne 0 ] || [ "$done" -lt 2 ] || [ "$left" -ne 0 ]; then
+    fail "SIGHUP under nohup: exit $rc, $done shards, $left temporaries"
+else
+    echo "ok   SIGHUP under nohup: exit 0, $done shards"
+fi
 
 [ $fails -eq 0 ] && echo "all data tool checks passed"
 [ $fails -eq 0 ]

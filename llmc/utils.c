@@ -26,7 +26,20 @@ void die(const char *fmt, ...) {
     exit(1);
 }
 
+// Under mpirun every rank parses the same flags and finds the same error: rank 0 reports it and
+// carries the failing status. The others end quietly with 0: had one failed first, the launcher
+// would have killed rank 0 before it printed.
+static int is_secondary_rank(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v) return atoi(v) > 0;
+    }
+    return 0;
+}
+
 void usage_error(const char *fmt, ...) {
+    if (is_secondary_rank()) exit(0);
     va_list ap;
     fflush(stdout);
     fprintf(stderr, "%s: ", g_program_name);

@@ -5,7 +5,8 @@
 #   killed:  rank 1 gets SIGKILL mid-run; mpirun must exit non-zero;
 #   hung:    rank 1 gets SIGSTOP mid-run (alive but silent); the others must give up with the
 #            one-line "did not complete within 5 s" error and mpirun exit non-zero.
-# Each case must end within 5 s + 15 s of slack. About 15 s.
+# Each case must end within 5 s + 15 s of slack. And a bad flag is reported by one rank, not
+# by each. About 15 s.
 set -eu
 cd "$(dirname "$0")/../.."
 source dev/test/zero/common.sh
@@ -47,6 +48,14 @@ run_case() {  # run_case NAME SIGNAL
     launcher="" victim=""
     test $rc -ne 0
 }
+
+# A bad flag: every rank finds it, one reports it (the others exit 2 quietly).
+rc=0
+"${mpirun_cmd[@]}" -np 3 ./train_gpt "${model[@]}" -b 0 > "$dir/flag.out" 2> "$dir/flag.err" || rc=$?
+test "$(grep -c "train_gpt: -b (--batch): '0' is not an integer" "$dir/flag.err")" = 1 ||
+    { echo "FAIL: a bad flag under mpirun -np 3 is not reported exactly once:"; cat "$dir/flag.err"; exit 1; }
+test $rc -ne 0 || { echo "FAIL: a bad flag under mpirun exited 0"; exit 1; }
+echo "bad flag under mpirun: reported once, exit $rc"
 
 run_case killed KILL
 run_case hung STOP

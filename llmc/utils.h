@@ -1,7 +1,7 @@
 // Error handling and checked system calls shared by every program in the project.
 // Conventions: a usage error (bad flag or value) exits with status 2 through usage_error() (under
-// mpirun rank 0 alone reports it);
-// any other failure (missing file, corrupt data, out of memory) exits with status 1 through die().
+// mpirun rank 0 alone reports it); any other failure (missing file, corrupt data, out of memory)
+// exits with status 1 through die().
 // Every message is one line, starts with the program's name, and says what to fix.
 #ifndef LLMC_UTILS_H
 #define LLMC_UTILS_H

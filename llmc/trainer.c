@@ -411,10 +411,12 @@ int trainer_run(Trainer *t) {
     if (writes_files && !tc->resume) {
         double earlier = main_rank ? (double)newest_complete_checkpoint(tc->output_dir) : -1.0;
         comm->broadcast_bytes(comm, &earlier, sizeof(earlier));
-        if (earlier >= 0) {
+        if (earlier >= 0) {  // every rank exits after rank 0 has said why (the launcher kills at the first exit)
             if (main_rank)
-                die("'%s' holds the checkpoints of an earlier run (the newest at step %ld): resume it with -y 1, or "
-                    "give another -o, or remove them", tc->output_dir, (long)earlier);
+                fprintf(stderr, "%s: error: '%s' holds the checkpoints of an earlier run (the newest at step %ld): "
+                        "resume it with -y 1, or give another -o, or remove them\n", program_name(), tc->output_dir,
+                        (long)earlier);
+            comm->barrier(comm);
             exit(1);
         }
     }

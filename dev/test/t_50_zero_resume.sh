@@ -9,6 +9,7 @@
 #     the reduction-order tolerances of t_50_zero_equal.sh (1e-5 relative on losses, 1e-5 on
 #     weights); C writes 3 state files at step 6.
 #   E: A with FP8 delayed scaling, resumed on the same 2 ranks: bit-identical (amax histories).
+#   A new run into A's directory is refused (one line, from rank 0), and A's files stay.
 # The global batch, 384 tokens, is 3 micro-steps on 2 ranks, 2 on 3 and 6 in one process, so
 # every run reads the same windows. About 10 s.
 set -eu
@@ -51,4 +52,11 @@ grep -q "resumed from step 3" "$dir/e.out"
 ! grep -q "not bit-exact" "$dir/e.err"
 compare "$dir/a8" "$dir/e" 4 6 0 0
 for r in 0 1; do cmp "$dir/a8/state_00000006_0000$r.bin" "$dir/e/state_00000006_0000$r.bin"; done
+# A new run (no -y 1) into A's directory is refused: exit 1, rank 0's one line, A untouched.
+before=$(cd "$dir/a" && md5sum ./* | sort)
+rc=0
+mpi 2 ./train_gpt "${args[@]}" -z 2 -o "$dir/a" > "$dir/again.out" 2> "$dir/again.err" || rc=$?
+test $rc -ne 0
+test "$(grep -c "error: '$dir/a' holds the checkpoints of an earlier run (the newest at step 6)" "$dir/again.err")" = 1
+test "$(cd "$dir/a" && md5sum ./* | sort)" = "$before"
 echo "zero resume: same world size bit-exact (also FP8 with delayed scaling); 2 -> 3 ranks (stage 2 -> 3) and 2 -> 1 re-slice and match"

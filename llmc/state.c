@@ -49,6 +49,7 @@ int state_write(const char *path, const TrainState *st, const float *m, const fl
     h[15] = amax_n ? ah->length : 0;
     h[16] = amax_n ? ah->steps : 0;
     h[17] = (int64_t)st->run_seed;
+    h[18] = st->skipped_in_a_row;
     size_t n = (size_t)(st->end - st->begin);
     SavedOutliers so[2];
     pack_outliers(&st->loss_outliers, &so[0]);
@@ -87,6 +88,8 @@ static void parse_header(const char *path, const int64_t *h, long file_size, Tra
     st->step = h[2];
     st->run_seed = (uint64_t)h[17];
     st->run_seed_saved = h[1] >= 2;
+    if (h[18] < 0 || h[18] > INT32_MAX) die("'%s': corrupt header (%lld updates skipped in a row)", path, (long long)h[18]);
+    st->skipped_in_a_row = (int)h[18];
     st->rank = (int)h[3];
     st->num_ranks = (int)h[4];
     st->num_params = h[5];

@@ -6,7 +6,8 @@
 //     shard, [9] position in it, [10] sampling-RNG seed, [11] its counter, [12] 1 if fp32 master
 //     weights follow (GPU trainer), [13] FNV-1a 64 of the header (with [13] zero) and everything
 //     after it, [14] operands and [15] length of this rank's FP8 amax history (0 0: none), [16]
-//     its recorded micro-steps, [17] the run's --seed (the GPU's stochastic rounding is keyed by it)
+//     its recorded micro-steps, [17] the run's --seed (the GPU's stochastic rounding is keyed by it),
+//     [18] updates skipped in a row up to the step (-sm counts on across a resume; 0 in older files)
 //   float m[end-begin], v[end-begin], master[end-begin] (if [12]),
 //   the loss and grad-norm OutlierDetectors (int32 count, int32 next, double values[WINDOW]),
 //   float amax history[operands][length] (llmc/amax_history.h; each rank its own: the
@@ -36,6 +37,7 @@ typedef struct {
     int64_t step;
     uint64_t run_seed;   // --seed of the run's first start (0 in a version 1 file)
     int run_seed_saved;  // read: 0 for a version 1 file
+    int skipped_in_a_row;  // updates skipped in a row up to step (llmc/trainer.c, -sm)
     int rank, num_ranks;
     int64_t num_params;
     int64_t begin, end;

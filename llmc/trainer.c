@@ -464,7 +464,7 @@ int trainer_run(Trainer *t) {
     float *step_ms = (float *)malloc_check((size_t)(steps + 1) * sizeof(float));
     int timed = 0;
     double elapsed = 0.0;
-    int skipped_in_a_row = 0, skipped_nonfinite = 0, skipped_spikes = 0;
+    int skipped_nonfinite = 0, skipped_spikes = 0;  // this start's; the run of skips in a row is in st
     int stopped_at = -1;  // the step after which a stop signal ended the run
     for (int step = start_step; step < steps; step++) {
         watchdog_begin_step(step + 1);
@@ -502,19 +502,19 @@ int trainer_run(Trainer *t) {
         else if (tc->skip_loss_z > 0 && outlier_zscore(&st.loss_outliers, loss) > tc->skip_loss_z) skip = "loss spike";
         else if (tc->skip_norm_z > 0 && outlier_zscore(&st.norm_outliers, norm) > tc->skip_norm_z) skip = "grad-norm spike";
         if (skip) {
-            skipped_in_a_row++;
+            st.skipped_in_a_row++;
             if (nonfinite) skipped_nonfinite++;
             else skipped_spikes++;
             if (main_rank)
                 printf("step %d: update skipped (%s: loss %f, norm %f); %d skipped in a row, %d non-finite and %d "
-                       "spikes in all\n", step + 1, skip, loss, norm, skipped_in_a_row, skipped_nonfinite, skipped_spikes);
+                       "spikes in all\n", step + 1, skip, loss, norm, st.skipped_in_a_row, skipped_nonfinite, skipped_spikes);
             logger_skip(&logger, step + 1, skip);
-            if (tc->max_skips > 0 && skipped_in_a_row >= tc->max_skips)
+            if (tc->max_skips > 0 && st.skipped_in_a_row >= tc->max_skips)
                 die("%d updates in a row were skipped (the last at step %d: %s): stopping rather than training on "
                     "garbage (-sm); resume from the newest checkpoint with a lower -l or check the data",
-                    skipped_in_a_row, step + 1, skip);
+                    st.skipped_in_a_row, step + 1, skip);
         } else {
-            skipped_in_a_row = 0;
+            st.skipped_in_a_row = 0;
             watchdog_set_phase(PHASE_UPDATE);
             outlier_push(&st.loss_outliers, loss);
             outlier_push(&st.norm_outliers, norm);

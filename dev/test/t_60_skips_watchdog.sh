@@ -3,7 +3,8 @@
 #   - LLMC_TEST_NAN_STEPS (llmc/fault.h) backpropagates a NaN loss scale at the listed steps, so
 #     the backend's gradients are truly NaN: those updates are skipped, logged and counted, and
 #     the weights after a skipped step are bit-identical to those before it;
-#   - -sm K stops the run (exit 1) after K skipped updates in a row, and not after K - 1;
+#   - -sm K stops the run (exit 1) after K skipped updates in a row, and not after K - 1, also
+#     when a resume falls between them;
 #   - -w stops a step stuck in a checkpoint (writes slowed to 1.5 s) with exit 124 naming the
 #     step and the phase, and leaves a healthy run alone;
 #   - a shard truncated after the run opened it, and a token outside the vocabulary, are
@@ -35,6 +36,15 @@ check "3 NaN steps in a row with -sm 3: exit 1 (got $rc)" test $rc -eq 1
 check "-sm 3: says why" grep -q "error: 3 updates in a row were skipped (the last at step 4: non-finite" "$dir/limit.err"
 LLMC_TEST_NAN_STEPS=2,3,5,6 ./train_gpt "${tiny[@]}" -x 7 -sm 3 > "$dir/below.out" 2>&1
 check "2 + 2 NaN steps with -sm 3: the count restarts after an update, exit 0" test $? -eq 0
+
+# The count of skips in a row is in the training state: 2 skipped before a checkpoint and 1
+# after the resume are 3 in a row (a restarted job gets no fresh -sm allowance).
+LLMC_TEST_NAN_STEPS=2,3 ./train_gpt "${tiny[@]}" -x 3 -n 1 -sm 3 -o "$dir/streak" > /dev/null 2>&1
+check "skips in a row before a checkpoint: exit 0" test $? -eq 0
+LLMC_TEST_NAN_STEPS=4 ./train_gpt "${tiny[@]}" -x 6 -sm 3 -y 1 -o "$dir/streak" > "$dir/streak.out" 2> "$dir/streak.err"
+rc=$?
+check "skips in a row across a resume: exit 1 at the third (got $rc)" test $rc -eq 1
+check "skips in a row across a resume: says why" grep -q "error: 3 updates in a row were skipped (the last at step 4" "$dir/streak.err"
 
 LLMC_TEST_WRITE_DELAY_MS=1500 ./train_gpt "${tiny[@]}" -x 4 -n 1 -w 1 -o "$dir/stuck" > "$dir/stuck.out" 2> "$dir/stuck.err"
 rc=$?

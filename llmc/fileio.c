@@ -121,8 +121,10 @@ int atomic_commit(AtomicFile *af) {
         // Make the rename itself durable: fsync the directory that holds the entry. If that
         // fails the file may not survive a crash: it goes, as any file whose commit failed.
         char *dir_copy = dup_string(af->path);
-        if (sync_directory(dirname(dir_copy)) != 0) {
-            set_error(af, "cannot sync the directory of");
+        const char *dir = dirname(dir_copy);
+        if (sync_directory(dir) != 0) {
+            af->failed = 1;
+            snprintf(af->error, sizeof(af->error), "cannot fsync the directory '%s': %s", dir, strerror(errno));
             unlink(af->path);
         }
         free(dir_copy);
@@ -136,7 +138,12 @@ int sync_directory(const char *dir) {
     int dfd = open(dir, O_RDONLY | O_DIRECTORY);
     if (dfd < 0) return -1;
     int rc = fsync(dfd);
+    // A filesystem that cannot fsync a directory (some FUSE and network ones) makes its entries
+    // durable its own way: only a real failure counts.
+    if (rc != 0 && (errno == EINVAL || errno == ENOTSUP)) rc = 0;
+    int saved = errno;
     close(dfd);
+    errno = saved;
     return rc;
 }
 

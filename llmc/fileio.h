@@ -47,8 +47,8 @@ int atomic_commit(AtomicFile *af);
 // Abandons the file: removes the temporary, frees resources.
 void atomic_abort(AtomicFile *af);
 
-// fsyncs a directory, making the creation, rename or removal of its entries durable. Returns 0,
-// or -1 with errno set.
+// fsyncs a directory, making the creation, rename or removal of its entries durable. Returns 0
+// (also where the filesystem does not fsync directories: EINVAL, ENOTSUP), or -1 with errno set.
 int sync_directory(const char *dir);
 // 1 when name is a temporary left by atomic_open ("<name>.tmp.<pid>"), say by a killed writer.
 int is_atomic_temporary(const char *name);

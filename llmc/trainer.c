@@ -401,13 +401,9 @@ int trainer_run(Trainer *t) {
     outlier_init(&st.norm_outliers);
     int start_step = 0;
     const int writes_files = !tc->bench && tc->output_dir[0];
-    if (writes_files && main_rank) {
-        make_output_dir(tc->output_dir);
-        remove_stale_temporaries(tc->output_dir);
-    }
-    comm->barrier(comm);
     // A new run does not share its directory with an earlier run's checkpoints: -y 1 would later
     // resume the newest of them, and -nk would keep those (higher steps) and delete this run's.
+    // Checked before anything in the directory is touched (another run may still be writing).
     if (writes_files && !tc->resume) {
         double earlier = main_rank ? (double)newest_complete_checkpoint(tc->output_dir) : -1.0;
         comm->broadcast_bytes(comm, &earlier, sizeof(earlier));
@@ -420,6 +416,11 @@ int trainer_run(Trainer *t) {
             exit(1);
         }
     }
+    if (writes_files && main_rank) {
+        make_output_dir(tc->output_dir);
+        remove_stale_temporaries(tc->output_dir);
+    }
+    comm->barrier(comm);
     if (tc->resume) {
         double newest = main_rank ? (double)newest_complete_checkpoint(tc->output_dir) : 0.0;
         comm->broadcast_bytes(comm, &newest, sizeof(newest));

@@ -1,10 +1,12 @@
 #include "utils.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *g_program_name = "llmc";
 
@@ -26,9 +28,10 @@ void die(const char *fmt, ...) {
     exit(1);
 }
 
-// Under mpirun every rank parses the same flags and finds the same error: rank 0 reports it and
-// carries the failing status. The others end quietly with 0: had one failed first, the launcher
-// would have killed rank 0 before it printed.
+// Under mpirun every rank parses the same flags and finds the same error: rank 0 reports it, and
+// the launcher ends the others when it exits. A secondary rank says its error only after a
+// pause, in case rank 0 did not find it (a file missing on one node): had it exited at once, the
+// launcher could have killed rank 0 before it printed.
 static int is_secondary_rank(void) {
     static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
@@ -39,7 +42,11 @@ static int is_secondary_rank(void) {
 }
 
 void usage_error(const char *fmt, ...) {
-    if (is_secondary_rank()) exit(0);
+    if (is_secondary_rank()) {
+        signal(SIGTERM, SIG_DFL);  // the launcher's SIGTERM ends the pause, and us, quietly
+        signal(SIGINT, SIG_DFL);
+        sleep(10);
+    }
     va_list ap;
     fflush(stdout);
     fprintf(stderr, "%s: ", g_program_name);

@@ -8,9 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash dev/data/nlpcorpus.sh
 data=(-i "data/nlpcorpus/nlpcorpus_train_*.bin" -j "data/nlpcorpus/nlpcorpus_val_*.bin")
-# The default job's own directory: each run starts afresh (a trainer refuses another run's
-# checkpoints), unless it resumes (make run ARGS="-y 1").
-case " $* " in *" -y "* | *" --resume "*) ;; *) rm -rf out/default ;; esac
+# out/default is the default job's own directory: each run starts it afresh (a trainer refuses
+# another run's checkpoints), unless the arguments name a resume or another directory.
+fresh=1
+for arg in "$@"; do case $arg in -y | --resume | --resume=* | -o | --out | --out=*) fresh=0 ;; esac; done
+[ $fresh = 0 ] || rm -rf out/default
 if [ -x ./train_gptcu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
     # d12 for about 2.5 epochs of the 1.95M-token corpus (300 steps of 16k tokens; more overfits):
     # on an H100 a run like it took validation from 10.9 to 5.93 in seconds (dev/gpu_report.md).

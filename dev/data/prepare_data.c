@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 #include <libgen.h>
 #include <omp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -186,8 +187,9 @@ static void add_path(FileList *list, const char *path, const char *format) {
 
 // The shards under temporary names, newest first. They are removed if the program ends before
 // renaming them all: by an atexit handler (die() exits through exit()) or by a terminating
-// signal. A node is complete before it is published by one pointer store, and a renamed one is
-// only marked, so the signal handler can walk the list at any moment, on any thread.
+// signal. Only the main thread changes the list and only it takes the signals (install_handlers),
+// a node is complete before one release store publishes it, and a renamed one is only marked: so
+// the handler, interrupting the main thread anywhere, walks a consistent list.
 typedef struct TempShard {
     char *temp, *final;
     volatile sig_atomic_t renamed;
@@ -195,17 +197,37 @@ typedef struct TempShard {
 } TempShard;
 static TempShard *volatile g_temp_shards;
 
+static void publish_temp_shards(TempShard *head) { __atomic_store_n(&g_temp_shards, head, __ATOMIC_RELEASE); }
+
 static void remove_temp_shards(void) {
     for (TempShard *s = g_temp_shards; s; s = s->next)
         if (!s->renamed) unlink(s->temp);  // unlink is async-signal-safe
 }
 
-// SIGINT, SIGTERM, SIGHUP (unless ignored, as nohup does): remove the temporaries, then die of
-// the signal as the default would.
+// Remove the temporaries, then die of the signal as the default would.
 static void on_terminating_signal(int sig) {
     remove_temp_shards();
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+// SIGINT, SIGTERM and SIGHUP, except where ignored on entry (nohup; a shell's background job
+// ignores SIGINT), go to on_terminating_signal on the main thread: the OpenMP workers, started
+// here, inherit them blocked. Call before the first parallel region.
+static void install_handlers(void) {
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        struct sigaction old, sa = {.sa_handler = on_terminating_signal};
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(signals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(signals[i], &sa, NULL);
+        sigaddset(&set, signals[i]);
+    }
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+#pragma omp parallel
+    { }  // the team is created now, with the signals blocked
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
 typedef struct {
@@ -233,7 +255,7 @@ static void open_shard(ShardWriter *w) {
     TempShard *shard = malloc_check(sizeof(TempShard));
     *shard = (TempShard){shard_path(w->prefix, w->split, index, true), shard_path(w->prefix, w->split, index, false),
                          0, g_temp_shards};
-    g_temp_shards = shard;  // published before the file exists: a signal removes it from here on
+    publish_temp_shards(shard);  // before the file exists: a signal removes it from here on
     w->file = fopen(shard->temp, "wb");
     if (!w->file) die("cannot create shard '%s': %s", shard->temp, strerror(errno));
     int32_t header[HEADER_INTS] = {0};  // rewritten with the count when the shard is complete
@@ -253,7 +275,7 @@ static void close_shard(ShardWriter *w) {
     if (w->count == 0) {
         fclose_check(w->file, shard->temp);
         unlink(shard->temp);
-        g_temp_shards = shard->next;
+        publish_temp_shards(shard->next);
         free(shard->temp);
         free(shard->final);
         free(shard);
@@ -303,7 +325,7 @@ static void writer_finish(ShardWriter *w) {
         die("cannot sync the directory of '%s': %s", w->prefix, strerror(errno));
     free(dir);
     TempShard *list = g_temp_shards, *oldest_first = NULL;
-    g_temp_shards = NULL;
+    publish_temp_shards(NULL);
     while (list) {  // reversed, to print the names in order
         TempShard *next = list->next;
         list->next = oldest_first;
@@ -558,6 +580,7 @@ int main(int argc, char **argv) {
     if (tokenizer_vocab_size(tokenizer) > 65536)
         die("the vocabulary has %d tokens; shards store uint16 tokens", tokenizer_vocab_size(tokenizer));
     r.tokenizer = tokenizer;
+    install_handlers();
     int threads = omp_get_max_threads();
     r.encoders = malloc_check((size_t)threads * sizeof(TokenEncoder *));
     for (int i = 0; i < threads; i++) r.encoders[i] = token_encoder_new(tokenizer);
@@ -567,9 +590,6 @@ int main(int argc, char **argv) {
     r.batch.pieces = calloc_check(r.batch.cap_pieces, sizeof(Piece));
 
     atexit(remove_temp_shards);
-    signal(SIGINT, on_terminating_signal);
-    signal(SIGTERM, on_terminating_signal);
-    if (signal(SIGHUP, on_terminating_signal) == SIG_IGN) signal(SIGHUP, SIG_IGN);  // under nohup: go on
     ShardWriter *w = &r.writer;
     w->prefix = r.opt.prefix;
     w->shard_tokens = r.opt.shard_tokens;

@@ -49,13 +49,19 @@ run_case() {  # run_case NAME SIGNAL
     test $rc -ne 0
 }
 
-# A bad flag: every rank finds it, one reports it (the others exit 2 quietly).
-rc=0
-"${mpirun_cmd[@]}" -np 3 ./train_gpt "${model[@]}" -b 0 > "$dir/flag.out" 2> "$dir/flag.err" || rc=$?
-test "$(grep -c "train_gpt: -b (--batch): '0' is not an integer" "$dir/flag.err")" = 1 ||
-    { echo "FAIL: a bad flag under mpirun -np 3 is not reported exactly once:"; cat "$dir/flag.err"; exit 1; }
-test $rc -ne 0 || { echo "FAIL: a bad flag under mpirun exited 0"; exit 1; }
-echo "bad flag under mpirun: reported once, exit $rc"
+# A bad flag, found before MPI starts (-b 0) and after (-d not a multiple of B*T*ranks): every
+# rank finds it, rank 0 reports it and the launcher ends the others (which would say theirs
+# only after a 10 s pause).
+for bad in "-b 0" "-d 100"; do
+    rc=0 start=$SECONDS
+    # shellcheck disable=SC2086
+    "${mpirun_cmd[@]}" -np 3 ./train_gpt "${model[@]}" $bad > "$dir/flag.out" 2> "$dir/flag.err" || rc=$?
+    test "$(grep -c "^train_gpt: -[bd] (--" "$dir/flag.err")" = 1 ||
+        { echo "FAIL: a bad flag ($bad) under mpirun -np 3 is not reported exactly once:"; cat "$dir/flag.err"; exit 1; }
+    test $rc -ne 0 || { echo "FAIL: a bad flag ($bad) under mpirun exited 0"; exit 1; }
+    test $((SECONDS - start)) -lt 8 || { echo "FAIL: a bad flag ($bad) under mpirun took $((SECONDS - start)) s"; exit 1; }
+    echo "bad flag $bad under mpirun: reported once, exit $rc after $((SECONDS - start)) s"
+done
 
 run_case killed KILL
 run_case hung STOP

@@ -53,9 +53,10 @@ done
 
 # A new run into a directory holding another run's complete checkpoints (seed 2) is refused:
 # -nk would keep the other run's higher steps and delete this run's, and -y 1 would resume
-# theirs. The other run's files stay as they were.
+# theirs. The other run's files stay as they were, even a temporary it may still be writing.
 run=$dir/other
 ./train_gpt "${args[@]}" --seed 2 -o "$run" > /dev/null
+echo "in flight" > "$run/model_00000008.bin.tmp.99999"  # as if that run were writing step 8
 before=$(cd "$run" && md5sum ./* | sort)
 ./train_gpt "${args[@]}" -nk 1 -o "$run" > "$run.out" 2> "$run.err"
 rc=$?

@@ -56,7 +56,7 @@ static const Option kOptions[] = {
     {NULL, "max-seq-len", OPT_INT, NULL, F(max_seq_len), 1, 1 << 20, "maxT of a randomly initialized model"},
     {NULL, "vocab-size", OPT_INT, NULL, F(vocab_size), 1, 1 << 24, "V of a randomly initialized model"},
     {"-v", "val-every", OPT_INT, NULL, F(val_every), 0, 1 << 30, "validation loss every this many steps (0: off)"},
-    {"-m", "val-batches", OPT_INT, NULL, F(val_batches), 0, 1 << 30, "micro-batches per validation"},
+    {"-m", "val-batches", OPT_INT, NULL, F(val_batches), 0, 1 << 30, "micro-batches per validation (at most what the shards hold)"},
     {"-s", "sample-every", OPT_INT, NULL, F(sample_every), 0, 1 << 30, "print a sample every this many steps (0: off)"},
     {"-g", "gen-tokens", OPT_INT, NULL, F(gen_tokens), 0, 1 << 20, "tokens per sample (at most T - 1)"},
     {"-n", "ckpt-every", OPT_INT, NULL, F(ckpt_every), -1, 1 << 30, "checkpoint every this many steps and after the last (-1: after the last only; 0: off)"},

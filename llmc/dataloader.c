@@ -105,6 +105,15 @@ void dataloader_next_batch(DataLoader *dl, int *inputs, int *targets) {
     dl->pos.position += step_tokens;
 }
 
+// A shard of N tokens gives the windows at 0, S, 2S, ... with k S + S + 1 <= N (S = B T ranks, one
+// more token for the last target): floor((N - 1) / S) of them.
+int64_t dataloader_batches_per_pass(const DataLoader *dl) {
+    const int64_t step_tokens = (int64_t)dl->B * dl->T * dl->num_ranks;
+    int64_t n = 0;
+    for (int i = 0; i < dl->num_shards; i++) n += (dl->shard_tokens[i] - 1) / step_tokens;
+    return n;
+}
+
 void dataloader_free(DataLoader *dl) {
     if (dl->file) fclose(dl->file);
     for (int i = 0; i < dl->num_shards; i++) free(dl->paths[i]);

@@ -44,6 +44,8 @@ void dataloader_init(DataLoader *dl, const char *pattern, int B, int T, int rank
 void dataloader_next_batch(DataLoader *dl, int *inputs, int *targets);
 void dataloader_reset(DataLoader *dl);
 int64_t dataloader_total_tokens(const DataLoader *dl);
+// Micro-steps in one pass over the shards before next_batch wraps around (at least 1).
+int64_t dataloader_batches_per_pass(const DataLoader *dl);
 void dataloader_free(DataLoader *dl);
 
 #ifdef __cplusplus

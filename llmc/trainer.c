@@ -199,15 +199,15 @@ static double mean_over_ranks(Comm *c, double x) {
     return x / c->size;
 }
 
-static float evaluate(Trainer *t, DataLoader *val, int *inputs, int *targets) {
+static float evaluate(Trainer *t, DataLoader *val, int batches, int *inputs, int *targets) {
     watchdog_set_phase(PHASE_VALIDATION);
     dataloader_reset(val);
     double sum = 0.0;
-    for (int i = 0; i < t->tc->val_batches; i++) {
+    for (int i = 0; i < batches; i++) {
         dataloader_next_batch(val, inputs, targets);
         sum += t->backend->forward_loss(t->backend->self, inputs, targets);
     }
-    return (float)mean_over_ranks(t->comm, sum / t->tc->val_batches);
+    return (float)mean_over_ranks(t->comm, sum / batches);
 }
 
 // Samples after <|endoftext|> with temperature 1. Every rank samples (the model may be sharded,
@@ -369,12 +369,21 @@ int trainer_run(Trainer *t) {
     const int accum = (int)(total_batch / micro_tokens);
 
     DataLoader train_loader, val_loader;
-    int have_val = 0;
+    int have_val = 0, val_batches = tc->val_batches;
     if (!tc->bench) {
         dataloader_init(&train_loader, tc->train_pattern, B, T, rank, comm->size, cfg->vocab_size);
         if (tc->val_every > 0 && tc->val_batches > 0 && tc->val_pattern[0]) {
             dataloader_init(&val_loader, tc->val_pattern, B, T, rank, comm->size, cfg->vocab_size);
             have_val = 1;
+            // More batches than the shards hold would count some windows twice.
+            const int64_t whole = dataloader_batches_per_pass(&val_loader);
+            if (val_batches > whole) {
+                if (main_rank)
+                    printf("note: the validation shards hold %lld micro-batches of B*T*ranks = %lld tokens: -m %d is "
+                           "cut to %lld\n", (long long)whole, (long long)B * T * comm->size, val_batches,
+                           (long long)whole);
+                val_batches = (int)whole;
+            }
         }
     }
     int steps = tc->max_steps;
@@ -470,7 +479,7 @@ int trainer_run(Trainer *t) {
     for (int step = start_step; step < steps; step++) {
         watchdog_begin_step(step + 1);
         if (have_val && step % tc->val_every == 0) {
-            float vl = evaluate(t, &val_loader, inputs, targets);
+            float vl = evaluate(t, &val_loader, val_batches, inputs, targets);
             if (main_rank) printf("val loss %.6f\n", vl);
             logger_val(&logger, step, vl);
         }
@@ -564,7 +573,7 @@ int trainer_run(Trainer *t) {
     if (main_rank && skipped_nonfinite + skipped_spikes > 0)
         printf("updates skipped: %d non-finite, %d spikes\n", skipped_nonfinite, skipped_spikes);
     if (have_val && start_step < steps && stopped_at < 0) {
-        float vl = evaluate(t, &val_loader, inputs, targets);
+        float vl = evaluate(t, &val_loader, val_batches, inputs, targets);
         if (main_rank) printf("val loss %.6f\n", vl);
         logger_val(&logger, steps, vl);
     }

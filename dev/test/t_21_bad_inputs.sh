@@ -92,6 +92,17 @@ expect 1 "model_00000004.bin. holds another model than the one being loaded" -- 
     grep -q "note: the run started with --seed 1337, which it keeps; --seed 99 is not used" "$dir/out" \
     && echo "ok   a resume with another --seed keeps the run's" || { echo "FAIL: a resume with another --seed"; fails=$((fails + 1)); }
 
+# -m beyond what the validation shards hold is cut to it (a second pass would count windows twice).
+/usr/bin/python3 dev/test/make_shard.py "$dir/val.bin" 49 300 8  # 3 micro-batches of 16 tokens
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -j "$dir/val.bin" -v 1 -m 20 -x 1 > "$dir/m20" 2>&1
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -j "$dir/val.bin" -v 1 -m 3 -x 1 > "$dir/m3" 2>&1
+if grep -q "note: the validation shards hold 3 micro-batches of B\*T\*ranks = 16 tokens: -m 20 is cut to 3" "$dir/m20" &&
+    [ "$(grep -c 'val loss' "$dir/m20")" = 2 ] && diff <(grep 'val loss' "$dir/m20") <(grep 'val loss' "$dir/m3") > /dev/null; then
+    echo "ok   -m 20 over 3 validation batches is cut to 3 (same val losses as -m 3)"
+else
+    echo "FAIL: -m 20 over 3 validation batches"; sed 's/^/      /' "$dir/m20" | head -5; fails=$((fails + 1))
+fi
+
 # The README's flag table is the one --help prints.
 if diff <("$bin" -h | sed -n '/^  -i,/,/^  -h,/p') <(sed -n '/^  -i,/,/^  -h,/p' README.md) > "$dir/help.diff"; then
     echo "ok   README's flag table equals --help"

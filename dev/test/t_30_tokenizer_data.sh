@@ -2,8 +2,9 @@
 # The tokenizer's round trip and safe printing, and the data preparation tool: shard format,
 # inputs (text, directories, JSON lines), output independent of threads and chunking, and bad
 # inputs (a clear one-line error, exit 2 for flags and 1 otherwise, no shard left behind under a
-# final or temporary name). Every run of the tool here is the AddressSanitizer/UBSan build.
-# About 15 s on 2 cores.
+# final or temporary name), and terminating signals mid-run (nothing left behind; none under
+# nohup for SIGHUP). Every run of the tool here is the AddressSanitizer/UBSan build.
+# About 25 s on 2 cores.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bash dev/data/nlpcorpus.sh > /dev/null || { echo "FAIL: dev/data/nlpcorpus.sh"; exit 1; }

@@ -5,7 +5,7 @@
 # shows here rather than in a session's few device minutes. The zero phase runs
 # scripts/gpu_zero_check.sh for real, the CPU trainer standing in for train_gptcu (2 and 3 ranks
 # under mpirun). The stand-ins' figures are made up: this proves the plumbing, no GPU result.
-# About 70 s.
+# About 25 s.
 set -u
 cd "$(dirname "$0")/../.."
 root=$PWD

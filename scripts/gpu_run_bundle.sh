@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks
-# against the CPU reference, every kernel harness, compute-sanitizer, the d12 benchmark, the
+# against the CPU reference, every kernel harness (attention beside PyTorch's SDPA), compute-sanitizer, the d12 benchmark, the
 # recompute checks and memory/speed table (phase recompute), the ZeRO checks (phase zero:
 # scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of every
 # block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
@@ -48,16 +48,20 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
 }
 tokens_per_s() { awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/$1.log" 2>/dev/null; }  # tokens_per_s STEP_NAME
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-phase=${1:-all}  # checks, sanitize, recompute, zero, bench, bench2, torch, profile, curves or all (each phase fits one 10-minute device call)
-if [ "$phase" = checks ] || [ "$phase" = all ]; then
+# The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
+# torch, profile, curves, or all (the default). Each phase alone fits one 10-minute device call.
+phases=" ${*:-all} "
+wants() { [[ $phases == *" $1 "* || $phases == *" all "* ]]; }  # wants PHASE
+if wants checks; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
     step attention 120 $bin/attention
+    step torch_sdpa 120 python3 dev/bench/torch_sdpa_bench.py  # issue 5's baseline, same call as the harness's table
     for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
     step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
 fi
-if [ "$phase" = sanitize ] || [ "$phase" = all ]; then
-    step test_gptcu_d12 150 $bin/test_gptcu d12
+if wants sanitize; then
+    step test_gptcu_d12 400 $bin/test_gptcu d12
     if [ -n "$sanitizer" ]; then
         step memcheck_test_tiny 200 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
         step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
@@ -66,17 +70,17 @@ if [ "$phase" = sanitize ] || [ "$phase" = all ]; then
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi
 fi
-if [ "$phase" = recompute ] || [ "$phase" = all ]; then  # selective recomputation (unverified until this runs)
+if wants recompute; then  # selective recomputation (unverified until this runs)
     step test_gptcu_recompute_small 90 $bin/test_gptcu small recompute
     if [ -n "$sanitizer" ]; then
         step memcheck_recompute_tiny 240 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny recompute
     fi
-    step bench_recompute 300 dev/bench/bench_recompute_gpu.sh $bin/train_gptcu
+    step bench_recompute 560 dev/bench/bench_recompute_gpu.sh $bin/train_gptcu
 fi
-if [ "$phase" = zero ] || [ "$phase" = all ]; then
+if wants zero; then
     step zero 300 bash scripts/gpu_zero_check.sh $bin gpu_carry/zero_data "$work/zero"
 fi
-if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precision, same settings as gpu_report.md's table
+if wants bench; then  # tokens/s of each precision, same settings as gpu_report.md's table
     for run in "d12 16" "d48 4"; do
         set -- $run
         for m in bf16 fp8 int8; do step "bench_$1_$m" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul $m; done
@@ -95,7 +99,7 @@ if [ "$phase" = bench ] || [ "$phase" = all ]; then  # tokens/s of each precisio
           echo "$row"
       done; } >> "$summary"
 fi
-if [ "$phase" = bench2 ] || [ "$phase" = all ]; then  # d48 with accumulation; GELU fusion at d12
+if wants bench2; then  # d48 with accumulation; GELU fusion at d12
     # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates: at d48 B 4 one
     # step's AdamW and gradient norm (about 30 bytes per parameter, ~15 ms) otherwise dilute
     # whatever the matmul precision changes.
@@ -114,7 +118,7 @@ if [ "$phase" = bench2 ] || [ "$phase" = all ]; then  # d48 with accumulation; G
       for f in 0 1 2; do row+=" $(tokens_per_s "bench_d12_bf16_gelu$f") |"; done
       echo "$row"; } >> "$summary"
 fi
-if [ "$phase" = torch ] || [ "$phase" = all ]; then  # issue 4's comparison: PyTorch on the same GPU in the same call
+if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the same call
     for B in 16 32; do
         step "bench_d12_bf16_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12
         step "torch_d12_b$B" 300 env B=$B python3 dev/bench/torch_gpu_baseline.py
@@ -126,7 +130,7 @@ if [ "$phase" = torch ] || [ "$phase" = all ]; then  # issue 4's comparison: PyT
           echo "| B $B | $ours | $theirs | $(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "-" }') |"
       done; } >> "$summary"
 fi
-if [ "$phase" = profile ] || [ "$phase" = all ]; then  # GPU time per kernel over two d12 steps (ncu serializes kernels)
+if wants profile; then  # GPU time per kernel over two d12 steps (ncu serializes kernels)
     ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
     if [ -n "$ncu" ]; then
         for m in bf16 fp8; do
@@ -139,7 +143,7 @@ if [ "$phase" = profile ] || [ "$phase" = all ]; then  # GPU time per kernel ove
         echo "| ncu | not found | 0 |" >> "$summary"
     fi
 fi
-if [ "$phase" = curves ] || [ "$phase" = all ]; then  # d12 loss curves, 1000 steps, bf16 / fp8 / int8 (about 3 minutes)
+if wants curves; then  # d12 loss curves, 1000 steps, bf16 / fp8 / int8 (about 3 minutes)
     # the shards travel xz-compressed (the carried tree's 64 MiB limit); tarfile reads xz without the xz tool
     python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' gpu_carry/nlpcorpus.tar.xz "$work"
     step curves 400 bash dev/bench/loss_curves.sh $bin/train_gptcu "$work/nlpcorpus/nlpcorpus_train_*.bin" \

@@ -2,9 +2,10 @@
 # Recomputation on the GPU: for d12 (B 16) and d48 (B 4) at T 1024, every uniform policy's
 # activation memory (kept, as allocated, beside the plan's prediction; the shared recompute
 # scratch; the device memory in use, cudaMemGetInfo after the run, which is the peak since
-# train_gptcu allocates everything up front) and its speed (median step of --bench), as a table.
+# train_gptcu allocates everything up front) and its speed (median step of --bench), as a table;
+# then --mem-budget plans beside the fastest uniform policy that fits the same budget (the
+# planner must be no slower: a row more than 2% slower, beyond run-to-run noise, says SLOWER).
 # Usage: dev/bench/bench_recompute_gpu.sh [path to train_gptcu]   (default ./train_gptcu)
-# UNVERIFIED: written without a GPU; scripts/gpu_run_bundle.sh runs it.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin=${1:-./train_gptcu}
@@ -12,6 +13,7 @@ steps=${RECOMPUTE_BENCH_STEPS:-8}
 fail=0  # a run that fails, or kept activations that differ from the prediction, fail the script
 printf '| model | B | policy | kept MiB | predicted MiB | scratch MiB | device MiB | step ms | tokens/s | time vs none |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
+declare -A kept_of ms_of  # "model level" -> kept MiB, step ms (the uniform levels, for the budget rows)
 for run in "d12 16" "d48 4"; do
     set -- $run
     model=$1 B=$2 base=""
@@ -29,9 +31,35 @@ for run in "d12 16" "d48 4"; do
         tps=$(echo "$out" | awk '/^bench_tokens_per_s/ {print $2}')
         [ "$kept" = "$predicted" ] || { kept="$kept (FAIL: not the prediction)"; fail=1; }
         [ -z "$base" ] && base=$ms
+        kept_of["$model $level"]=$kept ms_of["$model $level"]=$ms
         ratio=$(awk -v a="$ms" -v b="$base" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
         printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$model" "$B" "$level" "$kept" "$predicted" \
             "$scratch" "$device" "$ms" "$tps" "$ratio"
     done
+done
+printf '\n| model | B | --mem-budget GiB | plan | kept MiB | step ms | fastest uniform level that fits | its ms | plan vs it |\n'
+printf '|---|---|---|---|---|---|---|---|---|\n'
+for run in "d12 16 4" "d48 4 6" "d48 4 3"; do
+    set -- $run
+    model=$1 B=$2 budget=$3
+    out=$("$bin" --bench -e "$model" -b "$B" -t 1024 -x "$steps" --mem-budget "$budget" 2>&1)
+    if [ $? -ne 0 ]; then
+        printf '| %s | %s | %s | FAIL: %s |\n' "$model" "$B" "$budget" "$(echo "$out" | tail -n 1)"
+        fail=1
+        continue
+    fi
+    plan=$(echo "$out" | awk -F' [|] ' '/^recompute: / {sub(/^recompute: /, "", $1); print $1}')
+    kept=$(echo "$out" | awk '/^activations: kept/ {print $3}')
+    ms=$(echo "$out" | awk '/^bench_median_step_ms/ {print $2}')
+    best="" best_ms=""
+    for level in none gelu norm attn mlp block; do
+        k=${kept_of["$model $level"]:-} m=${ms_of["$model $level"]:-}
+        [ -n "$k" ] && awk -v k="$k" -v b="$budget" 'BEGIN { exit !(k <= b * 1024) }' || continue
+        if [ -z "$best_ms" ] || awk -v a="$m" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best=$level best_ms=$m; fi
+    done
+    verdict=$(awk -v a="$ms" -v b="$best_ms" 'BEGIN { if (b > 0) printf "%.3fx%s", a / b, (a > 1.02 * b ? " SLOWER" : ""); else print "-" }')
+    awk -v k="$kept" -v b="$budget" 'BEGIN { exit !(k <= b * 1024) }' || { kept="$kept (FAIL: over the budget)"; fail=1; }
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$model" "$B" "$budget" "$plan" "$kept" "$ms" \
+        "${best:--}" "${best_ms:--}" "$verdict"
 done
 exit $fail

@@ -19,6 +19,7 @@ check() {  # check NAME COMMAND...
 # The repository as the device tool copies it, and gpu_carry as scripts/gpu_bundle.sh makes it.
 cp -r scripts dev "$d/repo/"
 echo 'print("PyTorch (dry run) d12 B=16 T=1024: 23456 tokens/s (median step 1.0 ms)")' > "$d/repo/dev/bench/torch_gpu_baseline.py"
+echo 'print("PyTorch (dry run) SDPA table")' > "$d/repo/dev/bench/torch_sdpa_bench.py"
 for t in nvidia-smi compute-sanitizer ncu; do cp dev/test/gpu_dryrun/tool "$d/tools/$t"; done
 for p in test_gptcu attention encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do
     cp dev/test/gpu_dryrun/tool "$d/carry/bin/$p"
@@ -46,7 +47,7 @@ phase() {
     check "$name: every table cell filled" bash -c "! grep -E '\\|\\s*\\|' '$out/summary.md'"
     check "$name: logs.tar.gz and device.txt returned" test -s "$out/logs.tar.gz" -a -s "$out/device.txt"
 }
-phase checks test_gptcu_tiny test_gptcu_small attention harness_encoder harness_layernorm harness_gelu \
+phase checks test_gptcu_tiny test_gptcu_small attention torch_sdpa harness_encoder harness_layernorm harness_gelu \
     harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick
 phase sanitize test_gptcu_d12 memcheck_test_tiny memcheck_attention racecheck_attention
 phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks
-# against the CPU reference, every kernel harness (attention beside PyTorch's SDPA), compute-sanitizer, the d12 benchmark, the
-# recompute checks and memory/speed table (phase recompute), the ZeRO checks (phase zero:
-# scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of every
-# block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
-# step, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside PyTorch at d12 B 16 and 32
-# (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute (phase
-# profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and
-# int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
-# machine's python3 has matplotlib; else dev/bench/plot_curves.py makes it from the CSV).
-# Each step has a time limit. $OUT (or build/gpu_run) receives at most 7 files, because the device
-# tool returns 8: device.txt, summary.md (a row per step), logs.tar.gz (every step's log), and the
-# phases' results (profile_d12_bf16.md, profile_d12_fp8.md, curves.csv, curves.png). Bulky work
-# (ZeRO runs, ncu's raw CSV, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work).
+# Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks against
+# the CPU reference, every kernel harness (attention beside PyTorch's SDPA), compute-sanitizer, the
+# d12 benchmark, the recompute checks and memory/speed table (phase recompute), the ZeRO checks
+# (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
+# every block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
+# step, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside PyTorch at d12 B
+# 16 and 32 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
+# (phase profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and int8 over 1000 steps
+# of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the machine's python3 has
+# matplotlib; else dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT
+# (or build/gpu_run) receives at most 7 files, because the device tool returns 8: device.txt,
+# summary.md (a row per step), logs.tar.gz (every step's log), and the phases' results
+# (profile_d12_bf16.md, profile_d12_fp8.md, curves.csv, curves.png). Bulky work (ZeRO runs, ncu's
+# raw CSV, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work).
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}

@@ -3,11 +3,12 @@
 // The T x T score matrix never reaches global memory: forward keeps only the per-row
 // log-sum-exp, backward recomputes the probabilities tile by tile from it.
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md): dev/cuda/attention.cu checks
-// it against an fp64 CPU reference and for bit-reproducibility, and times it; it was correct and
-// race-free but about half the speed of PyTorch's flash attention there. Changed since and NOT RUN
-// on a GPU (compiled only): the launch-bound/row-tile/stream-row variants, lse and delta by
-// cp.async, exp2 without the subnormal fix-up, the skipped rescale, and the fused-dQ variant.
+// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): dev/cuda/attention.cu
+// checks it against an fp64 CPU reference and for bit-reproducibility (memcheck and racecheck
+// clean), and times it: correct, about 0.7x the speed of PyTorch's flash attention at T 1024 HS 64.
+// Changed since, compiled only: the HS 64 defaults (2 forward row tiles, backward capped for 3
+// CTAs per SM, both measured faster and bit-identical in that run) and the removal of the slower
+// fused-dQ backward variant (the remaining kernels compile to the same code).
 //
 // Layouts (all row-major, C = NH * HS):
 //   qkv   bf16 (B, T, 3, NH, HS)  the fused qkv matmul output: each token's 3C channels are
@@ -15,8 +16,8 @@
 //   out   bf16 (B, T, NH, HS)     i.e. (B, T, C), ready for the output projection
 //   lse   fp32 (B, NH, T)         natural-log log-sum-exp of each row of scaled scores
 //   dqkv  bf16 (B, T, 3, NH, HS)  same layout as qkv; every element is written (no accumulation)
-//   delta fp32 (B, NH, T)         backward scratch: rowsum(dout * out) (see
-//                                 attention_backward_scratch_bytes for the rest of the scratch)
+//   delta fp32 (B, NH, T)         backward scratch (attention_backward_scratch_bytes):
+//                                 rowsum(dout * out)
 // Math, with s = 1/sqrt(HS) and the causal mask j <= i:
 //   S = s Q K^T, P = softmax(S), O = P V, lse_i = log sum_j exp(S_ij)
 //   dV = P^T dO, dP = dO V^T, delta_i = sum_d dO_id O_id, dS = P * (dP - delta),
@@ -29,8 +30,7 @@
 // never stored.
 // Determinism: no atomics whose order varies. dK/dV come from one kernel that loops over query
 // tiles, dQ from another that loops over key tiles (recomputing P, two extra matmuls), so every sum
-// has a fixed order. A variant (backward_fused_dq) computes dQ in the dK/dV kernel and adds the
-// key blocks' shares in a fixed order through per-tile turn counters (see the kernel).
+// has a fixed order.
 #ifndef LLMC_ATTENTION_CUH
 #define LLMC_ATTENTION_CUH
 
@@ -79,10 +79,13 @@ constexpr float LOG2E = 1.4426950408889634f;
 // CTAs hide more latency, at the price of a few spilled bytes (ptxas -v, HS 64: forward 4 CTAs,
 // 128 registers, 16 bytes spilled; backward 3 CTAs, 168 registers, 16 bytes spilled; HS 128
 // spills hundreds of bytes at any cap, so it stays at 1). The arithmetic is the same either way
-// (the results are bit-identical); dev/cuda/attention.cu times both settings side by side. The
-// defaults are the compiler's free choice until a GPU run of that table picks the faster.
+// (the results are bit-identical); dev/cuda/attention.cu times both settings side by side.
+// Measured on an H100 (2026-11-23, HS 64, B*T 16384, NH 32; dev/gpu_report.md): the backward at 3
+// CTAs is 5% faster than free (1.213 vs 1.278 ms at T 1024, 2.098 vs 2.220 at T 2048), so HS 64's
+// backward asks for 3; the forward's gain from 4 CTAs (3%) is smaller than from 2 row tiles
+// (forward_row_tiles below, 27%), and the two together are not measured, so it stays free.
 template <int HS> __host__ __device__ constexpr int forward_min_ctas() { return 1; }
-template <int HS> __host__ __device__ constexpr int backward_min_ctas() { return 1; }
+template <int HS> __host__ __device__ constexpr int backward_min_ctas() { return HS == 64 ? 3 : 1; }
 
 // Shared-memory tiles are [rows][HS + 8] bf16. The row stride, 144 B (HS 64) or 272 B (HS 128),
 // is an odd multiple of 16 B, so the 8 row addresses of one ldmatrix 8x8 matrix fall in 8
@@ -158,14 +161,6 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 template <int HS>
 __device__ __forceinline__ void load_a(uint32_t a[4], const __nv_bfloat16 *tile, int r0, int k0, int lane) {
     ldmatrix_x4(a, tile + (r0 + (lane & 15)) * ld<HS>() + k0 + (lane >> 4) * 8);
-}
-
-// A fragment of rows m0..m0+15, contraction k0..k0+15, from a tile stored transposed, [k][m] with
-// row stride LDT, through .trans: matrices (m +0, k +0) (m +8, k +0) (m +0, k +8) (m +8, k +8), so
-// lane l points at row k0 + l%8 + 8(l/16), column m0 + 8((l/8)%2).
-template <int LDT>
-__device__ __forceinline__ void load_a_trans(uint32_t a[4], const __nv_bfloat16 *tile, int m0, int k0, int lane) {
-    ldmatrix_x4_trans(a, tile + (k0 + (lane & 7) + (lane >> 4) * 8) * LDT + m0 + ((lane >> 3) & 1) * 8);
 }
 
 // B fragments for X^T where X is stored [n][k]: columns n0..n0+15 of the product (two n8 blocks),
@@ -288,11 +283,12 @@ __device__ __forceinline__ void store_rows(__nv_bfloat16 *head, int64_t row_stri
 // RT (row tiles per warp) 1 or 2: every row's arithmetic is the same either way (identical bits);
 // 2 reads each K and V fragment once for twice the rows, at twice the accumulator registers
 // (HS 64 only: HS 128 would spill). dev/cuda/attention.cu times both; forward_row_tiles() is
-// the default.
+// the default: 2 for HS 64, measured 1.37x faster on an H100 (0.348 vs 0.477 ms at T 1024, 0.580
+// vs 0.843 at T 2048; B*T 16384, NH 32).
 
 constexpr int FWD_KEYS = 64;
 
-template <int HS> __host__ __device__ constexpr int forward_row_tiles() { return 1; }
+template <int HS> __host__ __device__ constexpr int forward_row_tiles() { return HS == 64 ? 2 : 1; }
 
 template <int HS, int RT> constexpr size_t forward_smem_bytes() {
     return (size_t)(RT * ROWS_PER_CTA + 4 * FWD_KEYS) * ld<HS>() * sizeof(__nv_bfloat16);
@@ -457,7 +453,7 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward, step 2: dK and dV, and with FUSED_DQ also dQ. CTA = 64 keys of one (b, h), warp w
+// Backward, step 2: dK and dV. Grid (B * NH, ceil(T / 64)); CTA = 64 keys of one (b, h), warp w
 // owns keys k0 + 16w .. +15 and their dK, dV accumulators (2 x 16 x HS fp32). Loops over the query
 // tiles that can see these keys (queries >= k0), BQ queries at a time (64 for HS 64, 32 for HS 128
 // to stay within registers). Per tile, transposed so that keys are the M dimension:
@@ -465,22 +461,9 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 //   dV += P^T dO, dK += dS^T Q       (dK scaled by s at the end)
 // Shared: K, V [64][HS+8] resident; Q, dO [2][BQ][HS+8], lse and delta [2][BQ] streamed, all four
 // by cp.async, so no thread stalls on a global load inside the loop.
-//
-// Without FUSED_DQ the grid is (B * NH, ceil(T / 64)) and dQ comes from the dQ kernel below, which
-// recomputes S and dP (seven matmuls per tile pair in all). With FUSED_DQ (five matmuls) each
-// tile's dS^T also goes to shared memory, [64 keys][BQ+8] bf16, and the CTA computes this key
-// block's share of dQ for the tile, dS K (BQ x HS, fp32), then adds it to an fp32 accumulator in
-// global memory. The adds to one query tile are made in a fixed order, so dQ's bits do not depend
-// on scheduling: key blocks from the highest that sees the tile (dq_last_key_block, whose share
-// is the first: it stores instead of adding) down to block 0 (the last: it scales by s, rounds to
-// bf16 and writes dqkv). A per-tile counter in global memory says how many shares are in; a CTA waits for its turn
-// (thread 0 spins, acquire), adds, and passes the turn on (__syncthreads, fence, release). Each key
-// block's CTA meets its tiles in ascending order, one tile behind the next-higher block, so in a
-// steady state nobody waits long. Deadlock freedom does not rest on the hardware's launch order:
-// the grid is 1-D and every CTA takes a ticket from a global counter and derives its (b, h, key
-// block) from it, higher key blocks of a head first, so a CTA only ever waits for CTAs that hold
-// earlier tickets and are therefore already running. dK and dV are computed exactly as without
-// FUSED_DQ (the same bits).
+// dQ comes from the dQ kernel below, which recomputes S and dP (seven matmuls per tile pair in all).
+// A fused-dQ variant (dQ here, the key blocks' shares added in a fixed order through per-tile turn
+// counters) was tried and measured slower on an H100, 0.89x at T 1024 HS 64 (2026-11-23): removed.
 
 // Rows of the streamed operand per tile (queries in dK/dV, keys in dQ): 64 for HS 64, 32 for HS 128
 // to stay within registers. The sums run over the same 16-row chunks in the same order for any
@@ -488,134 +471,20 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 // (fewer registers per thread, more CTAs per SM).
 template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return HS == 64 ? 64 : 32; }
 
-// Whether attention_backward computes dQ in the dK/dV kernel (FUSED_DQ above) or in its own
-// kernel. dev/cuda/attention.cu checks and times both; the default stays with the separate kernel
-// until the fused one has been measured faster on a GPU.
-template <int HS> __host__ __device__ constexpr bool backward_fused_dq() { return false; }
-static inline bool backward_fused_dq(int HS) { return HS == 64 ? backward_fused_dq<64>() : backward_fused_dq<128>(); }
-
-template <int HS, int BS, bool FUSED_DQ> constexpr size_t backward_smem_bytes() {
-    return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float) +
-           (FUSED_DQ ? (size_t)ROWS_PER_CTA * (BS + SMEM_PAD) * sizeof(__nv_bfloat16) : 0);
+template <int HS, int BS> constexpr size_t backward_smem_bytes() {
+    return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
 }
 
-// Spin-wait budget of the fused dQ's turn-taking, in clock cycles (25-30 s on an H100): a CTA waits for a
-// predecessor's single tile, microseconds; only a bug can make it wait this long, and then the
-// kernel traps with a message instead of hanging the process.
-constexpr long long DQ_TURN_TIMEOUT_CYCLES = 50000000000LL;
+// The first query tile (BQ rows) that key block kb meets: queries < kb * 64 see none of its keys.
+// Shared with dev/test/cuda_host/kernel_indexing.cu, which checks it on the host.
+__host__ __device__ constexpr int kv_first_query_tile(int kb, int BQ) { return kb * ROWS_PER_CTA / BQ; }
 
-__device__ __forceinline__ int load_acquire(const int *p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void store_release(int *p, int v) {
-    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
-}
-
-// The fused dQ's schedule, shared by the kernel and dev/test/cuda_host/kernel_indexing.cu (which
-// checks it on the host for many T: every tile's shares arrive in turn order, each exactly once,
-// and every wait is for an earlier ticket):
-// the first query tile (BQ rows) that key block kb meets (queries < kb * 64 see none of its keys),
-__host__ __device__ constexpr int dq_first_query_tile(int kb, int BQ) { return kb * ROWS_PER_CTA / BQ; }
-// the highest key block that sees query tile i, whose share comes first (turn 0),
-__host__ __device__ constexpr int dq_last_key_block(int i, int BQ, int T) {
-    return ((i * BQ + BQ < T ? i * BQ + BQ : T) - 1) / ROWS_PER_CTA;
-}
-// the turn of key block kb's share of tile i (0: the first, which stores; the shares before it
-// are in when the tile's counter equals it) and where that counter is in dq_sync,
-__host__ __device__ constexpr int dq_turn(int i, int kb, int BQ, int T) { return dq_last_key_block(i, BQ, T) - kb; }
-__host__ __device__ constexpr int64_t dq_counter_index(int bh, int i, int BQ, int T) {
-    return 1 + (int64_t)bh * ((T + BQ - 1) / BQ) + i;
-}
-// and the (head, key block) of a CTA's ticket: each head's key blocks from the highest down.
-__host__ __device__ constexpr int dq_ticket_head(int ticket, int key_blocks) { return ticket / key_blocks; }
-__host__ __device__ constexpr int dq_ticket_key_block(int ticket, int key_blocks) {
-    return key_blocks - 1 - ticket % key_blocks;
-}
-
-// FUSED_DQ's work per query tile i (see above): this key block's share of dQ for the tile,
-// dS (BQ x 64, from sdS through ldmatrix.trans) times K (64 x HS, sK), added in turn. Warp w
-// computes rows 16 (w % (BQ/16)) .. +15 of the tile and NCOL = HS (BQ/16) / 4 columns from
-// NCOL (w / (BQ/16)): each warp 16 x HS for BQ 64, 16 x HS/2 for BQ 32. dq_accum is fp32
-// (B, NH, T, HS); dq_sync[0] is the ticket counter, dq_sync[1 + bh n_tiles + i] the number of
-// shares already added to query tile i of head bh (zeroed before the launch).
-template <int HS, int BQ>
-__device__ __forceinline__ void fused_dq_share(__nv_bfloat16 *dqkv, float *dq_accum, int *dq_sync,
-                                               const __nv_bfloat16 *sdS, const __nv_bfloat16 *sK, int bh, int kb,
-                                               int i, int T, int NH, float scale, int lane) {
-    constexpr int ROW_GROUPS = BQ / 16, NCOL = HS * ROW_GROUPS / NWARPS, LDS = BQ + SMEM_PAD;
-    const int warp = threadIdx.x / 32, g = lane >> 2, t = lane & 3;
-    const int row0 = 16 * (warp % ROW_GROUPS), col0 = NCOL * (warp / ROW_GROUPS);
-    uint32_t af[ROWS_PER_CTA / 16][4];
-#pragma unroll
-    for (int kc = 0; kc < ROWS_PER_CTA / 16; kc++) load_a_trans<LDS>(af[kc], sdS, row0, 16 * kc, lane);
-    float share[NCOL / 8][4];
-#pragma unroll
-    for (int n = 0; n < NCOL / 8; n++) share[n][0] = share[n][1] = share[n][2] = share[n][3] = 0.0f;
-    mma_a_regs_b_rows_k<HS, ROWS_PER_CTA, NCOL, 1>(&share, &af, sK + col0, lane);
-
-    // Turn: the key blocks that see tile i add in descending order, from dq_last_key_block down.
-    const int turn = dq_turn(i, kb, BQ, T);
-    int *counter = dq_sync + dq_counter_index(bh, i, BQ, T);
-    if (threadIdx.x == 0 && turn > 0) {
-        const long long start = clock64();
-        while (load_acquire(counter) != turn) {
-            if (clock64() - start > DQ_TURN_TIMEOUT_CYCLES) {
-                printf("attention backward (fused dQ): head %d key block %d waited too long for query tile %d "
-                       "(counter %d, turn %d)\n", bh, kb, i, load_acquire(counter), turn);
-                __trap();
-            }
-            __nanosleep(64);
-        }
-    }
-    __syncthreads();
-
-    const int b = bh / NH, h = bh % NH;
-    const int64_t qkv_row = 3 * (int64_t)NH * HS;
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int q = i * BQ + row0 + g + 8 * half;
-        if (q >= T) continue;
-        float *acc_row = dq_accum + ((int64_t)bh * T + q) * HS + col0 + 2 * t;
-        float2 v[NCOL / 8];
-#pragma unroll
-        for (int n = 0; n < NCOL / 8; n++) v[n] = make_float2(share[n][2 * half], share[n][2 * half + 1]);
-        if (turn > 0) {
-            // The earlier shares' sum: every load issued before any add, so they are in flight
-            // together; from L2 (another SM wrote them, and this SM's L1 may hold stale lines).
-            float2 sum[NCOL / 8];
-#pragma unroll
-            for (int n = 0; n < NCOL / 8; n++) sum[n] = __ldcg(reinterpret_cast<const float2 *>(acc_row + 8 * n));
-#pragma unroll
-            for (int n = 0; n < NCOL / 8; n++) v[n].x += sum[n].x, v[n].y += sum[n].y;
-        }
-        if (kb == 0) {  // the last share: dQ = s (sum of all shares), rounded to bf16
-            __nv_bfloat16 *dq_row = dqkv + ((int64_t)b * T + q) * qkv_row + h * HS + col0 + 2 * t;
-#pragma unroll
-            for (int n = 0; n < NCOL / 8; n++)
-                *reinterpret_cast<__nv_bfloat162 *>(dq_row + 8 * n) = __floats2bfloat162_rn(v[n].x * scale, v[n].y * scale);
-        } else {
-#pragma unroll
-            for (int n = 0; n < NCOL / 8; n++) __stcg(reinterpret_cast<float2 *>(acc_row + 8 * n), v[n]);
-        }
-    }
-    if (kb > 0) {  // pass the turn on once every thread's stores are done (the grid-sync pattern)
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence();
-            store_release(counter, turn + 1);
-        }
-    }
-}
-
-template <int HS, int MIN_CTAS, int BS, bool FUSED_DQ>
+template <int HS, int MIN_CTAS, int BS>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
-attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, float *__restrict__ dq_accum, int *__restrict__ dq_sync,
-                             const __nv_bfloat16 *__restrict__ dout, const __nv_bfloat16 *__restrict__ qkv,
-                             const float *__restrict__ lse, const float *__restrict__ delta, int T, int NH,
-                             float scale) {
-    constexpr int BQ = BS, LD = ld<HS>(), LDS = BQ + SMEM_PAD;
+attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
+                             const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
+                             const float *__restrict__ delta, int T, int NH, float scale) {
+    constexpr int BQ = BS, LD = ld<HS>();
     extern __shared__ __align__(16) unsigned char smem[];
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sV = sK + ROWS_PER_CTA * LD;
@@ -623,21 +492,9 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, float *__restrict
     __nv_bfloat16 *sdO = sQ + 2 * BQ * LD;       // [2][BQ][LD]
     float *sLse = reinterpret_cast<float *>(sdO + 2 * BQ * LD);  // [2][BQ]
     float *sDelta = sLse + 2 * BQ;                               // [2][BQ]
-    __nv_bfloat16 *sdS = reinterpret_cast<__nv_bfloat16 *>(sDelta + 2 * BQ);  // FUSED_DQ: [64 keys][LDS]
 
-    const int n_key_blocks = (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA;
-    int bh, kb;
-    if constexpr (FUSED_DQ) {
-        __shared__ int ticket;
-        if (threadIdx.x == 0) ticket = atomicAdd(dq_sync, 1);
-        __syncthreads();
-        bh = dq_ticket_head(ticket, n_key_blocks);
-        kb = dq_ticket_key_block(ticket, n_key_blocks);
-    } else {
-        bh = blockIdx.x;
-        kb = blockIdx.y;  // the first key blocks see the most queries: first
-    }
-    const int b = bh / NH, h = bh % NH;
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int kb = blockIdx.y;  // the first key blocks see the most queries: first
     const int k0 = kb * ROWS_PER_CTA;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int C = NH * HS;
@@ -648,7 +505,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, float *__restrict
     const float *lse_row = lse + (int64_t)bh * T, *delta_row = delta + (int64_t)bh * T;
     const float scale_log2 = scale * LOG2E;
 
-    const int first_tile = dq_first_query_tile(kb, BQ);  // queries < k0 see none of these keys
+    const int first_tile = kv_first_query_tile(kb, BQ);  // queries < k0 see none of these keys
     const int n_tiles = (T + BQ - 1) / BQ;
 
     // Stage query tile i into buffer buf (rows >= T read as zeros), all by cp.async.
@@ -717,19 +574,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, float *__restrict
         mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dv, &af, do_tile, lane);
         acc_to_a<BQ>(af, dp);
         mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dk, &af, q_tile, lane);
-        if constexpr (FUSED_DQ) {
-            // dS^T's A fragments (rows = this warp's 16 keys, columns = queries) -> sdS[key][query].
-#pragma unroll
-            for (int kc = 0; kc < BQ / 16; kc++)
-#pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    const int key = 16 * warp + g + 8 * (r & 1), query = 16 * kc + 8 * (r >> 1) + 2 * t;
-                    *reinterpret_cast<uint32_t *>(sdS + key * LDS + query) = af[kc][r];
-                }
-            __syncthreads();
-            fused_dq_share<HS, BQ>(dqkv, dq_accum, dq_sync, sdS, sK, bh, kb, i, T, NH, scale, lane);
-        }
-        __syncthreads();  // every warp is done with this buffer (and sdS) before it is refilled
+        __syncthreads();  // every warp is done with this buffer before it is refilled
     }
 
     __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
@@ -874,70 +719,27 @@ static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat1
     attention_cuda_check(cudaGetLastError());
 }
 
-// Backward scratch, one allocation: delta (B, NH, T) fp32; with the fused dQ also its fp32
-// accumulator (B, NH, T, HS) and the ints of dq_sync (the ticket counter, then one turn counter per
-// query tile of at least 32 rows, so any BS fits). Parts start 256 B apart.
-struct BackwardScratch {
-    float *delta, *dq_accum;
-    int *dq_sync;
-};
-
-static inline size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// Byte offsets of the parts and the total (the fused parts only when fused_dq).
-struct BackwardScratchLayout {
-    size_t dq_accum, dq_sync, bytes;
-};
-
-static inline BackwardScratchLayout backward_scratch_layout(int B, int T, int NH, int HS, bool fused_dq) {
-    const size_t heads = (size_t)B * NH;
-    BackwardScratchLayout at;
-    at.dq_accum = round_up_256(heads * T * sizeof(float));
-    at.dq_sync = at.dq_accum + round_up_256(heads * T * HS * sizeof(float));
-    at.bytes = fused_dq ? at.dq_sync + (1 + heads * ((T + 31) / 32)) * sizeof(int) : at.dq_accum;
-    return at;
-}
-
-static inline size_t backward_scratch_bytes(int B, int T, int NH, int HS, bool fused_dq) {
-    return backward_scratch_layout(B, T, NH, HS, fused_dq).bytes;
-}
-
-static inline BackwardScratch backward_scratch_parts(void *scratch, int B, int T, int NH, int HS, bool fused_dq) {
-    unsigned char *p = (unsigned char *)scratch;
-    const BackwardScratchLayout at = backward_scratch_layout(B, T, NH, HS, fused_dq);
-    return {(float *)p, fused_dq ? (float *)(p + at.dq_accum) : NULL, fused_dq ? (int *)(p + at.dq_sync) : NULL};
-}
-
-template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>(),
-          bool FUSED_DQ = backward_fused_dq<HS>()>
+// scratch: attention_backward_scratch_bytes, delta (B, NH, T) fp32.
+template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
 static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                int B, int T, int NH, cudaStream_t stream) {
     const float scale = 1.0f / sqrtf((float)HS);
     const int64_t rows = (int64_t)B * T * NH;
-    const BackwardScratch sc = backward_scratch_parts(scratch, B, T, NH, HS, FUSED_DQ);
+    float *delta = (float *)scratch;
     attention_delta_kernel<HS><<<(unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream>>>(
-        sc.delta, dout, out, B, T, NH);
+        delta, dout, out, B, T, NH);
     attention_cuda_check(cudaGetLastError());
 
-    const int key_blocks = (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA;
-    const size_t smem = backward_smem_bytes<HS, BS, FUSED_DQ>();
-    launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS, FUSED_DQ>, smem);
-    if constexpr (FUSED_DQ) {
-        if ((int64_t)B * NH * key_blocks > INT32_MAX) die("attention_backward: B=%d NH=%d T=%d exceeds the launch grid", B, NH, T);
-        attention_cuda_check(cudaMemsetAsync(sc.dq_sync, 0, (1 + (size_t)B * NH * ((T + BS - 1) / BS)) * sizeof(int), stream));
-        attention_backward_kv_kernel<HS, MIN_CTAS, BS, true><<<B * NH * key_blocks, NTHREADS, smem, stream>>>(
-            dqkv, sc.dq_accum, sc.dq_sync, dout, qkv, lse, sc.delta, T, NH, scale);
-        attention_cuda_check(cudaGetLastError());
-        return;
-    }
-    const dim3 grid(B * NH, key_blocks);
-    attention_backward_kv_kernel<HS, MIN_CTAS, BS, false><<<grid, NTHREADS, smem, stream>>>(
-        dqkv, NULL, NULL, dout, qkv, lse, sc.delta, T, NH, scale);
+    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
+    const size_t smem = backward_smem_bytes<HS, BS>();
+    launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS>, smem);
+    attention_backward_kv_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
+                                                                                      NH, scale);
     attention_cuda_check(cudaGetLastError());
     launch_config(attention_backward_dq_kernel<HS, MIN_CTAS, BS>, smem);
-    attention_backward_dq_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, sc.delta,
-                                                                                    T, NH, scale);
+    attention_backward_dq_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
+                                                                                    NH, scale);
     attention_cuda_check(cudaGetLastError());
 }
 
@@ -952,10 +754,10 @@ static inline void attention_forward(__nv_bfloat16 *out, float *lse, const __nv_
     else attention_detail::forward_hs<128>(out, lse, qkv, B, T, NH, stream);
 }
 
-// Bytes of scratch that attention_backward needs (delta, one float per row, and with the fused
-// dQ its accumulator and counters).
-static inline size_t attention_backward_scratch_bytes(int B, int T, int NH, int HS) {
-    return attention_detail::backward_scratch_bytes(B, T, NH, HS, attention_detail::backward_fused_dq(HS));
+// Bytes of scratch that attention_backward needs: delta, one float per (b, h, t) row, whatever
+// the head size.
+static inline size_t attention_backward_scratch_bytes(int B, int T, int NH, int /*HS*/) {
+    return (size_t)B * NH * T * sizeof(float);
 }
 
 // dqkv (B,T,3,NH,HS) bf16, fully overwritten, from dout (B,T,NH,HS) and the forward's qkv, out

@@ -12,8 +12,9 @@ $(ATTENTION_HARNESS): dev/cuda/attention.cu dev/cuda/common.h llmc/attention.cuh
 attention-gpu: $(ATTENTION_HARNESS)
 	$(ATTENTION_HARNESS)
 
-# Host-side checks of the index arithmetic of the attention and quantization kernels (the fused
-# dQ's schedule, the transpose's swizzle): built with nvcc, run by `make test` without a GPU.
+# Host-side checks of the index arithmetic of the attention and quantization kernels (the dK/dV
+# kernel's first query tile per key block, the transpose's swizzle): built with nvcc, run by
+# `make test` without a GPU.
 KERNEL_INDEXING_TEST := $(BUILD)/test/cuda_host/kernel_indexing
 CUDA_TARGETS += $(KERNEL_INDEXING_TEST)
 

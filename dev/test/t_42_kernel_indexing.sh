@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The index arithmetic of the attention and quantization kernels, checked on the host (no GPU):
-# the fused dQ's turn-taking schedule and the transpose's shared-memory swizzle
+# the dK/dV kernel's first query tile per key block and the transpose's shared-memory swizzle
 # (dev/test/cuda_host/kernel_indexing.cu). Built by nvcc; a second or two.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

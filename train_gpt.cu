@@ -21,7 +21,7 @@
 // Selective recomputation (-r, --recompute, --mem-budget; llmc/recompute.h), as train_gpt.c: each
 // layer keeps what its policy says, one shared scratch holds the rest, and the backward pass of a
 // block first reruns the forward steps it dropped (gpu_block_forward, the same code as the
-// forward). UNVERIFIED ON A GPU: compiled and linked for sm_90 only (dev/gpu_report.md).
+// forward). STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): every policy bit-identical to none.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -73,7 +73,8 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
 
 // ----------------------------------------------------------------------------------------------
 // ZeRO on the GPU (llmc/zero.h has the plan, the segments and the memory formula; train_gpt.c's
-// Zero is the CPU twin). UNVERIFIED ON A GPU: compiled and linked for sm_90 only.
+// Zero is the CPU twin). STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md) with one NCCL rank and with 2 and 3
+// host-staged MPI ranks on one GPU; NCCL across several GPUs has not run.
 //
 // Buffers per rank (elements; S the slice, M the largest segment, Np the padded model):
 //   params (bf16)  stage 0-2: Np, the whole model;  stage 3: the slice S, plus two M-element
@@ -697,7 +698,6 @@ static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, const bf16 *in
 // bits: that kernel rounds the sum to bf16, stores it, and takes the statistics and the output
 // from the rounded values with the same code in the same order (llmc/layernorm.cuh). It also
 // recomputes mean and rstd, into the kept buffers where the policy keeps them: the same values.
-// UNVERIFIED ON A GPU.
 static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GPUBlockActs *a, int steps,
                               quant_pass pass, int B, int T) {
     const int C = g->cfg.channels, NH = g->cfg.num_heads, HS = C / NH, N = B * T, L = g->cfg.num_layers;

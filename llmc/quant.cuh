@@ -2,10 +2,8 @@
 // quantize-and-transpose that also produces the amax, amax and scale computation on the device,
 // int8 row-wise quantization, and the dequantize-with-bias epilogue of an int8 GEMM.
 //
-// STATUS: an earlier version was verified on an H100 at commit ad0f582 (dev/gpu_report.md); every
-// kernel has been rewritten since (8-element vector paths, the 64 x 64 swizzled transpose, the
-// epilogue's block width) and has NOT RUN on a GPU. dev/cuda/quant.cu checks every kernel against llmc/quant.h
-// byte for byte, and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths.
+// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md). dev/cuda/quant.cu checks every kernel
+// against llmc/quant.h byte for byte, and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths.
 //
 // Conventions (the same as llmc/quant.h, whose scalar functions the CPU twin uses):
 //   - a scale is the multiplier before the cast: q = Q(x * scale); the GEMM dequantizes with

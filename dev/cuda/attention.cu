@@ -159,6 +159,18 @@ static bool report(const char *name, const char *what, double value, double tol,
 }
 
 // Runs forward and backward three times, checks bit-identical results, compares with the reference.
+// Forward and backward into outputs first filled with 0xFF bytes (NaN in bf16 and fp32), so that
+// an element the kernels fail to write shows up.
+static void run_poisoned(bf16 *out, float *lse, bf16 *dqkv, void *scratch, const bf16 *qkv, const bf16 *dout,
+                         const Shape &sh) {
+    cuda_check(cudaMemset(out, 0xFF, sh.out_count() * sizeof(bf16)));
+    cuda_check(cudaMemset(lse, 0xFF, sh.lse_count() * sizeof(float)));
+    cuda_check(cudaMemset(dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+    attention_forward(out, lse, qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
+    attention_backward(dqkv, scratch, dout, qkv, out, lse, sh.B, sh.T, sh.NH, sh.HS, 0);
+    cuda_check(cudaDeviceSynchronize());
+}
+
 static bool check_case(const Case &c) {
     const Shape &sh = c.shape;
     printf("case B=%d NH=%d T=%d HS=%d qk_std=%.1f seed=%llu\n", sh.B, sh.NH, sh.T, sh.HS, c.qk_std,
@@ -179,13 +191,7 @@ static bool check_case(const Case &c) {
     std::vector<bf16> out[3], dqkv[3];
     std::vector<float> lse[3];
     for (int run = 0; run < 3; run++) {
-        // 0xFF bytes are NaN in bf16 and fp32: an element the kernels fail to write shows up.
-        cuda_check(cudaMemset(d_out, 0xFF, sh.out_count() * sizeof(bf16)));
-        cuda_check(cudaMemset(d_lse, 0xFF, sh.lse_count() * sizeof(float)));
-        cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-        attention_forward(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
-        attention_backward(d_dqkv, d_scratch, d_dout, d_qkv, d_out, d_lse, sh.B, sh.T, sh.NH, sh.HS, 0);
-        cuda_check(cudaDeviceSynchronize());
+        run_poisoned(d_out, d_lse, d_dqkv, d_scratch, d_qkv, d_dout, sh);
         out[run] = to_host(d_out, sh.out_count());
         lse[run] = to_host(d_lse, sh.lse_count());
         dqkv[run] = to_host(d_dqkv, sh.qkv_count());
@@ -268,11 +274,7 @@ static bool check_many_heads(void) {
         std::vector<bf16> outs[2], grads[2];
         std::vector<float> lses[2];
         for (int run = 0; run < 2; run++) {
-            cuda_check(cudaMemset(out, 0xFF, sh.out_count() * sizeof(bf16)));
-            cuda_check(cudaMemset(lse, 0xFF, sh.lse_count() * sizeof(float)));
-            cuda_check(cudaMemset(dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-            attention_forward(out, lse, qkv, sh.B, sh.T, sh.NH, HS, 0);
-            attention_backward(dqkv, scratch, dout, qkv, out, lse, sh.B, sh.T, sh.NH, HS, 0);
+            run_poisoned(out, lse, dqkv, scratch, qkv, dout, sh);
             outs[run] = to_host(out, sh.out_count());
             lses[run] = to_host(lse, sh.lse_count());
             grads[run] = to_host(dqkv, sh.qkv_count());

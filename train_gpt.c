@@ -994,7 +994,7 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
-    if (tc.gelu_fusion > 0)
+    if (tc.gelu_fusion)
         usage_error("--gelu-fusion belongs to the GPU trainer (cuBLASLt epilogues); this CPU trainer computes GELU "
                     "in its own loop");
     Comm comm;

@@ -1061,7 +1061,7 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
-    if (tc.gelu_fusion > 0 && gpu_block_precision(&tc) != MATMUL_BF16)
+    if (tc.gelu_fusion && gpu_block_precision(&tc) != MATMUL_BF16)
         usage_error("--gelu-fusion needs bf16 block matmuls (--matmul bf16 or auto): its epilogues are bf16 cuBLASLt's");
     Comm comm;
     comm_init(&comm, &argc, &argv);  // MPI under mpirun; the device communicator wraps it (GPUZero)
@@ -1080,8 +1080,7 @@ int main(int argc, char **argv) {
     GPUModelOptions opt = gpu_model_options(gpu_block_precision(&tc));
     opt.fp8_wgrad = tc.fp8_wgrad;
     opt.amax_history = tc.amax_history;
-    // -1 (the default): both epilogues where they exist, 1.3% faster at d12 B 16 on an H100 (2026-11-23)
-    opt.gelu_fusion = tc.gelu_fusion >= 0 ? tc.gelu_fusion : opt.precision == MATMUL_BF16 ? 2 : 0;
+    opt.gelu_fusion = tc.gelu_fusion;
     opt.policies = policies;
     opt.zero_stage = tc.zero_stage;
     opt.host = &comm;

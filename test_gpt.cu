@@ -430,7 +430,7 @@ static void poison_recompute_scratch(GPUModel *g) {
 }
 
 // lowp_linear_forward_again must cast with the scales the forward stored. In check_recompute's
-// whole model an amax hardly moves over three steps and scales are powers of two, so a replay
+// whole model an amax hardly moves over a few steps and scales are powers of two, so a replay
 // that chose its scales anew would seldom change a bit there. Here, with delayed scaling, the
 // second micro-step's input is 4x the first's: its forward scales from the first's amax (and
 // saturates), while a scale chosen again from the history, which now holds this step's amax,

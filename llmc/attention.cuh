@@ -74,16 +74,17 @@ constexpr int SMEM_PAD = 8;                // bf16 of padding per shared-memory 
 constexpr float LOG2E = 1.4426950408889634f;
 
 // Resident CTAs per SM that each kernel asks the register allocator for (__launch_bounds__'s
-// second argument). 1 leaves the compiler free (HS 64: 168 registers forward, 232-240 backward,
-// so 3 and 2 CTAs fit); a larger value caps the registers at 65536 / (128 x value) so that more
-// CTAs hide more latency, at the price of a few spilled bytes (ptxas -v, HS 64: forward 4 CTAs,
-// 128 registers, 16 bytes spilled; backward 3 CTAs, 168 registers, 16 bytes spilled; HS 128
-// spills hundreds of bytes at any cap, so it stays at 1). The arithmetic is the same either way
-// (the results are bit-identical); dev/cuda/attention.cu times both settings side by side.
-// Measured on an H100 (2026-11-23, HS 64, B*T 16384, NH 32; dev/gpu_report.md): the backward at 3
-// CTAs is 5% faster than free (1.213 vs 1.278 ms at T 1024, 2.098 vs 2.220 at T 2048), so HS 64's
-// backward asks for 3; the forward's gain from 4 CTAs (3%) is smaller than from 2 row tiles
-// (forward_row_tiles below, 27%), and the two together are not measured, so it stays free.
+// second argument). 1 leaves the compiler free (HS 64: 168 registers forward with 1 row tile, 243
+// with 2, 232-240 backward); a larger value caps the registers at 65536 / (128 x value) so that
+// more CTAs hide more latency, at the price of a few spilled bytes (ptxas -v, HS 64: forward 4
+// CTAs, 128 registers, 16 bytes spilled; backward 3 CTAs, 168 registers, 28 bytes spilled in dK/dV
+// and 16 in dQ; HS 128 spills hundreds of bytes at any cap, so it stays at 1). The arithmetic is
+// the same either way (the results are bit-identical); dev/cuda/attention.cu times both settings
+// side by side. Measured on an H100 (2026-11-23, HS 64, B*T 16384, NH 32; dev/gpu_report.md): the
+// backward at 3 CTAs is 5% faster than free (1.213 vs 1.278 ms at T 1024, 2.098 vs 2.220 at
+// T 2048), so HS 64's backward asks for 3; the forward's gain from 4 CTAs (3%) is smaller than
+// from 2 row tiles (forward_row_tiles below, 27%), and the two together are not measured, so it
+// stays free.
 template <int HS> __host__ __device__ constexpr int forward_min_ctas() { return 1; }
 template <int HS> __host__ __device__ constexpr int backward_min_ctas() { return HS == 64 ? 3 : 1; }
 

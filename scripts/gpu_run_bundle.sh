@@ -17,12 +17,23 @@ set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
+# The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
+# torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes (2026-11-23,
+# H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5).
+phases=" ${*:-all} "
+for p in $phases; do
+    case $p in checks | sanitize | recompute | zero | bench | bench2 | torch | profile | curves | all) ;;
+    *) echo "gpu_run_bundle.sh: no phase '$p' (checks sanitize recompute zero bench bench2 torch profile curves all)" >&2
+       exit 2 ;;
+    esac
+done
+wants() { [[ $phases == *" $1 "* || $phases == *" all "* ]]; }  # wants PHASE
 # The programs and their libraries, unpacked once per machine from gpu_bundle.sh's archive.
 if [ ! -x "$work/carry/bin/train_gptcu" ] || [ gpu_carry/programs.tar.xz -nt "$work/carry/bin/train_gptcu" ]; then
     rm -rf "$work/carry" && mkdir -p "$work/carry" && xz -dc gpu_carry/programs.tar.xz | tar -xf - -C "$work/carry" ||
         { echo "cannot unpack gpu_carry/programs.tar.xz (run scripts/gpu_bundle.sh here, carry gpu_carry)" >&2; exit 1; }
 fi
-export LD_LIBRARY_PATH="$work/carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+export LD_LIBRARY_PATH="$work/carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 bin=$work/carry/bin
 # NCCL (linked by train_gptcu and test_gptcu; 218 MB, too large to carry): the system's, else the
 # one PyTorch's pip package nvidia-nccl-cu13 installs.
@@ -48,10 +59,9 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
 }
 tokens_per_s() { awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/$1.log" 2>/dev/null; }  # tokens_per_s STEP_NAME
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-# The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
-# torch, profile, curves, or all (the default). Each phase alone fits one 10-minute device call.
-phases=" ${*:-all} "
-wants() { [[ $phases == *" $1 "* || $phases == *" all "* ]]; }  # wants PHASE
+# Every step's log comes back even when the device call's time limit ends this script.
+trap 'tar -czf "$out/logs.tar.gz" -C "$work" logs' EXIT
+trap 'exit 143' TERM
 if wants checks; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
@@ -70,8 +80,8 @@ if wants sanitize; then
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi
 fi
-if wants recompute; then  # selective recomputation (unverified until this runs)
-    step test_gptcu_recompute_small 90 $bin/test_gptcu small recompute
+if wants recompute; then  # selective recomputation
+    step test_gptcu_recompute_small 150 $bin/test_gptcu small recompute
     if [ -n "$sanitizer" ]; then
         step memcheck_recompute_tiny 240 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny recompute
     fi
@@ -111,7 +121,7 @@ if wants bench2; then  # d48 with accumulation; GELU fusion at d12
       row="| tokens/s |"
       for m in bf16 fp8wgrad; do row+=" $(tokens_per_s "bench_d48_accum4_$m") |"; done
       echo "$row"; } >> "$summary"
-    # GELU in the cuBLASLt epilogues (--gelu-fusion, off by default until this measures it faster)
+    # GELU in the cuBLASLt epilogues (--gelu-fusion; off by default, see README)
     for f in 0 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
     { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"
       row="| tokens/s |"
@@ -150,5 +160,4 @@ if wants curves; then  # d12 loss curves, 1000 steps, bf16 / fp8 / int8 (about 3
         "$work/nlpcorpus/nlpcorpus_val_*.bin" "$work/curves" 1000
     for f in csv png; do [ -f "$work/curves.$f" ] && cp "$work/curves.$f" "$out/curves.$f"; done
 fi
-tar -czf "$out/logs.tar.gz" -C "$work" logs
 cat "$summary"

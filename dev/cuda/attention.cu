@@ -158,7 +158,6 @@ static bool report(const char *name, const char *what, double value, double tol,
     return ok;
 }
 
-// Runs forward and backward three times, checks bit-identical results, compares with the reference.
 // Forward and backward into outputs first filled with 0xFF bytes (NaN in bf16 and fp32), so that
 // an element the kernels fail to write shows up.
 static void run_poisoned(bf16 *out, float *lse, bf16 *dqkv, void *scratch, const bf16 *qkv, const bf16 *dout,
@@ -171,6 +170,7 @@ static void run_poisoned(bf16 *out, float *lse, bf16 *dqkv, void *scratch, const
     cuda_check(cudaDeviceSynchronize());
 }
 
+// Runs forward and backward three times, checks bit-identical results, compares with the reference.
 static bool check_case(const Case &c) {
     const Shape &sh = c.shape;
     printf("case B=%d NH=%d T=%d HS=%d qk_std=%.1f seed=%llu\n", sh.B, sh.NH, sh.T, sh.HS, c.qk_std,

@@ -517,12 +517,13 @@ struct TokenEncoder {
     pcre2_jit_stack *jit_stack;
     uint8_t *clean;  // text with invalid UTF-8 bytes replaced, when it has any
     size_t clean_cap;
-    // BPE state of one piece: symbol i is piece[start[i], start[i+1]); rank[i] ranks the pair
-    // (i, i+1); the *_next arrays receive the word after a merge step.
-    uint32_t *start, *start_next, *old_index;
-    int32_t *rank, *rank_next;
-    uint8_t *is_new;
-    size_t sym_cap;  // capacity of each of the arrays above and of key
+    // BPE state of one piece (bpe_piece): a symbol is named by the offset of its first byte;
+    // len[i] is its length (0 once merged into the symbol on its left), prev[i] the offset of the
+    // symbol before it. heap holds the ranked adjacent pairs, batch one merge step's.
+    uint32_t *len, *prev;
+    struct BpePair *heap, *batch;
+    size_t heap_len;
+    size_t sym_cap;  // capacity of len, prev and key (bytes + 1), of heap and batch (3 x bytes)
     uint8_t *key;  // a pair's merge key
     // Cache: piece bytes -> offset in cache_tokens of [count, id, id, ...].
     BytesMap cache;
@@ -548,12 +549,10 @@ void token_encoder_free(TokenEncoder *e) {
     pcre2_match_context_free(e->match_context);
     pcre2_jit_stack_free(e->jit_stack);
     free(e->clean);
-    free(e->start);
-    free(e->start_next);
-    free(e->old_index);
-    free(e->rank);
-    free(e->rank_next);
-    free(e->is_new);
+    free(e->len);
+    free(e->prev);
+    free(e->heap);
+    free(e->batch);
     free(e->key);
     map_free(&e->cache);
     free(e->cache_tokens);
@@ -571,73 +570,119 @@ static int32_t pair_rank(TokenEncoder *e, const uint8_t *piece, uint32_t a, uint
     return r < 0 ? NO_RANK : r;
 }
 
-// Byte-pair encodes one piece of the split and appends its tokens to out. As Encoder.js's bpe():
-// take the lowest-ranked adjacent pair (the last one among equal ranks), merge each occurrence
-// of that pair of strings from left to right, repeat until no pair is ranked. One step costs
-// O(symbols): ranks of pairs untouched by the merge are carried over, not looked up again.
+// Byte-pair encodes one piece of the split and appends its tokens to out, as Encoder.js's bpe():
+// take the lowest-ranked adjacent pair (the last one among equal ranks), merge each occurrence of
+// that pair of strings from left to right, repeat until no pair is ranked. Encoder.js rescans the
+// whole word per step (quadratic in its length); here the ranked pairs wait in a heap ordered by
+// (rank, offset), so a word of n bytes costs O(n log n). One step pops every pair of the lowest
+// rank r (in offset order, as the rescan meets them), merges those whose strings are the last
+// one's, and puts back the others of rank r: their key "first,second" is r's only by the comma's
+// place (Encoder.js ranks the string), and it takes them in later steps. A pair the step creates
+// waits for the next step, as in the rescan. A heap entry goes stale when either of its symbols
+// changes: both lengths are kept in it and compared when it comes out.
+typedef struct BpePair {
+    int32_t rank;
+    uint32_t at, first_len, second_len;  // the pair piece[at, at + first_len + second_len)
+} BpePair;
+
+static bool pair_before(const BpePair *a, const BpePair *b) {
+    return a->rank != b->rank ? a->rank < b->rank : a->at < b->at;
+}
+
+static void heap_push(TokenEncoder *e, BpePair p) {
+    BpePair *h = e->heap;
+    size_t i = e->heap_len++;
+    for (; i > 0 && pair_before(&p, &h[(i - 1) / 2]); i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = p;
+}
+
+static BpePair heap_pop(TokenEncoder *e) {
+    BpePair *h = e->heap, top = h[0], last = h[--e->heap_len];
+    size_t i = 0, n = e->heap_len;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && pair_before(&h[c + 1], &h[c])) c++;
+        if (!pair_before(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n > 0) h[i] = last;
+    return top;
+}
+
 static void reserve_word(TokenEncoder *e, size_t n) {
     if (n + 1 <= e->sym_cap) return;
     size_t cap = 2 * (n + 1);
-    e->start = realloc_or_die(e->start, cap * sizeof(uint32_t));
-    e->start_next = realloc_or_die(e->start_next, cap * sizeof(uint32_t));
-    e->old_index = realloc_or_die(e->old_index, cap * sizeof(uint32_t));
-    e->rank = realloc_or_die(e->rank, cap * sizeof(int32_t));
-    e->rank_next = realloc_or_die(e->rank_next, cap * sizeof(int32_t));
-    e->is_new = realloc_or_die(e->is_new, cap);
+    e->len = realloc_or_die(e->len, cap * sizeof(uint32_t));
+    e->prev = realloc_or_die(e->prev, cap * sizeof(uint32_t));
+    e->heap = realloc_or_die(e->heap, 3 * cap * sizeof(BpePair));  // n - 1 pairs, 2 more per merge
+    e->batch = realloc_or_die(e->batch, 3 * cap * sizeof(BpePair));
     e->key = realloc_or_die(e->key, cap);
     e->sym_cap = cap;
 }
 
+// Ranks the pair of the symbols at `at` and the one after it, if there is one, and queues it.
+static void queue_pair(TokenEncoder *e, const uint8_t *piece, uint32_t n, uint32_t at) {
+    uint32_t second = at + e->len[at];
+    if (second >= n) return;
+    int32_t r = pair_rank(e, piece, at, second, second + e->len[second]);
+    if (r != NO_RANK) heap_push(e, (BpePair){r, at, e->len[at], e->len[second]});
+}
+
+// The pair still joins two current symbols of those lengths.
+static bool pair_current(const TokenEncoder *e, uint32_t n, const BpePair *p) {
+    uint32_t second = p->at + p->first_len;
+    return e->len[p->at] == p->first_len && second < n && e->len[second] == p->second_len;
+}
+
 static void bpe_piece(TokenEncoder *e, const uint8_t *piece, uint32_t n, TokenList *out) {
     reserve_word(e, n);
-
-    uint32_t *start = e->start, *start_next = e->start_next;
-    int32_t *rank = e->rank, *rank_next = e->rank_next;
-    uint32_t m = n;  // number of symbols
-    for (uint32_t i = 0; i <= n; i++) start[i] = i;
-    for (uint32_t i = 0; i + 1 < m; i++) rank[i] = pair_rank(e, piece, start[i], start[i + 1], start[i + 2]);
-    while (m > 1) {
-        int32_t best = NO_RANK;
-        uint32_t at = 0;
-        for (uint32_t i = 0; i + 1 < m; i++) {
-            if (rank[i] != NO_RANK && rank[i] <= best) {
-                best = rank[i];
-                at = i;
-            }
-        }
-        if (best == NO_RANK) break;
-        const uint8_t *first = piece + start[at], *second = piece + start[at + 1];
-        uint32_t first_len = start[at + 1] - start[at], second_len = start[at + 2] - start[at + 1];
-        uint32_t k = 0;
-        for (uint32_t i = 0; i < m; k++) {
-            start_next[k] = start[i];
-            e->old_index[k] = i;
-            bool merge = i + 1 < m && start[i + 1] - start[i] == first_len && start[i + 2] - start[i + 1] == second_len &&
-                         memcmp(piece + start[i], first, first_len) == 0 &&
-                         memcmp(piece + start[i + 1], second, second_len) == 0;
-            e->is_new[k] = merge;
-            i += merge ? 2 : 1;
-        }
-        start_next[k] = n;
-        for (uint32_t j = 0; j + 1 < k; j++) {
-            rank_next[j] = (e->is_new[j] || e->is_new[j + 1])
-                               ? pair_rank(e, piece, start_next[j], start_next[j + 1], start_next[j + 2])
-                               : rank[e->old_index[j]];
-        }
-        uint32_t *ts = start; start = start_next; start_next = ts;
-        int32_t *tr = rank; rank = rank_next; rank_next = tr;
-        m = k;
+    uint32_t *len = e->len, *prev = e->prev;
+    for (uint32_t i = 0; i < n; i++) {
+        len[i] = 1;
+        prev[i] = i - 1;  // wraps for the first symbol, which has none
     }
-    for (uint32_t i = 0; i < m; i++) {
+    e->heap_len = 0;
+    for (uint32_t i = 0; i + 1 < n; i++) queue_pair(e, piece, n, i);
+    while (e->heap_len > 0) {
+        const int32_t r = e->heap[0].rank;
+        size_t count = 0;
+        while (e->heap_len > 0 && e->heap[0].rank == r) {
+            BpePair p = heap_pop(e);
+            if (pair_current(e, n, &p)) e->batch[count++] = p;
+        }
+        if (count == 0) continue;
+        const BpePair last = e->batch[count - 1];
+        const uint8_t *first = piece + last.at, *second = first + last.first_len;
+        size_t kept = 0;  // pairs of rank r with other strings, back to the heap after the step
+        for (size_t k = 0; k < count; k++) {
+            const BpePair p = e->batch[k];
+            const bool same = p.first_len == last.first_len && p.second_len == last.second_len &&
+                              memcmp(piece + p.at, first, p.first_len) == 0 &&
+                              memcmp(piece + p.at + p.first_len, second, p.second_len) == 0;
+            if (!same) {
+                e->batch[kept++] = p;
+                continue;
+            }
+            if (!pair_current(e, n, &p)) continue;  // its left symbol was the right of the last merge
+            const uint32_t right = p.at + p.first_len, after = right + p.second_len;
+            len[p.at] += len[right];
+            len[right] = 0;
+            if (after < n) prev[after] = p.at;
+            if (p.at > 0) queue_pair(e, piece, n, prev[p.at]);
+            queue_pair(e, piece, n, p.at);
+        }
+        for (size_t k = 0; k < kept; k++)
+            if (pair_current(e, n, &e->batch[k])) heap_push(e, e->batch[k]);
+    }
+    for (uint32_t i = 0; i < n; i += len[i]) {
         // Every symbol is a single byte or the product of a merge, and the loader checked that
         // both are tokens.
-        int32_t id = map_get(&e->t->token_ids, piece + start[i], start[i + 1] - start[i]);
+        int32_t id = map_get(&e->t->token_ids, piece + i, len[i]);
         if (id < 0) die("internal error: BPE produced a symbol that is not a token");
         token_list_push(out, id);
     }
-    // keep the (possibly swapped) buffers owned by the encoder
-    e->start = start; e->start_next = start_next;
-    e->rank = rank; e->rank_next = rank_next;
 }
 
 static void encode_piece(TokenEncoder *e, const uint8_t *piece, size_t n, TokenList *out) {

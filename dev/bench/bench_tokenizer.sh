@@ -57,3 +57,13 @@ awk -v b="$bytes" -v js="$js_s" -v c2="$c2_s" -v c1="$c1_s" 'BEGIN {
     printf "%-44s %8.2f %9.2f %7.1fx\n", "prepare_data (C), 1 thread", c1, b / c1 / 1e6, js / c1
     printf "%-44s %8.2f %9.2f %7.1fx\n", "prepare_data (C), 2 threads", c2, b / c2 / 1e6, js / c2
 }'
+
+# One word of 1 MB (random lowercase letters, no space: one piece of the split), as minified or
+# base64-like data can hold: Encoder.js's BPE rescans the word after every merge step (quadratic;
+# it is not run here), llmc/tokenizer.c keeps the ranked pairs in a heap (n log n).
+make -s build/tokenizer_check
+awk 'BEGIN { srand(7); for (i = 0; i < 1000000; i++) printf "%02x", 97 + int(rand() * 26); print "" }' > "$dir/word.hex"
+s=$(now)
+./build/tokenizer_check encode data/gpt2 < "$dir/word.hex" > "$dir/word.ids"
+awk -v a="$s" -v b="$(now)" -v n="$(wc -w < "$dir/word.ids")" \
+    'BEGIN { printf "one 1 MB word (tokenizer_check, vocabulary load included): %.2f s, %d tokens\n", b - a, n }'

@@ -40,6 +40,9 @@
 
 #include "dev/test/check.h"
 
+// --seed of every model here: the weights' initialization and the stochastic rounding.
+static const uint64_t TEST_SEED = 1337;
+
 // rel_l2 = ||gpu - cpu|| / ||cpu||, rel_max = max |gpu - cpu| / max |cpu|; both must be within
 // their tolerance (and finite). Over the first n elements, or strided rows (n_rows of `cols`
 // used columns, `stride` apart) when cols > 0.
@@ -337,7 +340,7 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
     opt.fp8_wgrad = fp8_wgrad;
     opt.amax_history = amax_history;
     GPUModel g;
-    gpu_model_alloc(&g, cfg, B, T, &hp, 1337, &opt);
+    gpu_model_alloc(&g, cfg, B, T, &hp, TEST_SEED, &opt);
     gpu_set_weights(&g, weights.data());
     std::vector<int> in(N), tg(N);
 
@@ -393,8 +396,8 @@ static void check_delayed_scaling(const TestCase &tc, const AdamWConfig &hp, con
     GPUModelOptions delayed_scaling = current_scaling;
     delayed_scaling.amax_history = 4;
     GPUModel cur, del;
-    gpu_model_alloc(&cur, &tc.cfg, tc.B, tc.T, &hp, 1337, &current_scaling);
-    gpu_model_alloc(&del, &tc.cfg, tc.B, tc.T, &hp, 1337, &delayed_scaling);
+    gpu_model_alloc(&cur, &tc.cfg, tc.B, tc.T, &hp, TEST_SEED, &current_scaling);
+    gpu_model_alloc(&del, &tc.cfg, tc.B, tc.T, &hp, TEST_SEED, &delayed_scaling);
     gpu_reset(&cur, weights.data());
     const std::vector<float> current = gpu_steps(&cur, 1, 10, tc.lr);
     gpu_reset(&del, weights.data());
@@ -494,7 +497,7 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
         GPUModelOptions opt = gpu_model_options(MATMUL_BF16);
         opt.gelu_fusion = fusion;
         GPUModel g;
-        gpu_model_alloc(&g, cfg, B, T, &hp, 1337, &opt);
+        gpu_model_alloc(&g, cfg, B, T, &hp, TEST_SEED, &opt);
         gpu_set_weights(&g, weights.data());
         char label[64];
         const float loss = gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
@@ -534,7 +537,7 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
     opt.gelu_fusion = gelu_fusion;
     opt.policies = policies;
     GPUModel g;
-    gpu_model_alloc(&g, &tc.cfg, tc.B, tc.T, &hp, 1337, &opt);
+    gpu_model_alloc(&g, &tc.cfg, tc.B, tc.T, &hp, TEST_SEED, &opt);
     gpu_reset(&g, weights.data());
     const size_t P = g.num_params;
     RecomputeRun run;
@@ -641,10 +644,10 @@ int main(int argc, char **argv) {
 
     const GPUModelOptions opt = gpu_model_options(MATMUL_BF16);
     GPUModel g;
-    gpu_model_alloc(&g, cfg, B, T, &hp, 1337, &opt);
+    gpu_model_alloc(&g, cfg, B, T, &hp, TEST_SEED, &opt);
     const size_t P = g.num_params;
     std::vector<float> weights(P);
-    gpt2_init_params(cfg, weights.data(), 1337);
+    gpt2_init_params(cfg, weights.data(), TEST_SEED);
     for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(bf16_from_float(weights[i]));
     if (recompute_only) {
         gpu_model_free(&g);
@@ -731,7 +734,7 @@ int main(int argc, char **argv) {
     TrainState st;
     memset(&st, 0, sizeof(st));
     st.step = 2;
-    st.run_seed = 1337;  // the model's --seed, as the trainer saves it: the load takes the rounding seed from it
+    st.run_seed = TEST_SEED;  // the run's --seed, as the trainer saves it: the load takes the rounding seed from it
     st.num_ranks = 1;
     st.num_params = (int64_t)P;
     st.end = (int64_t)P;

@@ -523,7 +523,7 @@ struct TokenEncoder {
     uint32_t *len, *prev;
     struct BpePair *heap, *batch;
     size_t heap_len;
-    size_t sym_cap;  // capacity of len, prev and key (bytes + 1), of heap and batch (3 x bytes)
+    size_t sym_cap;  // elements of len, prev and key (at least bytes + 1); heap and batch hold 3 x as many
     uint8_t *key;  // a pair's merge key
     // Cache: piece bytes -> offset in cache_tokens of [count, id, id, ...].
     BytesMap cache;

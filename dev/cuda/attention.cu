@@ -44,6 +44,25 @@ struct Shape {
     size_t out_index(int b, int t, int h, int d) const { return (((size_t)b * T + t) * NH + h) * HS + d; }
 };
 
+// The device buffers of one shape: inputs qkv and dout, outputs out, lse and dqkv, the backward's
+// scratch.
+struct Buffers {
+    bf16 *qkv, *dqkv, *out, *dout;
+    float *lse;
+    void *scratch;
+};
+
+static Buffers buffers_alloc(const Shape &sh) {
+    return {device_alloc<bf16>(sh.qkv_count()), device_alloc<bf16>(sh.qkv_count()), device_alloc<bf16>(sh.out_count()),
+            device_alloc<bf16>(sh.out_count()), device_alloc<float>(sh.lse_count()),
+            device_alloc<unsigned char>(attention_backward_scratch_bytes(sh.B, sh.T, sh.NH, sh.HS))};
+}
+
+static void buffers_free(const Buffers &b) {
+    cuda_check(cudaFree(b.qkv)), cuda_check(cudaFree(b.dqkv)), cuda_check(cudaFree(b.out));
+    cuda_check(cudaFree(b.dout)), cuda_check(cudaFree(b.lse)), cuda_check(cudaFree(b.scratch));
+}
+
 struct Reference {
     std::vector<double> out, lse, dqkv;
 };
@@ -158,16 +177,28 @@ static bool report(const char *name, const char *what, double value, double tol,
     return ok;
 }
 
+// The outputs of one forward and backward, copied to the host.
+struct Outputs {
+    std::vector<bf16> out, dqkv;
+    std::vector<float> lse;
+};
+
 // Forward and backward into outputs first filled with 0xFF bytes (NaN in bf16 and fp32), so that
 // an element the kernels fail to write shows up.
-static void run_poisoned(bf16 *out, float *lse, bf16 *dqkv, void *scratch, const bf16 *qkv, const bf16 *dout,
-                         const Shape &sh) {
-    cuda_check(cudaMemset(out, 0xFF, sh.out_count() * sizeof(bf16)));
-    cuda_check(cudaMemset(lse, 0xFF, sh.lse_count() * sizeof(float)));
-    cuda_check(cudaMemset(dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-    attention_forward(out, lse, qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
-    attention_backward(dqkv, scratch, dout, qkv, out, lse, sh.B, sh.T, sh.NH, sh.HS, 0);
+static Outputs run_poisoned(const Buffers &b, const Shape &sh) {
+    cuda_check(cudaMemset(b.out, 0xFF, sh.out_count() * sizeof(bf16)));
+    cuda_check(cudaMemset(b.lse, 0xFF, sh.lse_count() * sizeof(float)));
+    cuda_check(cudaMemset(b.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+    attention_forward(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
+    attention_backward(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, sh.HS, 0);
     cuda_check(cudaDeviceSynchronize());
+    return {to_host(b.out, sh.out_count()), to_host(b.dqkv, sh.qkv_count()), to_host(b.lse, sh.lse_count())};
+}
+
+static bool identical(const Outputs &a, const Outputs &b) {
+    return !memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(bf16)) &&
+           !memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(float)) &&
+           !memcmp(a.dqkv.data(), b.dqkv.data(), a.dqkv.size() * sizeof(bf16));
 }
 
 // Runs forward and backward three times, checks bit-identical results, compares with the reference.
@@ -181,75 +212,57 @@ static bool check_case(const Case &c) {
         if ((i / ((size_t)sh.NH * sh.HS)) % 3 != 2) qkv[i] = __float2bfloat16(c.qk_std * __bfloat162float(qkv[i]));
     const std::vector<bf16> dout = random_normal_bf16(sh.out_count(), c.seed + 1, 1.0f);
 
-    bf16 *d_qkv = device_alloc<bf16>(sh.qkv_count()), *d_dqkv = device_alloc<bf16>(sh.qkv_count());
-    bf16 *d_out = device_alloc<bf16>(sh.out_count()), *d_dout = device_alloc<bf16>(sh.out_count());
-    float *d_lse = device_alloc<float>(sh.lse_count());
-    void *d_scratch = device_alloc<unsigned char>(attention_backward_scratch_bytes(sh.B, sh.T, sh.NH, sh.HS));
-    to_device(d_qkv, qkv);
-    to_device(d_dout, dout);
+    const Buffers d = buffers_alloc(sh);
+    to_device(d.qkv, qkv);
+    to_device(d.dout, dout);
 
-    std::vector<bf16> out[3], dqkv[3];
-    std::vector<float> lse[3];
-    for (int run = 0; run < 3; run++) {
-        run_poisoned(d_out, d_lse, d_dqkv, d_scratch, d_qkv, d_dout, sh);
-        out[run] = to_host(d_out, sh.out_count());
-        lse[run] = to_host(d_lse, sh.lse_count());
-        dqkv[run] = to_host(d_dqkv, sh.qkv_count());
-    }
+    Outputs runs[3];
+    for (Outputs &r : runs) r = run_poisoned(d, sh);
     // HS 64: the forward with the other number of row tiles per warp (llmc/attention.cuh's RT, 1 or
     // 2), and separately the backward with the other streamed tile height (BS, 64 or 32), must give
     // the defaults' bits on this case's odd shapes too.
     bool same_rt = true, same_bs = true;
     if (sh.HS == 64) {
         using namespace attention_detail;
-        cuda_check(cudaMemset(d_out, 0xFF, sh.out_count() * sizeof(bf16)));
-        cuda_check(cudaMemset(d_lse, 0xFF, sh.lse_count() * sizeof(float)));
-        forward_hs<64, forward_min_ctas<64>(), 3 - forward_row_tiles<64>()>(d_out, d_lse, d_qkv, sh.B, sh.T, sh.NH, 0);
-        const std::vector<bf16> o = to_host(d_out, sh.out_count());
-        const std::vector<float> l = to_host(d_lse, sh.lse_count());
-        same_rt = !memcmp(o.data(), out[0].data(), o.size() * sizeof(bf16)) &&
-                  !memcmp(l.data(), lse[0].data(), l.size() * sizeof(float));
-        cuda_check(cudaMemset(d_dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-        backward_hs<64, backward_min_ctas<64>(), 96 - bwd_stream_rows<64>()>(d_dqkv, d_scratch, d_dout, d_qkv, d_out,
-                                                                             d_lse, sh.B, sh.T, sh.NH, 0);
-        const std::vector<bf16> dg = to_host(d_dqkv, sh.qkv_count());
-        same_bs = !memcmp(dg.data(), dqkv[0].data(), dg.size() * sizeof(bf16));
+        cuda_check(cudaMemset(d.out, 0xFF, sh.out_count() * sizeof(bf16)));
+        cuda_check(cudaMemset(d.lse, 0xFF, sh.lse_count() * sizeof(float)));
+        forward_hs<64, forward_min_ctas<64>(), 3 - forward_row_tiles<64>()>(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 0);
+        const std::vector<bf16> o = to_host(d.out, sh.out_count());
+        const std::vector<float> l = to_host(d.lse, sh.lse_count());
+        same_rt = !memcmp(o.data(), runs[0].out.data(), o.size() * sizeof(bf16)) &&
+                  !memcmp(l.data(), runs[0].lse.data(), l.size() * sizeof(float));
+        cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+        backward_hs<64, backward_min_ctas<64>(), 96 - bwd_stream_rows<64>()>(d.dqkv, d.scratch, d.dout, d.qkv, d.out,
+                                                                             d.lse, sh.B, sh.T, sh.NH, 0);
+        const std::vector<bf16> dg = to_host(d.dqkv, sh.qkv_count());
+        same_bs = !memcmp(dg.data(), runs[0].dqkv.data(), dg.size() * sizeof(bf16));
     }
 
-    cuda_check(cudaFree(d_qkv));
-    cuda_check(cudaFree(d_dqkv));
-    cuda_check(cudaFree(d_out));
-    cuda_check(cudaFree(d_dout));
-    cuda_check(cudaFree(d_lse));
-    cuda_check(cudaFree(d_scratch));
+    buffers_free(d);
 
     bool ok = same_rt && same_bs;
     if (sh.HS == 64) {
         printf("    %-5s %-30s %s\n", "all", "other RT: same bits", same_rt ? "ok" : "FAIL");
         printf("    %-5s %-30s %s\n", "all", "other BS: same bits", same_bs ? "ok" : "FAIL");
     }
-    bool same_bits = true;
-    for (int run = 1; run < 3; run++)
-        same_bits = same_bits && !memcmp(out[run].data(), out[0].data(), out[0].size() * sizeof(bf16)) &&
-                    !memcmp(lse[run].data(), lse[0].data(), lse[0].size() * sizeof(float)) &&
-                    !memcmp(dqkv[run].data(), dqkv[0].data(), dqkv[0].size() * sizeof(bf16));
+    const bool same_bits = identical(runs[1], runs[0]) && identical(runs[2], runs[0]);
     printf("    %-5s %-30s %s\n", "all", "identical bits over 3 runs", same_bits ? "ok" : "FAIL");
     ok = ok && same_bits;
 
     const Reference ref = reference_attention(sh, qkv, dout);
     auto bf_at = [](const std::vector<bf16> &v) { return [&v](size_t i) { return (double)__bfloat162float(v[i]); }; };
-    ErrorStat e = relative_error(ref.out, bf_at(out[0]), 0, -1);
+    ErrorStat e = relative_error(ref.out, bf_at(runs[0].out), 0, -1);
     ok = report("out", "rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
     const char *names[3] = {"dq", "dk", "dv"};
     for (int which = 0; which < 3; which++) {
-        e = relative_error(ref.dqkv, bf_at(dqkv[0]), (size_t)sh.NH * sh.HS, which);
+        e = relative_error(ref.dqkv, bf_at(runs[0].dqkv), (size_t)sh.NH * sh.HS, which);
         ok = report(names[which], "rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
     }
     double lse_err = 0.0;
     size_t lse_bad = 0;
     for (size_t i = 0; i < ref.lse.size(); i++) {
-        if (!isfinite(lse[0][i])) lse_bad++;
-        else lse_err = std::max(lse_err, fabs(lse[0][i] - ref.lse[i]));
+        if (!isfinite(runs[0].lse[i])) lse_bad++;
+        else lse_err = std::max(lse_err, fabs(runs[0].lse[i] - ref.lse[i]));
     }
     ok = report("lse", "max abs error vs fp64", lse_err, TOL_LSE, lse_bad) && ok;
     printf("%s B=%d NH=%d T=%d HS=%d\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
@@ -265,30 +278,17 @@ static bool check_many_heads(void) {
     for (int HS : {64, 128}) {
         const Shape sh = {4, 2048 / HS, 1024, HS};
         printf("case B=%d NH=%d T=%d HS=%d: across waves of CTAs\n", sh.B, sh.NH, sh.T, HS);
-        bf16 *qkv = device_alloc<bf16>(sh.qkv_count()), *dqkv = device_alloc<bf16>(sh.qkv_count());
-        bf16 *out = device_alloc<bf16>(sh.out_count()), *dout = device_alloc<bf16>(sh.out_count());
-        float *lse = device_alloc<float>(sh.lse_count());
-        void *scratch = device_alloc<unsigned char>(attention_backward_scratch_bytes(sh.B, sh.T, sh.NH, HS));
-        fill_uniform_bf16(qkv, sh.qkv_count(), 300 + HS, -1.0f, 1.0f);
-        fill_uniform_bf16(dout, sh.out_count(), 301 + HS, -1.0f, 1.0f);
-        std::vector<bf16> outs[2], grads[2];
-        std::vector<float> lses[2];
-        for (int run = 0; run < 2; run++) {
-            run_poisoned(out, lse, dqkv, scratch, qkv, dout, sh);
-            outs[run] = to_host(out, sh.out_count());
-            lses[run] = to_host(lse, sh.lse_count());
-            grads[run] = to_host(dqkv, sh.qkv_count());
-        }
-        cuda_check(cudaFree(qkv)), cuda_check(cudaFree(dqkv)), cuda_check(cudaFree(out));
-        cuda_check(cudaFree(dout)), cuda_check(cudaFree(lse)), cuda_check(cudaFree(scratch));
+        const Buffers d = buffers_alloc(sh);
+        fill_uniform_bf16(d.qkv, sh.qkv_count(), 300 + HS, -1.0f, 1.0f);
+        fill_uniform_bf16(d.dout, sh.out_count(), 301 + HS, -1.0f, 1.0f);
+        const Outputs first = run_poisoned(d, sh), second = run_poisoned(d, sh);
+        buffers_free(d);
 
         size_t non_finite = 0;
-        for (const bf16 &x : outs[0]) non_finite += !isfinite(__bfloat162float(x));
-        for (float x : lses[0]) non_finite += !isfinite(x);
-        for (const bf16 &x : grads[0]) non_finite += !isfinite(__bfloat162float(x));
-        const bool same = !memcmp(outs[1].data(), outs[0].data(), outs[0].size() * sizeof(bf16)) &&
-                          !memcmp(lses[1].data(), lses[0].data(), lses[0].size() * sizeof(float)) &&
-                          !memcmp(grads[1].data(), grads[0].data(), grads[0].size() * sizeof(bf16));
+        for (const bf16 &x : first.out) non_finite += !isfinite(__bfloat162float(x));
+        for (float x : first.lse) non_finite += !isfinite(x);
+        for (const bf16 &x : first.dqkv) non_finite += !isfinite(__bfloat162float(x));
+        const bool same = identical(first, second);
         printf("    %-5s %-30s %zu %s\n", "all", "non-finite or unwritten", non_finite, non_finite ? "FAIL" : "ok");
         printf("    %-5s %-30s %s\n", "all", "identical bits over 2 runs", same ? "ok" : "FAIL");
         const bool case_ok = non_finite == 0 && same;
@@ -319,25 +319,19 @@ static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12
 static BenchRow bench(int T, int HS, uint64_t seed) {
     BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0};
     const Shape sh = {row.B, row.NH, T, HS};
-    bf16 *qkv = device_alloc<bf16>(sh.qkv_count()), *dqkv = device_alloc<bf16>(sh.qkv_count());
-    bf16 *out = device_alloc<bf16>(sh.out_count()), *dout = device_alloc<bf16>(sh.out_count());
-    float *lse = device_alloc<float>(sh.lse_count());
-    void *scratch = device_alloc<unsigned char>(attention_backward_scratch_bytes(sh.B, T, sh.NH, HS));
-    fill_uniform_bf16(qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
-    fill_uniform_bf16(dout, sh.out_count(), seed + 1, -1.0f, 1.0f);
+    const Buffers d = buffers_alloc(sh);
+    fill_uniform_bf16(d.qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
+    fill_uniform_bf16(d.dout, sh.out_count(), seed + 1, -1.0f, 1.0f);
     cuda_check(cudaDeviceSynchronize());
 
     const int warmup = 3, reps = 21;
-    row.fwd_ms = time_median_ms([&] { attention_forward(out, lse, qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps, 0);
-    row.bwd_ms = time_median_ms([&] { attention_backward(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, HS, 0); },
-                                warmup, reps, 0);
+    row.fwd_ms = time_median_ms([&] { attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps,
+                                0);
+    row.bwd_ms = time_median_ms(
+        [&] { attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); }, warmup,
+        reps, 0);
 
-    cuda_check(cudaFree(qkv));
-    cuda_check(cudaFree(dqkv));
-    cuda_check(cudaFree(out));
-    cuda_check(cudaFree(dout));
-    cuda_check(cudaFree(lse));
-    cuda_check(cudaFree(scratch));
+    buffers_free(d);
     return row;
 }
 
@@ -356,12 +350,9 @@ static bool tune_occupancy(void) {
            "BS32", "BS32 3/SM", "bits");
     for (int T : {1024, 2048}) {
         const Shape sh = {16384 / T, 32, T, 64};
-        bf16 *qkv = device_alloc<bf16>(sh.qkv_count()), *dqkv = device_alloc<bf16>(sh.qkv_count());
-        bf16 *out = device_alloc<bf16>(sh.out_count()), *dout = device_alloc<bf16>(sh.out_count());
-        float *lse = device_alloc<float>(sh.lse_count());
-        void *scratch = device_alloc<unsigned char>(attention_backward_scratch_bytes(sh.B, T, sh.NH, 64));
-        fill_uniform_bf16(qkv, sh.qkv_count(), 2000 + T, -1.0f, 1.0f);
-        fill_uniform_bf16(dout, sh.out_count(), 2001 + T, -1.0f, 1.0f);
+        const Buffers d = buffers_alloc(sh);
+        fill_uniform_bf16(d.qkv, sh.qkv_count(), 2000 + T, -1.0f, 1.0f);
+        fill_uniform_bf16(d.dout, sh.out_count(), 2001 + T, -1.0f, 1.0f);
         const int warmup = 3, reps = 21;
         float ms[7];
         std::vector<bf16> outs[3], grads[4];
@@ -369,19 +360,19 @@ static bool tune_occupancy(void) {
         // Each variant: its median time, then its outputs for the bit comparison.
         auto forward = [&](int v, auto launch) {
             ms[v] = time_median_ms(launch, warmup, reps, 0);
-            outs[v] = to_host(out, sh.out_count()), lses[v] = to_host(lse, sh.lse_count());
+            outs[v] = to_host(d.out, sh.out_count()), lses[v] = to_host(d.lse, sh.lse_count());
         };
         auto backward = [&](int v, auto launch) {
             ms[3 + v] = time_median_ms(launch, warmup, reps, 0);
-            grads[v] = to_host(dqkv, sh.qkv_count());
+            grads[v] = to_host(d.dqkv, sh.qkv_count());
         };
-        forward(0, [&] { forward_hs<64, 1, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); });
-        forward(1, [&] { forward_hs<64, 4, 1>(out, lse, qkv, sh.B, T, sh.NH, 0); });
-        forward(2, [&] { forward_hs<64, 1, 2>(out, lse, qkv, sh.B, T, sh.NH, 0); });
-        backward(0, [&] { backward_hs<64, 1, 64>(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
-        backward(1, [&] { backward_hs<64, 3, 64>(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
-        backward(2, [&] { backward_hs<64, 1, 32>(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
-        backward(3, [&] { backward_hs<64, 3, 32>(dqkv, scratch, dout, qkv, out, lse, sh.B, T, sh.NH, 0); });
+        forward(0, [&] { forward_hs<64, 1, 1>(d.out, d.lse, d.qkv, sh.B, T, sh.NH, 0); });
+        forward(1, [&] { forward_hs<64, 4, 1>(d.out, d.lse, d.qkv, sh.B, T, sh.NH, 0); });
+        forward(2, [&] { forward_hs<64, 1, 2>(d.out, d.lse, d.qkv, sh.B, T, sh.NH, 0); });
+        backward(0, [&] { backward_hs<64, 1, 64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+        backward(1, [&] { backward_hs<64, 3, 64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+        backward(2, [&] { backward_hs<64, 1, 32>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+        backward(3, [&] { backward_hs<64, 3, 32>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
         bool same = true;
         for (int v = 1; v < 4; v++) same = same && !memcmp(grads[v].data(), grads[0].data(), grads[0].size() * sizeof(bf16));
         for (int v = 1; v < 3; v++)
@@ -390,8 +381,7 @@ static bool tune_occupancy(void) {
         identical = identical && same;
         printf("%5d | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f | %s\n", T, ms[0], ms[1], ms[2], ms[3], ms[4], ms[5],
                ms[6], same ? "identical" : "DIFFER (FAIL)");
-        cuda_check(cudaFree(qkv)), cuda_check(cudaFree(dqkv)), cuda_check(cudaFree(out));
-        cuda_check(cudaFree(dout)), cuda_check(cudaFree(lse)), cuda_check(cudaFree(scratch));
+        buffers_free(d);
     }
     return identical;
 }

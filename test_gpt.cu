@@ -1,7 +1,8 @@
 // Checks the GPU trainer (train_gpt.cu, included below) against the fp32 CPU reference
 // (train_gpt.c, through dev/test/cpu_reference.h) on the same weights and batches:
 //   1. logits and loss of one forward pass
-//   2. every parameter gradient (per tensor instance) and the global gradient norm
+//   2. every parameter gradient (per tensor instance) and the global gradient norm; the same
+//      with the output head in chunks (and the sampling path's row in a later chunk)
 //   3. the losses of 10 AdamW steps, both trainers stepping side by side
 //   4. determinism: two identical 3-step runs give identical bits (weights, master, moments, losses)
 //   5. resume: save after 2 steps, 2 more steps; reload, the same 2 steps: identical bits
@@ -359,8 +360,7 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
         gpu_zero_grads(&g);
         const float gpu_loss = gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
         cpu_model_zero_grads(cpu);
-        const float cpu_loss = cpu_model_forward(cpu, in.data(), tg.data());
-        cpu_model_backward(cpu, 1.0f);
+        const float cpu_loss = cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
         check(fabsf(gpu_loss - cpu_loss) <= 3e-2f, "%-14s loss gpu %.6f cpu %.6f (tol 3e-2 absolute)", what, gpu_loss,
               cpu_loss);
         std::vector<float> grads(P);
@@ -424,12 +424,16 @@ static void check_delayed_scaling(const TestCase &tc, const AdamWConfig &hp, con
 // ---------------------------------------------------------------------------------------------
 // 7. Selective recomputation.
 
-// NaN bits (0xFFFF in bf16, 0xFFFFFFFF in fp32) over the recompute scratch, between a training
-// forward and its backward: whatever the backward reads there without recomputing it first
-// makes the gradients NaN.
-static void poison_recompute_scratch(GPUModel *g) {
+// NaN bits (0xFFFF in bf16, 0xFFFFFFFF in fp32) over the recompute scratch and the output head's
+// (lnf, one chunk of logits), between a training forward and its backward: whatever the backward
+// reads there without recomputing it first makes the gradients NaN.
+static void poison_scratch(GPUModel *g) {
     if (g->recompute_scratch)
         cudaCheck(cudaMemsetAsync(g->recompute_scratch, 0xFF, g->recompute_scratch_bytes, g->stream));
+    const size_t N = (size_t)g->B * g->T;
+    cudaCheck(cudaMemsetAsync(g->lnf, 0xFF, N * g->cfg.channels * sizeof(bf16), g->stream));
+    cudaCheck(cudaMemsetAsync(g->logits, 0xFF, (size_t)g->head_rows * g->cfg.padded_vocab_size * sizeof(bf16),
+                              g->stream));
 }
 
 // lowp_linear_forward_again must cast with the scales the forward stored. In check_recompute's
@@ -489,10 +493,10 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
     memcpy(cpu_model_params(cpu), weights.data(), P * sizeof(float));
     std::vector<int> in(N), tg(N);
     make_batch(in.data(), tg.data(), N, V, 0);
-    cpu_model_zero_grads(cpu);
-    const float cpu_loss = cpu_model_forward(cpu, in.data(), tg.data());
+    const float cpu_loss = cpu_model_forward_eval(cpu, in.data(), tg.data());
     const std::vector<float> cpu_logits(cpu_model_logits(cpu), cpu_model_logits(cpu) + (size_t)N * Vp);
-    cpu_model_backward(cpu, 1.0f);
+    cpu_model_zero_grads(cpu);
+    cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
     for (int fusion = 1; fusion <= 2; fusion++) {
         GPUModelOptions opt = gpu_model_options(MATMUL_BF16);
         opt.gelu_fusion = fusion;
@@ -528,7 +532,8 @@ typedef struct {
 } RecomputeRun;
 
 // Steps 1-RECOMPUTE_STEPS of gpu_steps (5, as the CPU's `test_model recompute`) from `weights`
-// under `policies`, keeping every step's gradient.
+// under `policies`, keeping every step's gradient; the output head runs in chunks of T/3 + 1
+// rows, as with recomputation in the trainer.
 static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
                                   matmul_precision precision, int amax_history, int gelu_fusion, const int *policies) {
     const int N = tc.B * tc.T, steps = RECOMPUTE_STEPS;
@@ -536,6 +541,7 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
     opt.amax_history = amax_history;
     opt.gelu_fusion = gelu_fusion;
     opt.policies = policies;
+    opt.head_rows = tc.T / 3 + 1;
     GPUModel g;
     gpu_model_alloc(&g, &tc.cfg, tc.B, tc.T, &hp, TEST_SEED, &opt);
     gpu_reset(&g, weights.data());
@@ -548,7 +554,7 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
         make_batch(in.data(), tg.data(), N, tc.cfg.vocab_size, (uint64_t)t);
         gpu_zero_grads(&g);
         run.losses.push_back(gpu_forward(&g, in.data(), tg.data(), tc.B, tc.T, 1, 1.0f));  // gpu_forward_backward,
-        poison_recompute_scratch(&g);                                                     // with the poison between
+        poison_scratch(&g);                                                               // with the poison between
         gpu_backward(&g, tc.B, tc.T);
         cudaCheck(cudaMemcpy(run.grads.data() + (t - 1) * P, g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
         const double norm = gpu_grad_norm(&g);
@@ -672,23 +678,23 @@ int main(int argc, char **argv) {
     // average of N cross-entropies, each off by about the logits' absolute error: 1e-2.
     const float gpu_loss = gpu_forward(&g, in.data(), tg.data(), B, T, 0, 1.0f);
     const std::vector<float> gpu_logits = download_logits(&g, N);
-    const float cpu_loss = cpu_model_forward(cpu, in.data(), tg.data());
-    compare("logits", gpu_logits.data(), cpu_model_logits(cpu), (size_t)N, (size_t)V, (size_t)Vp, 2e-2, 5e-2);
+    const float cpu_loss = cpu_model_forward_eval(cpu, in.data(), tg.data());
+    const std::vector<float> cpu_logits(cpu_model_logits(cpu), cpu_model_logits(cpu) + (size_t)N * Vp);
+    compare("logits", gpu_logits.data(), cpu_logits.data(), (size_t)N, (size_t)V, (size_t)Vp, 2e-2, 5e-2);
     check(fabsf(gpu_loss - cpu_loss) <= 1e-2f, "loss           gpu %.6f cpu %.6f (tol 1e-2 absolute)", gpu_loss, cpu_loss);
 
     // The sampling path (B = 1, T = n) gives the logits of the first sequence's position n - 1.
     const int n = T / 2 + 1;
     std::vector<float> next(V);
     gpu_next_token_logits(&g, in.data(), n, next.data());
-    compare("next_token", next.data(), cpu_model_logits(cpu) + (size_t)(n - 1) * Vp, 1, (size_t)V, 0, 2e-2, 5e-2);
+    compare("next_token", next.data(), cpu_logits.data() + (size_t)(n - 1) * Vp, 1, (size_t)V, 0, 2e-2, 5e-2);
 
     // 2. Gradients. The backward pass rounds the activation gradients to bf16 at every layer
     // (the weight gradients themselves accumulate in fp32), and the errors of the forward pass
     // enter through the activations it multiplies: l2 5e-2, worst element 1e-1 of the tensor's
     // largest. A wrong index or a missing term gives errors of order 1.
     cpu_model_zero_grads(cpu);
-    cpu_model_forward(cpu, in.data(), tg.data());
-    cpu_model_backward(cpu, 1.0f);
+    cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
     gpu_zero_grads(&g);
     gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
     std::vector<float> grads(P);
@@ -699,6 +705,27 @@ int main(int argc, char **argv) {
     check(fabs(gpu_norm - cpu_norm) <= 5e-2 * cpu_norm, "grad norm      gpu %.6f cpu %.6f (tol 5e-2 relative)", gpu_norm,
           cpu_norm);
 
+    // 2b. The output head in chunks of T/3 + 1 rows (llmc/trainer.h; the last chunk short; the
+    // CPU's head ran in one): loss and gradients with the tolerances of 1 and 2, and the sampling
+    // path, whose row lies in a later chunk. A wrong chunk offset gives errors of order 1.
+    {
+        GPUModelOptions chunked = gpu_model_options(MATMUL_BF16);
+        chunked.head_rows = T / 3 + 1;
+        GPUModel h;
+        gpu_model_alloc(&h, cfg, B, T, &hp, TEST_SEED, &chunked);
+        gpu_set_weights(&h, weights.data());
+        gpu_zero_grads(&h);
+        const float loss = gpu_forward_backward(&h, in.data(), tg.data(), 1.0f);
+        check(fabsf(loss - cpu_loss) <= 1e-2f, "head in chunks of %d rows: loss gpu %.6f cpu %.6f (tol 1e-2 absolute)",
+              chunked.head_rows, loss, cpu_loss);
+        cudaCheck(cudaMemcpy(grads.data(), h.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
+        compare_grads("chunked head d", cfg, grads.data(), cpu_model_grads(cpu), 5e-2, 1e-1);
+        gpu_next_token_logits(&h, in.data(), n, next.data());
+        compare("chunked head next_token", next.data(), cpu_logits.data() + (size_t)(n - 1) * Vp, 1, (size_t)V, 0,
+                2e-2, 5e-2);
+        gpu_model_free(&h);
+    }
+
     // 3. Ten steps side by side from the same weights. Beyond the differences above, the GPU's
     // weights are bf16 (stochastically rounded from the fp32 master), which moves each loss by
     // about 1e-3 of its value: 2e-2 absolute over the whole run. The loss must also fall.
@@ -708,8 +735,7 @@ int main(int argc, char **argv) {
     for (int t = 1; t <= 10; t++) {
         make_batch(in.data(), tg.data(), N, V, (uint64_t)t);
         cpu_model_zero_grads(cpu);
-        const float loss = cpu_model_forward(cpu, in.data(), tg.data());
-        cpu_model_backward(cpu, 1.0f);
+        const float loss = cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
         const double norm = cpu_model_grad_norm(cpu);
         cpu_model_update(cpu, &hp, t, tc.lr, grad_clip_scale(hp.grad_clip, norm));
         printf("     step %2d    loss gpu %.6f cpu %.6f\n", t, gpu_losses[t - 1], loss);

@@ -334,10 +334,12 @@ static void crossentropy_softmax_backward_inplace(float *logits, const float *ls
 // ZeRO on the CPU: the buffers a rank keeps at each stage and the two per-segment steps the
 // model's passes call (llmc/zero.h has the plan, the segments and the memory formula):
 //   stage 3 gathers a segment's weights from the ranks' slices into scratch before each use;
-//   stages 2 and 3 reduce-scatter a segment's gradient as soon as the backward pass finished it
-//   and add this rank's part into its gradient slice (the step's sum over micro-steps).
+//   stages 2 and 3 reduce-scatter a segment's gradient as soon as it is complete and add this
+//   rank's part into its gradient slice (the step's sum over micro-steps).
 // The tied embedding is the largest segment; the final LayerNorm, used beside it by the output
-// head, has a small scratch of its own, so at most one large segment is ever gathered.
+// head, has a small scratch of its own, so at most one large segment is ever gathered. The
+// embeddings' gradient accumulates from the output head (forward pass) to the encoder (the end
+// of the backward pass) in a scratch of its own; the other segments take one scratch in turn.
 
 typedef struct {
     ZeroPlan plan;
@@ -345,10 +347,13 @@ typedef struct {
     Comm *comm;
     size_t *counts;         // W counts for zero_split
     float *gathered;        // stage 3: M floats for one segment, then 2C for the final LayerNorm
-    float *grad_scratch;    // stage 2, 3: M floats, the gradient of one segment in one micro-step
+    float *grad_scratch[2]; // stage 2, 3: one micro-step's gradient of the embeddings (E floats)
+                            // and of the other segment being finished (Mb floats)
     int gathered_segment;   // the segment in gathered's first M floats, -1 for none
-    int scratch_segment;    // the segment in grad_scratch, -1 for none
+    int scratch_segment[2]; // the segment in each grad_scratch, -1 for none
 } Zero;
+
+static int grad_scratch_index(int seg) { return seg == 0 ? 0 : 1; }
 
 static int model_shards_weights(const Zero *z) { return z && zero_shards_params(&z->plan); }
 static int model_shards_grads(const Zero *z) { return z && zero_shards_grads(&z->plan); }
@@ -378,26 +383,36 @@ static void zero_release(Zero *z, int seg) {
 
 // The zeroed scratch where segment seg's gradient of this micro-step accumulates.
 static float *zero_grad_scratch(Zero *z, int seg) {
-    if (z->scratch_segment >= 0)
-        die("internal error: ZeRO gradient scratch asked for segment %d while it holds %d", seg, z->scratch_segment);
-    z->scratch_segment = seg;
+    const int b = grad_scratch_index(seg);
+    if (z->scratch_segment[b] >= 0)
+        die("internal error: ZeRO gradient scratch asked for segment %d while it holds %d", seg, z->scratch_segment[b]);
+    z->scratch_segment[b] = seg;
+    float *scratch = z->grad_scratch[b];
     ZeroRange r = zero_segment(&z->cfg, seg);
-    memset(z->grad_scratch, 0, (r.end - r.begin) * sizeof(float));
-    return z->grad_scratch;
+    memset(scratch, 0, (r.end - r.begin) * sizeof(float));
+    return scratch;
+}
+
+// The scratch of segment seg, acquired earlier and not yet reduced.
+static float *zero_held_scratch(Zero *z, int seg) {
+    const int b = grad_scratch_index(seg);
+    if (z->scratch_segment[b] != seg) die("internal error: ZeRO gradient of segment %d used outside its scratch", seg);
+    return z->grad_scratch[b];
 }
 
 // Sums segment seg's gradient over the ranks into each owner's part and adds this rank's part to
 // its gradient slice (`grad_slice`, S floats from the slice's first element).
 static void zero_reduce_segment(Zero *z, float *grad_slice, int seg) {
     ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
+    float *scratch = z->grad_scratch[grad_scratch_index(seg)];
     zero_split(&z->plan, r, z->counts);
-    z->comm->reduce_scatter_sum_f32(z->comm, z->grad_scratch, z->counts);
-    const float *sum = z->grad_scratch + (own.begin - r.begin);
+    z->comm->reduce_scatter_sum_f32(z->comm, scratch, z->counts);
+    const float *sum = scratch + (own.begin - r.begin);
     float *dst = grad_slice + (own.begin - zero_slice(&z->plan, z->plan.rank).begin);
     size_t n = own.end - own.begin;
     #pragma omp parallel for if (n > 65536)
     for (size_t i = 0; i < n; i++) dst[i] += sum[i];
-    z->scratch_segment = -1;
+    z->scratch_segment[grad_scratch_index(seg)] = -1;
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -421,6 +436,7 @@ typedef struct {
     matmul_precision precision;
     int fp8_wgrad;                // FP8 also for the weight-gradient matmul
     int amax_history;             // FP8 delayed scaling over this many micro-steps (0: current)
+    int head_rows;                // rows of output-head logits at once (llmc/trainer.h); 0: all B*T
 } ModelOptions;
 
 
@@ -445,15 +461,19 @@ typedef struct {
     float *encoded;                   // (B,T,C)
     BlockActs *blocks;                // L of them, with what each keeps
     BlockActs work;                   // one block's worth of scratch for what is not kept
-    float *lnf, *lnf_mean, *lnf_rstd;
-    float *logits;                    // (B,T,Vp), dlogits in place during backward
+    float *lnf_mean, *lnf_rstd;       // (B,T) the final LayerNorm's statistics
+    float *dbtc;                      // (B,T,C) d lnf from the output head until the backward pass
+                                      // reads it; then scratch of every layer's backward
+    float *scratch_memory;            // scratch: output head, backward, recompute, quantization
+    size_t scratch_floats;
+    float *lnf;                       // (B,T,C) the final LayerNorm's output
+    int head_rows;                    // rows of the output head at once (llmc/trainer.h)
+    float *logits;                    // (head_rows,Vp) one chunk's logits, dlogits in place
+    float *lse;                       // (head_rows) log-sum-exp of each row of the chunk
     float *losses;                    // (B,T)
-    float *lse;                       // (B,T) log-sum-exp of each row of logits
-    float *scratch_memory;            // backward scratch, shared by all layers
-    size_t scratch_floats;            // backward, recompute and quantization scratch
-    float *dresidual, *dbtc, *dqkv, *dfch;
+    float *dresidual, *dqkv, *dfch;
     float *quant_a, *quant_b;         // low-precision operands, max(B*T*4C, 4C*C) each
-    int *inputs, *targets;            // the micro-batch of the last forward
+    int *inputs;                      // the micro-batch of the last forward
     float mean_loss;
 } GPT2;
 
@@ -487,6 +507,13 @@ static Segment grads_acquire(GPT2 *m, int seg) {
     return (Segment){m->grads + first, first};
 }
 
+// An acquired segment's gradient, again (the embeddings': acquired by the forward pass's head).
+static Segment grads_held(GPT2 *m, int seg) {
+    size_t first = zero_segment(&m->cfg, seg).begin;
+    if (model_shards_grads(m->zero)) return (Segment){zero_held_scratch(m->zero, seg), first};
+    return (Segment){m->grads + first, first};
+}
+
 static void grads_release(GPT2 *m, int seg) {
     if (model_shards_grads(m->zero)) zero_reduce_segment(m->zero, m->grads, seg);
 }
@@ -496,6 +523,11 @@ static void grads_release(GPT2 *m, int seg) {
 static inline RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
     return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0, 1};
 }
+
+// The kept activations no policy changes, floats per token: the embeddings' output and d lnf
+// (the output head's backward ran in the forward pass; llmc/trainer.h), C each, and the final
+// LayerNorm's mean and rstd.
+static inline double cpu_fixed_activation_floats(const GPT2Config *cfg) { return 2.0 * cfg->channels + 2; }
 
 // Carves one block's buffers from base + *used on (advancing *used): every buffer when keep_all
 // (the shared scratch), else only what `policy` keeps (the others stay NULL). A NULL base only
@@ -541,10 +573,10 @@ static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T,
     amax_history_init(&m->amax, operands, opt && m->precision == MATMUL_FP8 ? opt->amax_history : 0);
     m->fp8_scales = (float *)calloc_check(operands, sizeof(float));
 
-    // Kept activations: sized by a dry run of the carving.
+    // Kept activations, what the backward pass reads: sized by a dry run of the carving.
     size_t kept = 0;
     for (size_t l = 0; l < L; l++) take_block(&m->work, NULL, &kept, m->policy[l], 0, BT, C, att);
-    m->acts_floats = kept + BT * C + BT * (C + 2) + BT * cfg->padded_vocab_size + 2 * BT;
+    m->acts_floats = kept + BT * (size_t)cpu_fixed_activation_floats(cfg);
     m->acts_memory = (float *)malloc_check(m->acts_floats * sizeof(float));
     float *p = m->acts_memory;
     m->encoded = p, p += BT * C;
@@ -552,24 +584,27 @@ static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T,
     size_t used = 0;
     for (size_t l = 0; l < L; l++) take_block(&m->blocks[l], p, &used, m->policy[l], 0, BT, C, att);
     p += used;
-    m->lnf = p, p += BT * C;
     m->lnf_mean = p, p += BT;
     m->lnf_rstd = p, p += BT;
-    m->logits = p, p += BT * cfg->padded_vocab_size;
-    m->losses = p, p += BT;
-    m->lse = p, p += BT;
+    m->dbtc = p, p += BT * C;
     if ((size_t)(p - m->acts_memory) != m->acts_floats) die("internal error: activation layout");
 
-    // Scratch: backward buffers, one block of recompute buffers (only if some layer recomputes;
-    // shared by all layers), and the operands of emulated low-precision matmuls.
+    // Scratch: the output head's (the final LayerNorm's output, one chunk of logits), backward
+    // buffers, one block of recompute buffers (only if some layer recomputes; shared by all
+    // layers), and the operands of emulated low-precision matmuls.
+    m->head_rows = opt && opt->head_rows > 0 && (size_t)opt->head_rows < BT ? opt->head_rows : (int)BT;
+    const size_t Vp = cfg->padded_vocab_size, R = m->head_rows;
     size_t work = 0;
     if (recomputes) take_block(&m->work, NULL, &work, RC_NONE, 1, BT, C, att);
     const size_t quant = m->precision != MATMUL_FP32 ? (BT * 4 * C > 4 * C * C ? BT * 4 * C : 4 * C * C) : 0;
-    m->scratch_floats = BT * C * 2 + BT * 3 * C + BT * 4 * C + work + 2 * quant;
+    m->scratch_floats = BT * C + R * (Vp + 1) + BT + BT * C + BT * 3 * C + BT * 4 * C + work + 2 * quant;
     m->scratch_memory = (float *)malloc_check(m->scratch_floats * sizeof(float));
     float *q = m->scratch_memory;
+    m->lnf = q, q += BT * C;
+    m->logits = q, q += R * Vp;
+    m->lse = q, q += R;
+    m->losses = q, q += BT;
     m->dresidual = q, q += BT * C;
-    m->dbtc = q, q += BT * C;
     m->dqkv = q, q += BT * 3 * C;
     m->dfch = q, q += BT * 4 * C;
     used = 0;
@@ -582,7 +617,6 @@ static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T,
     }
     if ((size_t)(q - m->scratch_memory) != m->scratch_floats) die("internal error: scratch layout");
     m->inputs = (int *)malloc_check(BT * sizeof(int));
-    m->targets = (int *)malloc_check(BT * sizeof(int));
 }
 
 #ifdef TESTING
@@ -604,7 +638,7 @@ static double gpt2_grad_norm(const GPT2 *m) { return sqrt(sum_of_squares(m->grad
 static void gpt2_free(GPT2 *m) {
     free(m->params); free(m->grads); free(m->m); free(m->v);
     free(m->acts_memory); free(m->blocks); free(m->scratch_memory); free(m->policy);
-    free(m->inputs); free(m->targets); free(m->fp8_scales);
+    free(m->inputs); free(m->fp8_scales);
     amax_history_free(&m->amax);
 }
 
@@ -719,11 +753,19 @@ static void block_forward(GPT2 *m, int l, Segment w, const float *residual, cons
     }
 }
 
-// Forward over B x T tokens (at most the allocated capacity). With targets, also the mean loss.
-static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, int T) {
+// Forward over B x T tokens (at most the allocated capacity). With targets, also the mean loss;
+// with_grad (a training micro-step, with targets) also the output head's backward for the
+// gradient of loss_scale * (mean loss), chunk by chunk (llmc/trainer.h): the logits of head_rows
+// rows become dlogits in place, then d lnf of those rows (kept for gpt2_backward) and the tied
+// head's part of d wte. The embeddings' gradient segment stays acquired until the encoder's part
+// at the end of gpt2_backward. Without targets only the last chunk is computed: m->logits holds
+// the logits of rows [(N - 1) / head_rows * head_rows, N) (sampling reads the last row).
+static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, int T, int with_grad,
+                         float loss_scale) {
     const GPT2Config *c = &m->cfg;
-    const int C = c->channels, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
+    const int C = c->channels, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T, R = m->head_rows;
     const int EMB = 0, FINAL = zero_final_segment(c);
+    if (with_grad && !targets) die("internal error: a forward pass with gradients needs targets");
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
     Segment w = weights_acquire(m, EMB);
     encoder_forward(m->encoded, inputs, at(m, w, PT_WTE, -1), at(m, w, PT_WPE, -1), B, T, C);
@@ -738,33 +780,38 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
     }
     Segment wf = weights_acquire(m, FINAL), we = weights_acquire(m, EMB);
     layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, residual, at(m, wf, PT_LNFW, -1), at(m, wf, PT_LNFB, -1), N, C);
-    matmul_forward(m->logits, m->lnf, at(m, we, PT_WTE, -1), NULL, N, C, Vp);
-    weights_release(m, EMB);
     weights_release(m, FINAL);
+    Segment ge = with_grad ? grads_acquire(m, EMB) : (Segment){NULL, 0};
+    for (int r0 = targets ? 0 : (N - 1) / R * R; r0 < N; r0 += R) {
+        const int n = N - r0 < R ? N - r0 : R;
+        const float *lnf = m->lnf + (size_t)r0 * C;
+        matmul_forward(m->logits, lnf, at(m, we, PT_WTE, -1), NULL, n, C, Vp);
+        if (!targets) continue;
+        crossentropy_forward(m->losses + r0, m->lse, m->logits, targets + r0, n, V, Vp);
+        if (!with_grad) continue;
+        crossentropy_softmax_backward_inplace(m->logits, m->lse, targets + r0, loss_scale / (float)N, n, V, Vp);
+        matmul_backward_input(m->dbtc + (size_t)r0 * C, m->logits, at(m, we, PT_WTE, -1), n, C, Vp);
+        matmul_backward_weight(at(m, ge, PT_WTE, -1), NULL, m->logits, lnf, n, C, Vp);
+    }
+    weights_release(m, EMB);
     if (!targets) return;
-    memcpy(m->targets, targets, (size_t)N * sizeof(int));
-    crossentropy_forward(m->losses, m->lse, m->logits, targets, N, V, Vp);
     double sum = 0.0;
     for (int i = 0; i < N; i++) sum += m->losses[i];
     m->mean_loss = (float)(sum / N);
 }
 
-// Backward of the last forward (which had targets), accumulating the gradient of
-// loss_scale * (mean loss). Gradient accumulation over k micro-steps uses loss_scale = 1/k.
-// Segments finish in the order final LayerNorm, layers L-1..0, embeddings: the tied head's
-// weight gradient (dlogits^T lnf, both kept) is added to dwte at the end, after the encoder's,
-// so that the embeddings' gradient is one segment completed once. Each block first recomputes
-// what its policy did not keep, with the same functions as the forward pass: bit-identical.
-static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
+// Backward of the last forward, which had with_grad: accumulates the rest of its gradient. The
+// output head's backward ran in the forward pass; segments finish in the order final LayerNorm,
+// layers L-1..0, embeddings (the encoder's part added to the head's). Each block first
+// recomputes what its policy did not keep, with the same functions as the forward pass:
+// bit-identical.
+static void gpt2_backward(GPT2 *m, int B, int T) {
     const GPT2Config *c = &m->cfg;
-    const int C = c->channels, NH = c->num_heads, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
+    const int C = c->channels, NH = c->num_heads, N = B * T;
     const int EMB = 0, FINAL = zero_final_segment(c);
     m->phase = QUANT_PASS_REPLAY;  // a block's recompute reuses its forward's FP8 scales
-    crossentropy_softmax_backward_inplace(m->logits, m->lse, m->targets, loss_scale / (float)N, N, V, Vp);
     const float *last = c->num_layers > 0 ? m->blocks[c->num_layers - 1].residual3 : m->encoded;
-    Segment wf = weights_acquire(m, FINAL), we = weights_acquire(m, EMB);
-    matmul_backward_input(m->dbtc, m->logits, at(m, we, PT_WTE, -1), N, C, Vp);
-    weights_release(m, EMB);
+    Segment wf = weights_acquire(m, FINAL);
     Segment gf = grads_acquire(m, FINAL);
     memset(m->dresidual, 0, (size_t)N * C * sizeof(float));
     layernorm_backward(m->dresidual, at(m, gf, PT_LNFW, -1), at(m, gf, PT_LNFB, -1), m->dbtc, last,
@@ -798,9 +845,8 @@ static void gpt2_backward(GPT2 *m, int B, int T, float loss_scale) {
         grads_release(m, seg);
         weights_release(m, seg);
     }
-    Segment ge = grads_acquire(m, EMB);
+    Segment ge = grads_held(m, EMB);
     encoder_backward(at(m, ge, PT_WTE, -1), at(m, ge, PT_WPE, -1), m->dresidual, m->inputs, B, T, C);
-    matmul_backward_weight(at(m, ge, PT_WTE, -1), NULL, m->logits, m->lnf, N, C, Vp);
     grads_release(m, EMB);
     m->phase = QUANT_PASS_TRAIN;
     amax_history_step_done(&m->amax);
@@ -846,14 +892,17 @@ static void cpu_alloc(CPUTrainer *c, const GPT2Config *cfg, int B, int T, const 
     z->cfg = *cfg;
     z->comm = comm;
     z->counts = (size_t *)malloc_check((size_t)comm->size * sizeof(size_t));
-    z->gathered_segment = z->scratch_segment = -1;
+    z->gathered_segment = z->scratch_segment[0] = z->scratch_segment[1] = -1;
     ZeroMemory mem = zero_memory(&z->plan);
     m->params = (float *)calloc_check(mem.params, sizeof(float));
     m->grads = (float *)calloc_check(mem.grads, sizeof(float));
     m->m = (float *)calloc_check(mem.optimizer / 2, sizeof(float));
     m->v = (float *)calloc_check(mem.optimizer / 2, sizeof(float));
     if (zero_shards_params(&z->plan)) z->gathered = m->params + z->plan.slice;
-    if (zero_shards_grads(&z->plan)) z->grad_scratch = m->grads + z->plan.slice;
+    if (zero_shards_grads(&z->plan)) {
+        z->grad_scratch[0] = m->grads + z->plan.slice;
+        z->grad_scratch[1] = z->grad_scratch[0] + z->plan.embed_numel;
+    }
     m->zero = z;
     c->comm = comm;
 }
@@ -886,15 +935,15 @@ static void cpu_zero_grads(void *self) {
 static float cpu_forward_backward(void *self, const int *inputs, const int *targets, float loss_scale) {
     CPUTrainer *c = (CPUTrainer *)self;
     GPT2 *m = &c->model;
-    gpt2_forward(m, inputs, targets, m->B, m->T);
-    gpt2_backward(m, m->B, m->T, loss_scale / (float)c->comm->size);
+    gpt2_forward(m, inputs, targets, m->B, m->T, 1, loss_scale / (float)c->comm->size);
+    gpt2_backward(m, m->B, m->T);
     return m->mean_loss;
 }
 
 static float cpu_forward_loss(void *self, const int *inputs, const int *targets) {
     GPT2 *m = &((CPUTrainer *)self)->model;
     m->phase = QUANT_PASS_EVAL;
-    gpt2_forward(m, inputs, targets, m->B, m->T);
+    gpt2_forward(m, inputs, targets, m->B, m->T, 0, 1.0f);
     m->phase = QUANT_PASS_TRAIN;
     return m->mean_loss;
 }
@@ -902,9 +951,10 @@ static float cpu_forward_loss(void *self, const int *inputs, const int *targets)
 static void cpu_next_token_logits(void *self, const int *tokens, int n, float *logits) {
     GPT2 *m = &((CPUTrainer *)self)->model;
     m->phase = QUANT_PASS_EVAL;
-    gpt2_forward(m, tokens, NULL, 1, n);
+    gpt2_forward(m, tokens, NULL, 1, n, 0, 1.0f);
     m->phase = QUANT_PASS_TRAIN;
-    memcpy(logits, m->logits + (size_t)(n - 1) * m->cfg.padded_vocab_size, (size_t)m->cfg.vocab_size * sizeof(float));
+    const int row = (n - 1) % m->head_rows;  // the last row of the last chunk
+    memcpy(logits, m->logits + (size_t)row * m->cfg.padded_vocab_size, (size_t)m->cfg.vocab_size * sizeof(float));
 }
 
 // Stage 0 all-reduces the gradient, stage 1 reduce-scatters it (stages 2 and 3 did during the
@@ -1003,14 +1053,13 @@ int main(int argc, char **argv) {
     GPT2Config cfg;
     const int from_checkpoint = trainer_model_config(&tc, &cfg);
 
-    // Recomputation and matmul precision. The activations outside the blocks (embedding output,
-    // final LayerNorm, logits, losses, log-sum-exps) are what no policy changes.
+    // Recomputation, matmul precision and the output head's chunks.
     const RecomputeShape shape = cpu_recompute_shape(&cfg, tc.T);
-    const double tokens = (double)tc.B * tc.T;
-    const double fixed_bytes = sizeof(float) * tokens * (2.0 * cfg.channels + 4 + cfg.padded_vocab_size);
+    const double fixed_bytes = sizeof(float) * (double)tc.B * tc.T * cpu_fixed_activation_floats(&cfg);
     int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
     trainer_recompute_plan(&tc, &cfg, &shape, sizeof(float), fixed_bytes, comm.rank, policies);
-    const ModelOptions options = {policies, trainer_matmul_precision(&tc, 0), tc.fp8_wgrad, tc.amax_history};
+    const ModelOptions options = {policies, trainer_matmul_precision(&tc, 0), tc.fp8_wgrad, tc.amax_history,
+                                  trainer_head_rows(&tc, policies, cfg.num_layers)};
 
     CPUTrainer cpu;
     cpu.hp = trainer_adamw_config(&tc);
@@ -1027,9 +1076,9 @@ int main(int argc, char **argv) {
         double mib = sizeof(float) / (double)(1 << 20);
         trainer_print_model(&cfg);
         printf("memory per rank (ZeRO stage %d, %d rank(s)): params %.1f MiB, grads %.1f MiB, AdamW state %.1f MiB, "
-               "activations %.1f MiB (counted), scratch %.1f MiB; %d threads\n", plan->stage, plan->world,
-               mem.params * mib, mem.grads * mib, mem.optimizer * mib, m->acts_floats * mib, m->scratch_floats * mib,
-               omp_get_max_threads());
+               "activations %.1f MiB (counted), scratch %.1f MiB (output head: %d rows at a time); %d threads\n",
+               plan->stage, plan->world, mem.params * mib, mem.grads * mib, mem.optimizer * mib, m->acts_floats * mib,
+               m->scratch_floats * mib, m->head_rows, omp_get_max_threads());
         if (m->precision != MATMUL_FP32)
             printf("matmul: the block matmuls emulate %s%s (quantize, dequantize, fp32 matmul)\n",
                    matmul_mode_names[tc.matmul], m->amax.length > 0 ? " with delayed scaling" : "");

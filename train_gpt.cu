@@ -81,12 +81,14 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
 //                  gather buffers (double buffer: one segment in use, the next one arriving)
 //                  and a 2C one for the final LayerNorm, which the output head uses beside the
 //                  embeddings
-//   grads (fp32)   stage 0-1: Np;  stage 2-3: the slice S plus two M-element segment scratches
+//   grads (fp32)   stage 0-1: Np;  stage 2-3: the slice S plus two Mb-element segment scratches
+//                  and an E-element one for the embeddings (llmc/zero.h: their gradient spans
+//                  the forward and the backward pass)
 //   master, m, v   stage 0: Np each;  stage 1-3: S each (fp32)
 // zero_memory counts fp32 elements: here params are bf16 (2 bytes each) and the fp32 master
 // weights follow the optimizer's sharding (zero_memory's optimizer / 2 elements); stage 3 adds
 // the second gather buffer (M) to the formula's S + M + 2C, and stages 2-3 the second gradient
-// scratch (M) to the formula's S + M. Each scratch has 256 bytes of slack:
+// scratch (Mb) to the formula's S + E + Mb. Each scratch has 256 bytes of slack:
 // a segment starts at the byte offset (its flat offset mod 256 bytes), so every tensor in scratch
 // has the address alignment it has in the whole buffer, cuBLASLt picks the same algorithms and
 // stages 1, 2 and 3 compute the same bits.
@@ -98,9 +100,10 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
 // scratch (reduced[b]). A gather buffer is refilled only after its segment was released, and the
 // wait on compute_mark orders the refill after the release's readers and after the update of the
 // parameters. The segments' gradients alternate between two scratches, so that the reduction of
-// one segment (comm stream) overlaps the backward of the next (compute stream), for M floats
-// more than the formula's one scratch.
+// one segment (comm stream) overlaps the backward of the next (compute stream), for Mb floats
+// more than the formula's one scratch; the embeddings' gradient has the third.
 enum { ZERO_SLOTS = 3, ZERO_FINAL_SLOT = 2 };  // two gather buffers for segments, one for the final LayerNorm
+enum { ZERO_SCRATCHES = 3, ZERO_EMBED_SCRATCH = 2 };  // two gradient scratches in turn, one for the embeddings
 
 typedef struct {
     ZeroPlan plan;
@@ -113,10 +116,10 @@ typedef struct {
     bf16 *slot_base[ZERO_SLOTS];            // stage 3: gather buffers
     int slot_segment[ZERO_SLOTS], slot_acquired[ZERO_SLOTS];
     cudaEvent_t slot_ready[ZERO_SLOTS];
-    float *grad_scratch[2];                 // stage 2-3: two segments' gradients, used in turn
-    int scratch_segment[2];                 // the segment each scratch holds (-1: none)
-    cudaEvent_t reduced[2];                 // the last reduction that read each scratch
-    int next_scratch;                       // the scratch the next segment takes
+    float *grad_scratch[ZERO_SCRATCHES];    // stage 2-3: two segments' gradients in turn, the embeddings'
+    int scratch_segment[ZERO_SCRATCHES];    // the segment each scratch holds (-1: none)
+    cudaEvent_t reduced[ZERO_SCRATCHES];    // the last reduction that read each scratch
+    int next_scratch;                       // the scratch (0 or 1) the next segment other than 0 takes
     uint64_t debug_delay_ns;                // LLMC_ZERO_DEBUG_DELAY_US (see zero_debug_delay)
 } GPUZero;
 
@@ -146,12 +149,15 @@ typedef struct {
     GPUBlockActs work;            // recompute scratch: one block's dropped buffers, shared by all layers
     void *recompute_scratch;      // where work lives (NULL when no layer recomputes)
     size_t recompute_scratch_bytes;
-    bf16 *lnf;
-    float *lnf_mean, *lnf_rstd;
-    bf16 *logits;                 // (N, Vp), dlogits in place during backward
+    float *lnf_mean, *lnf_rstd;   // (N) the final LayerNorm's statistics
+    bf16 *dbtc;                   // (N, C) d lnf from the output head until the backward pass reads
+                                  // it; then scratch of every layer's backward
+    // scratch: the output head's (llmc/trainer.h), the backward's (shared by all layers)
+    bf16 *lnf;                    // (N, C) the final LayerNorm's output
+    int head_rows;                // rows of the output head at once
+    bf16 *logits;                 // (head_rows, Vp) one chunk's logits, dlogits in place
     float *losses;                // (N)
-    // backward scratch, shared by all layers
-    bf16 *dresidual, *dbtc;       // (N, C)
+    bf16 *dresidual;              // (N, C)
     bf16 *dwide;                  // (N, 4C): dfch in the MLP, dqkv (N, 3C) in attention
     float *colsum_scratch;        // colsum_scratch_floats(N, 4C)
     void *att_scratch;            // attention_backward_scratch_bytes
@@ -182,7 +188,9 @@ static float *scratch_data(GPUZero *z, int b, int seg) {
 }
 // The gradient scratch that holds segment seg (-1: none).
 static int zero_scratch_of(const GPUZero *z, int seg) {
-    return z->scratch_segment[0] == seg ? 0 : z->scratch_segment[1] == seg ? 1 : -1;
+    for (int b = 0; b < ZERO_SCRATCHES; b++)
+        if (z->scratch_segment[b] == seg) return b;
+    return -1;
 }
 
 // LLMC_ZERO_DEBUG_DELAY_US (a test hook, off when unset): every collective's work on the comm
@@ -285,12 +293,12 @@ static void zero_forward_prefetch(GPUModel *g, int l) {
 static void zero_grads_acquire(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
     if (!zero_shards_grads(&z->plan)) return;
-    const int b = z->next_scratch;
+    const int b = seg == 0 ? ZERO_EMBED_SCRATCH : z->next_scratch;
     if (z->scratch_segment[b] >= 0 || zero_scratch_of(z, seg) >= 0)
         die("internal error: ZeRO gradient scratch %d asked for segment %d while it holds %d", b, seg,
             z->scratch_segment[b]);
     z->scratch_segment[b] = seg;
-    z->next_scratch = b ^ 1;
+    if (seg != 0) z->next_scratch = b ^ 1;
     const ZeroRange r = zero_segment(&z->cfg, seg);
     cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reduction has read this scratch
     cudaCheck(cudaMemsetAsync(scratch_data(z, b, seg), 0, (r.end - r.begin) * sizeof(float), g->stream));
@@ -378,10 +386,11 @@ static RecomputeShape gpu_recompute_shape(const GPT2Config *cfg, int T) {
 }
 #define GPU_ACT_BYTES 2.0
 
-// The activations no policy changes, for B*T tokens: encoded, lnf (bf16, C each), lnf mean and
-// rstd (fp32), logits (bf16, Vp), losses (fp32).
+// The kept activations no policy changes, for B*T tokens: encoded and d lnf (the output head's
+// backward ran in the forward pass; llmc/trainer.h), bf16, C each, and the final LayerNorm's mean
+// and rstd (fp32).
 static double gpu_fixed_activation_bytes(const GPT2Config *cfg, int B, int T) {
-    return (double)B * T * (2.0 * (2.0 * cfg->channels + cfg->padded_vocab_size) + 4.0 * 3);
+    return (double)B * T * (2.0 * 2.0 * cfg->channels + 4.0 * 2);
 }
 
 // The recompute policy of every layer from the flags (llmc/trainer.c prints the plan with the
@@ -444,11 +453,9 @@ static void layout_activations(GPUModel *g, Carver *cv) {
 #define TAKE(type, n) (type *)carve(cv, (n) * sizeof(type))
     g->encoded = TAKE(bf16, N * C);
     for (size_t l = 0; l < L; l++) take_block(cv, &g->blocks[l], g->policy[l], false, N, C, NH);
-    g->lnf = TAKE(bf16, N * C);
     g->lnf_mean = TAKE(float, N);
     g->lnf_rstd = TAKE(float, N);
-    g->logits = TAKE(bf16, N * g->cfg.padded_vocab_size);
-    g->losses = TAKE(float, N);
+    g->dbtc = TAKE(bf16, N * C);
     g->kept_bytes = cv->requested;  // everything above: what the backward reads
     // The recompute scratch, only if some layer recomputes.
     const size_t scratch_begin = cv->used;
@@ -458,8 +465,10 @@ static void layout_activations(GPUModel *g, Carver *cv) {
     else memset(&g->work, 0, sizeof(g->work));
     g->recompute_scratch = recomputes && cv->base ? cv->base + scratch_begin : NULL;
     g->recompute_scratch_bytes = cv->used - scratch_begin;
+    g->lnf = TAKE(bf16, N * C);
+    g->logits = TAKE(bf16, (size_t)g->head_rows * g->cfg.padded_vocab_size);
+    g->losses = TAKE(float, N);
     g->dresidual = TAKE(bf16, N * C);
-    g->dbtc = TAKE(bf16, N * C);
     g->dwide = TAKE(bf16, N * 4 * C);
     g->colsum_scratch = TAKE(float, colsum_scratch_floats((int)N, 4 * (int)C));
     g->att_scratch = TAKE(unsigned char, attention_backward_scratch_bytes(g->B, g->T, (int)NH, (int)(C / NH)));
@@ -484,7 +493,7 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     z->counts = (size_t *)malloc_check((size_t)z->comm->size * sizeof(size_t));
     cudaCheck(cudaEventCreateWithFlags(&z->compute_mark, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&z->comm_done, cudaEventDisableTiming));
-    for (int b = 0; b < 2; b++) cudaCheck(cudaEventCreateWithFlags(&z->reduced[b], cudaEventDisableTiming));
+    for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaEventCreateWithFlags(&z->reduced[b], cudaEventDisableTiming));
     z->debug_delay_ns = 1000 * (uint64_t)env_nonnegative("LLMC_ZERO_DEBUG_DELAY_US", 0);
     const ZeroPlan *p = &z->plan;
     const size_t S = p->slice, M = p->max_segment, slack_bf16 = 256 / sizeof(bf16), slack_f32 = 256 / sizeof(float);
@@ -498,7 +507,12 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     size_t gather = 0;
     if (zero_shards_params(p))
         for (int s = 0; s < ZERO_SLOTS; s++) gather += slot_elems[s];
-    const size_t scratch_elems = round_up(M + slack_f32, slack_f32), scratch = zero_shards_grads(p) ? 2 * scratch_elems : 0;
+    const size_t scratch_elems[ZERO_SCRATCHES] = {round_up(p->max_block_segment + slack_f32, slack_f32),
+                                                  round_up(p->max_block_segment + slack_f32, slack_f32),
+                                                  round_up(p->embed_numel + slack_f32, slack_f32)};
+    size_t scratch = 0;
+    if (zero_shards_grads(p))
+        for (int b = 0; b < ZERO_SCRATCHES; b++) scratch += scratch_elems[b];
     cudaCheck(cudaMalloc(&g->params, (params_end + gather) * sizeof(bf16)));
     cudaCheck(cudaMalloc(&g->grads, (ngrads + scratch) * sizeof(float)));
     cudaCheck(cudaMemset(g->params, 0, (params_end + gather) * sizeof(bf16)));
@@ -515,8 +529,10 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
         z->slot_segment[s] = -1;
         cudaCheck(cudaEventCreateWithFlags(&z->slot_ready[s], cudaEventDisableTiming));
     }
-    for (int b = 0; b < 2; b++) {
-        z->grad_scratch[b] = zero_shards_grads(p) ? g->grads + ngrads + b * scratch_elems : NULL;
+    float *next_scratch = g->grads + ngrads;
+    for (int b = 0; b < ZERO_SCRATCHES; b++) {
+        z->grad_scratch[b] = zero_shards_grads(p) ? next_scratch : NULL;
+        next_scratch += zero_shards_grads(p) ? scratch_elems[b] : 0;
         z->scratch_segment[b] = -1;
     }
     z->next_scratch = 0;
@@ -531,11 +547,13 @@ static uint64_t gpu_rounding_seed(uint64_t run_seed) { return run_seed ^ 0x5eedb
 // How a GPU model computes, beside its shape: the precision of the four block linears
 // (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history and gelu_fusion as the flags
 // --fp8-wgrad, --amax-history and --gelu-fusion, the L layers' recompute policies (NULL: keep
-// everything) and the ZeRO stage over host's ranks (host NULL: one process).
+// everything), the rows of the output head at once (llmc/trainer.h; 0: all B*T) and the ZeRO
+// stage over host's ranks (host NULL: one process).
 typedef struct {
     matmul_precision precision;
     int fp8_wgrad, amax_history, gelu_fusion;
     const int *policies;
+    int head_rows;
     int zero_stage;
     const Comm *host;
 } GPUModelOptions;
@@ -558,6 +576,7 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     g->hp = *hp;
     g->rounding_seed = gpu_rounding_seed(seed);
     g->gelu_fusion = opt->gelu_fusion;
+    g->head_rows = opt->head_rows > 0 && opt->head_rows < B * T ? opt->head_rows : B * T;
     const int C = cfg->channels, NH = cfg->num_heads;
     if (C % 64 != 0) die("train_gptcu: C = %d must be a multiple of 64 (128-bit loads, aligned tensors)", C);
     if (cfg->padded_vocab_size % 128 != 0) die("train_gptcu: Vp = %d must be a multiple of 128", cfg->padded_vocab_size);
@@ -610,8 +629,8 @@ static void gpu_model_free(GPUModel *g) {
     cudaCheck(cudaStreamDestroy(g->stream));
     GPUZero *z = &g->zero;
     free(z->counts);
-    cudaEvent_t events[] = {z->compute_mark, z->comm_done,      z->reduced[0],
-                            z->reduced[1],   z->slot_ready[0], z->slot_ready[1], z->slot_ready[2]};
+    cudaEvent_t events[] = {z->compute_mark,  z->comm_done,      z->reduced[0],     z->reduced[1],
+                            z->reduced[2],    z->slot_ready[0], z->slot_ready[1], z->slot_ready[2]};
     for (cudaEvent_t e : events) cudaCheck(cudaEventDestroy(e));
     // comm_stream stays: the device communicator enqueues on it until main finalizes it
 }
@@ -745,9 +764,14 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
     }
 }
 
-// Forward over B x T tokens (at most the capacity). With targets: the losses, and with
-// with_grad also dlogits (scaled by loss_scale / N) in place of the logits and the encoder's
-// buckets for the backward pass (a training micro-step: it also records FP8 amax history).
+// Forward over B x T tokens (at most the capacity). With targets: the losses; with with_grad (a
+// training micro-step, with targets: it also records FP8 amax history and builds the encoder's
+// buckets for the backward pass) also the output head's backward for the gradient of
+// loss_scale * (mean loss), chunk by chunk (llmc/trainer.h): the logits of head_rows rows become
+// dlogits in place (scaled by loss_scale / N), then d lnf of those rows (kept for gpu_backward)
+// and the tied head's part of d wte. The embeddings' gradient segment stays acquired until the
+// encoder's part at the end of gpu_backward. Without targets only the last chunk is computed:
+// g->logits holds the logits of rows [(N - 1) / head_rows * head_rows, N).
 // Returns the mean loss (0 without targets).
 static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int B, int T, int with_grad,
                          float loss_scale) {
@@ -757,6 +781,7 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     cudaStream_t st = g->stream;
     check_tokens(inputs, N, V, "input");
     if (targets) check_tokens(targets, N, V, "target");
+    if (with_grad && !targets) die("internal error: a forward pass with gradients needs targets");
 
     // The pinned buffer is free: every call that filled it before has synchronized.
     memcpy(g->h_tokens, inputs, (size_t)N * sizeof(int));
@@ -786,12 +811,23 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
         residual = a.residual3;
         zero_weights_release(g, zero_layer_segment(l));
     }
-    zero_weights_acquire(g, 0);
-    matmul_forward(&g->mm, g->logits, g->lnf, param_ptr(g, PT_WTE, -1), NULL, N, C, Vp, st);
-    zero_weights_release(g, 0);
     zero_weights_release(g, zero_final_segment(c));
+    zero_weights_acquire(g, 0);
+    if (with_grad) zero_grads_acquire(g, 0);
+    const int R = g->head_rows;
+    const bf16 *wte = param_ptr(g, PT_WTE, -1);
+    for (int r0 = targets ? 0 : (N - 1) / R * R; r0 < N; r0 += R) {
+        const int n = N - r0 < R ? N - r0 : R;
+        const bf16 *lnf = g->lnf + (size_t)r0 * C;
+        matmul_forward(&g->mm, g->logits, lnf, wte, NULL, n, C, Vp, st);
+        if (!targets) continue;
+        fused_classifier(g->logits, g->losses + r0, d_targets + r0, loss_scale / (float)N, n, V, Vp, with_grad, st);
+        if (!with_grad) continue;
+        matmul_backward_input(&g->mm, g->dbtc + (size_t)r0 * C, g->logits, wte, n, C, Vp, st);
+        matmul_backward_weight(&g->mm, grad_ptr(g, PT_WTE, -1), NULL, g->colsum_scratch, g->logits, lnf, n, C, Vp, st);
+    }
+    zero_weights_release(g, 0);
     if (!targets) return 0.0f;
-    fused_classifier(g->logits, g->losses, d_targets, loss_scale / (float)N, N, V, Vp, with_grad, st);
     cudaCheck(cudaMemcpyAsync(g->h_losses, g->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost, st));
     gpu_sync(g);
     double sum = 0.0;  // as train_gpt.c: the mean over positions, summed in double
@@ -799,15 +835,14 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     return (float)(sum / N);
 }
 
-// Backward of the last forward (which had targets and with_grad), accumulating into the fp32
-// gradients. Mirrors gpt2_backward in train_gpt.c step by step: each block first recomputes what
-// its policy did not keep (into the shared scratch g->work); segments finish in the order final
-// LayerNorm, layers L-1..0, embeddings, and the tied head's weight gradient (dlogits^T lnf, both
-// kept) is added last, after the encoder's, so that under ZeRO 2-3 the embeddings' gradient is
-// one segment completed once.
+// Backward of the last forward, which had with_grad: accumulates the rest of its gradient into
+// the fp32 gradients. Mirrors gpt2_backward in train_gpt.c step by step: the output head's
+// backward ran in the forward pass; each block first recomputes what its policy did not keep
+// (into the shared scratch g->work); segments finish in the order final LayerNorm, layers
+// L-1..0, embeddings (the encoder's part added to the head's).
 static void gpu_backward(GPUModel *g, int B, int T) {
     const GPT2Config *c = &g->cfg;
-    const int C = c->channels, NH = c->num_heads, HS = C / NH, Vp = c->padded_vocab_size, N = B * T, L = c->num_layers;
+    const int C = c->channels, NH = c->num_heads, HS = C / NH, N = B * T, L = c->num_layers;
     cudaStream_t st = g->stream;
     Matmul *mm = &g->mm;
     LowpMatmul *lp = &g->lp;
@@ -815,9 +850,6 @@ static void gpu_backward(GPUModel *g, int B, int T) {
     const bf16 *last = g->blocks[L - 1].residual3;
     const int FINAL = zero_final_segment(c);
     zero_weights_acquire(g, FINAL);  // ZeRO hooks (no-ops below stages 2 and 3): see GPUZero
-    zero_weights_acquire(g, 0);
-    matmul_backward_input(mm, g->dbtc, g->logits, param_ptr(g, PT_WTE, -1), N, C, Vp, st);
-    zero_weights_release(g, 0);
     zero_grads_acquire(g, FINAL);
     cudaCheck(cudaMemsetAsync(g->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     layernorm_backward(g->dresidual, grad_ptr(g, PT_LNFW, -1), grad_ptr(g, PT_LNFB, -1), cs, g->dbtc, last,
@@ -859,11 +891,9 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         zero_grads_release(g, zero_layer_segment(l));
         zero_weights_release(g, zero_layer_segment(l));
     }
-    zero_grads_acquire(g, 0);
     encoder_backward(grad_ptr(g, PT_WTE, -1), grad_ptr(g, PT_WPE, -1), g->dresidual, g->d_tokens + 2 * N,
                      g->num_buckets, B, T, C, st);
-    matmul_backward_weight(mm, grad_ptr(g, PT_WTE, -1), NULL, cs, g->logits, g->lnf, N, C, Vp, st);
-    zero_grads_release(g, 0);
+    zero_grads_release(g, 0);  // acquired by gpu_forward's output head
     lowp_step_done(lp);
 }
 
@@ -882,7 +912,7 @@ static double gpu_grad_norm(GPUModel *g) {
         }
         zero_comm_end(g);
     } else {
-        for (int b = 0; b < 2; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reductions
+        for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reductions
     }
     const ZeroRange own = zero_slice_params(p, p->rank);
     double ss = 0.0;
@@ -909,7 +939,7 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
         return adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1,
                             hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream, NULL, NULL);
     if (zero_shards_grads(p))  // the slice is complete (gpu_grad_norm waited already; the update must not rely on it)
-        for (int b = 0; b < 2; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));
+        for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));
     const int clipped = adamw_update(&g->opt, g->master, own_params(g), g->m, g->v, own_grads(g), t, lr, grad_scale,
                                      hp->beta1, hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream,
                                      comm_allreduce_sum_f64_fn, z->comm);
@@ -949,7 +979,8 @@ static void gpu_next_token_logits(void *self, const int *tokens, int n, float *l
     GPUModel *g = (GPUModel *)self;
     const int V = g->cfg.vocab_size, Vp = g->cfg.padded_vocab_size;
     gpu_forward(g, tokens, NULL, 1, n, 0, 1.0f);
-    cudaCheck(cudaMemcpyAsync(g->h_logits, g->logits + (size_t)(n - 1) * Vp, (size_t)V * sizeof(bf16),
+    const int row = (n - 1) % g->head_rows;  // the last row of the last chunk
+    cudaCheck(cudaMemcpyAsync(g->h_logits, g->logits + (size_t)row * Vp, (size_t)V * sizeof(bf16),
                               cudaMemcpyDeviceToHost, g->stream));
     gpu_sync(g);
     for (int j = 0; j < V; j++) logits[j] = __bfloat162float(g->h_logits[j]);
@@ -1082,6 +1113,7 @@ int main(int argc, char **argv) {
     opt.amax_history = tc.amax_history;
     opt.gelu_fusion = tc.gelu_fusion;
     opt.policies = policies;
+    opt.head_rows = trainer_head_rows(&tc, policies, cfg.num_layers);
     opt.zero_stage = tc.zero_stage;
     opt.host = &comm;
     GPUModel g;
@@ -1099,7 +1131,7 @@ int main(int argc, char **argv) {
         const double mib = 1.0 / (1 << 20);
         const ZeroMemory mem = zero_memory(plan);
         const double gather = zero_shards_params(plan) ? (double)plan->max_segment : 0.0;  // the second gather buffer
-        const double overlap = zero_shards_grads(plan) ? (double)plan->max_segment : 0.0;  // the second gradient scratch
+        const double overlap = zero_shards_grads(plan) ? (double)plan->max_block_segment : 0.0;  // the second gradient scratch
         printf("device: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
                (double)prop.totalGlobalMem / (1 << 30));
         trainer_print_model(&cfg);

@@ -68,6 +68,7 @@ static const Option kOptions[] = {
     {"-r", "recompute-level", OPT_STRING, NULL, F(recompute_level), 0, 0, "recompute policy of every layer: none, gelu, norm, attn, mlp, block, or a+b"},
     {NULL, "recompute", OPT_STRING, NULL, F(recompute_list), 0, 0, "recompute policies by layer range, e.g. 0-5:block,6-11:gelu"},
     {NULL, "mem-budget", OPT_FLOAT, NULL, F(mem_budget_gib), 0, 1e6, "activation memory budget in GiB: choose the cheapest recompute plan that fits (0: off)"},
+    {NULL, "head-chunk", OPT_INT, NULL, F(head_chunk), 0, 1 << 30, "rows of the output head's logits computed at once; the head's loss and backward run chunk by chunk in the forward pass (0: all B*T rows when no layer recomputes, else 4096)"},
     {NULL, "gelu-fusion", OPT_INT, NULL, F(gelu_fusion), 0, 2, "GPU, bf16 block matmuls: GELU in the fc matmuls' epilogues: 0 off, 1 forward, 2 forward and backward (not in layers that recompute the GELU alone)"},
     {NULL, "peak-tflops", OPT_FLOAT, NULL, F(peak_tflops), 0, 1e6, "accelerator peak TFLOP/s for MFU (0: from the GPU's name)"},
     {NULL, "bench", OPT_SWITCH, NULL, F(bench), 0, 0, "time steps on random tokens (no data, logs or checkpoints); prints bench_tokens_per_s"},

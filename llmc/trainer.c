@@ -294,6 +294,17 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
            100.0 * flops / trainer_flops_per_token(cfg, tc->T));
 }
 
+int trainer_head_rows(const TrainConfig *tc, const int *policies, int L) {
+    const int tokens = tc->B * tc->T;
+    int rows = tc->head_chunk;
+    if (rows == 0) {
+        int recomputes = 0;
+        for (int l = 0; l < L; l++) recomputes |= policies[l];
+        rows = recomputes ? HEAD_CHUNK_ROWS : tokens;
+    }
+    return rows < tokens ? rows : tokens;
+}
+
 matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu) {
     matmul_precision p;
     switch (tc->matmul) {

@@ -80,6 +80,15 @@ double trainer_flops_per_token(const GPT2Config *cfg, int T);
 // plan with its predicted activation memory and extra recompute FLOPs.
 void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const RecomputeShape *shape,
                             double bytes_per_element, double fixed_bytes, int rank, int *policies);
+// The output head (logits = lnf wte^T, the cross-entropy, and in a training forward already the
+// head's backward: dlogits, d lnf and the tied head's part of d wte) runs over the B*T rows in
+// chunks of this many rows, so that only one chunk's logits exist at a time and the backward
+// pass keeps d lnf (C per row) instead of the logits (Vp per row). Both trainers, from
+// --head-chunk: its value, at most B*T; by default all B*T rows (one chunk, the fastest) when no
+// layer recomputes, else HEAD_CHUNK_ROWS, since recomputation asks for memory and the logits are
+// then most of what the activations take.
+#define HEAD_CHUNK_ROWS 4096
+int trainer_head_rows(const TrainConfig *tc, const int *policies, int L);
 // --matmul auto is fp32 on the CPU and bf16 on a GPU; --fp8-wgrad and --amax-history without fp8
 // are usage errors.
 matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu);

@@ -31,11 +31,13 @@ void zero_plan_init(ZeroPlan *p, const GPT2Config *cfg, int stage, int rank, int
     p->padded = (p->num_params + unit - 1) / unit * unit;
     p->slice = p->padded / (size_t)world;
     p->num_segments = cfg->num_layers + 2;
-    p->max_segment = 0;
-    for (int s = 0; s < p->num_segments; s++) {
+    p->embed_numel = zero_segment(cfg, 0).end;
+    p->max_block_segment = 0;
+    for (int s = 1; s < p->num_segments; s++) {
         ZeroRange r = zero_segment(cfg, s);
-        p->max_segment = max_size(p->max_segment, r.end - r.begin);
+        p->max_block_segment = max_size(p->max_block_segment, r.end - r.begin);
     }
+    p->max_segment = max_size(p->embed_numel, p->max_block_segment);
     p->final_numel = 2 * (size_t)cfg->channels;
 }
 
@@ -69,7 +71,7 @@ ZeroMemory zero_memory(const ZeroPlan *p) {
     ZeroMemory m;
     size_t Np = p->padded, S = p->slice, M = p->max_segment;
     m.params = zero_shards_params(p) ? S + M + p->final_numel : Np;
-    m.grads = zero_shards_grads(p) ? S + M : Np;
+    m.grads = zero_shards_grads(p) ? S + p->embed_numel + p->max_block_segment : Np;
     m.optimizer = 2 * (zero_shards_optimizer(p) ? S : Np);
     return m;
 }

@@ -11,18 +11,23 @@
 //   segment 0       the embeddings wte, wpe
 //   segment 1 + l   layer l's 12 tensors
 //   segment L + 1   the final LayerNorm lnfw, lnfb
-// Stage 2 reduce-scatters a segment's gradient as soon as the backward pass has finished it;
-// stage 3 all-gathers a segment's weights just before they are used. A segment meets the slices
+// Stage 2 reduce-scatters a segment's gradient as soon as it is complete; stage 3 all-gathers a
+// segment's weights just before they are used. The embeddings' gradient is the one that spans
+// the passes: the output head adds its part in the forward pass (trainer.h: the head's backward
+// runs there, chunk by chunk), the encoder its part at the end of the backward pass; so it has
+// a scratch of its own (E elements) beside the one the other segments take in turn (Mb, the
+// largest of them). A segment meets the slices
 // of consecutive ranks: zero_split gives each rank's part, in rank order, which is exactly the
 // layout the collectives of comm.h take.
 //
-// Stages (what each rank keeps, fp32 elements; M = the largest segment, 2C = the final LayerNorm):
+// Stages (what each rank keeps, fp32 elements; M = the largest segment, E = the embeddings,
+// Mb = the largest other segment, 2C = the final LayerNorm):
 //   stage 0: params Np, grads Np, AdamW moments 2 Np         all-reduce gradients, update all
 //   stage 1: params Np, grads Np, moments 2 S                 reduce-scatter grads, update the slice,
 //                                                             all-gather the weights
-//   stage 2: params Np, grads S + M, moments 2 S              + reduce each segment during backward
-//                                                             from an M-sized scratch into the slice
-//   stage 3: params S + M + 2C, grads S + M, moments 2 S      + weights sharded: a segment (and the
+//   stage 2: params Np, grads S + E + Mb, moments 2 S         + reduce each segment when complete
+//                                                             from its scratch into the slice
+//   stage 3: params S + M + 2C, grads S + E + Mb, moments 2 S + weights sharded: a segment (and the
 //                                                             final LayerNorm beside the tied head) is
 //                                                             gathered into scratch for each use
 // so at stage 3 the per-rank total tends to 4 Np / W as the model grows (M shrinks relative to N).
@@ -52,6 +57,8 @@ typedef struct {
     size_t padded;      // Np = world * slice
     size_t slice;       // S
     size_t max_segment; // M
+    size_t embed_numel; // E, segment 0
+    size_t max_block_segment; // Mb, the largest of segments 1 .. L + 1
     size_t final_numel; // 2C, the final LayerNorm segment
     int num_segments;   // L + 2
 } ZeroPlan;

@@ -5,6 +5,8 @@
 # train_gptcu allocates everything up front) and its speed (median step of --bench), as a table;
 # then --mem-budget plans beside the fastest uniform policy that fits the same budget (the
 # planner must be no slower: a row more than 2% slower, beyond run-to-run noise, says SLOWER).
+# The uniform levels other than none run the output head in 4096-row chunks (llmc/trainer.h's
+# default under recomputation); the row "none/4096" is none with those chunks, which prices them.
 # Usage: dev/bench/bench_recompute_gpu.sh [path to train_gptcu]   (default ./train_gptcu)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,8 +19,11 @@ declare -A kept_of ms_of  # "model level" -> kept MiB, step ms (the uniform leve
 for run in "d12 16" "d48 4"; do
     set -- $run
     model=$1 B=$2 base=""
-    for level in none gelu norm attn mlp block; do
-        out=$("$bin" --bench -e "$model" -b "$B" -t 1024 -x "$steps" -r "$level" 2>&1)
+    for level in none none/4096 gelu norm attn mlp block; do
+        [[ $level == */* && $((B * 1024)) -le ${level#*/} ]] && continue  # one chunk: the same run as none
+        flags=(-r "${level%/*}")
+        [[ $level == */* ]] && flags+=(--head-chunk "${level#*/}")
+        out=$("$bin" --bench -e "$model" -b "$B" -t 1024 -x "$steps" "${flags[@]}" 2>&1)
         if [ $? -ne 0 ]; then
             printf '| %s | %s | %s | FAIL: %s |\n' "$model" "$B" "$level" "$(echo "$out" | tail -n 1)"
             fail=1

@@ -41,19 +41,18 @@ float *cpu_model_params(CpuModel *m) { return m->gpt.params; }
 const float *cpu_model_grads(const CpuModel *m) { return m->gpt.grads; }
 const float *cpu_model_logits(const CpuModel *m) { return m->gpt.logits; }
 
-float cpu_model_forward(CpuModel *m, const int *inputs, const int *targets) {
-    gpt2_forward(&m->gpt, inputs, targets, m->gpt.B, m->gpt.T);
+float cpu_model_forward_eval(CpuModel *m, const int *inputs, const int *targets) {
+    m->gpt.phase = QUANT_PASS_EVAL;
+    gpt2_forward(&m->gpt, inputs, targets, m->gpt.B, m->gpt.T, 0, 1.0f);
+    m->gpt.phase = QUANT_PASS_TRAIN;
     return m->gpt.mean_loss;
 }
 
-float cpu_model_forward_eval(CpuModel *m, const int *inputs, const int *targets) {
-    m->gpt.phase = QUANT_PASS_EVAL;
-    const float loss = cpu_model_forward(m, inputs, targets);
-    m->gpt.phase = QUANT_PASS_TRAIN;
-    return loss;
+float cpu_model_forward_backward(CpuModel *m, const int *inputs, const int *targets, float loss_scale) {
+    gpt2_forward(&m->gpt, inputs, targets, m->gpt.B, m->gpt.T, 1, loss_scale);
+    gpt2_backward(&m->gpt, m->gpt.B, m->gpt.T);
+    return m->gpt.mean_loss;
 }
-
-void cpu_model_backward(CpuModel *m, float loss_scale) { gpt2_backward(&m->gpt, m->gpt.B, m->gpt.T, loss_scale); }
 
 void cpu_model_zero_grads(CpuModel *m) { memset(m->gpt.grads, 0, m->gpt.num_params * sizeof(float)); }
 

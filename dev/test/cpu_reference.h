@@ -21,14 +21,15 @@ void cpu_model_free(CpuModel *m);
 // Layer-major (llmc/model.h), gpt2_num_params floats each.
 float *cpu_model_params(CpuModel *m);
 const float *cpu_model_grads(const CpuModel *m);
-// (B, T, Vp) logits of the last forward (dlogits once backward has run).
+// (B, T, Vp) logits of the last cpu_model_forward_eval (the model computes the output head in
+// one chunk of all B*T rows).
 const float *cpu_model_logits(const CpuModel *m);
-// Forward with targets; returns the mean loss. cpu_model_forward is a training forward (with FP8
-// delayed scaling it records amaxes), cpu_model_forward_eval a validation one (it does not).
-float cpu_model_forward(CpuModel *m, const int *inputs, const int *targets);
+// A validation forward with targets (with FP8 delayed scaling it records no amax); returns the
+// mean loss.
 float cpu_model_forward_eval(CpuModel *m, const int *inputs, const int *targets);
-// Backward of the last forward: gradients += d(loss_scale * mean loss).
-void cpu_model_backward(CpuModel *m, float loss_scale);
+// A training micro-step (it records amaxes): gradients += d(loss_scale * mean loss); returns the
+// mean loss.
+float cpu_model_forward_backward(CpuModel *m, const int *inputs, const int *targets, float loss_scale);
 void cpu_model_zero_grads(CpuModel *m);
 double cpu_model_grad_norm(const CpuModel *m);
 // Later forward and backward passes emulate `precision` in the four block matmuls (train_gpt.c's

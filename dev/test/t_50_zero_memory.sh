@@ -2,8 +2,9 @@
 # Per-rank memory printed at start-up against the formula of llmc/zero.h, recomputed here from
 # the model shape: at every stage on 3 ranks (padding), and at stages 0 and 3 on 4 ranks for a
 # 24-layer model, where stage 3 must keep close to a quarter of stage 0's parameters, gradients
-# and optimizer state: (S + M + 2C) + (S + M) + 2S against 4 Np, i.e. 1/4 plus the gathered and
-# gradient scratch of one layer (M / Np ~ 4%): between 0.25 and 0.28. About 8 s.
+# and optimizer state: (S + M + 2C) + (S + E + Mb) + 2S against 4 Np, i.e. 1/4 plus the gathered
+# scratch and the gradient scratch of one layer each (M = Mb, Mb / Np ~ 4%) and of the embeddings
+# (E / Np ~ 1.5%): between 0.25 and 0.28. About 8 s.
 set -eu
 cd "$(dirname "$0")/../.."
 source dev/test/zero/common.sh
@@ -25,9 +26,10 @@ N = Vp * C + T * C + L * layer + 2 * C
 unit = W * 64
 Np = (N + unit - 1) // unit * unit
 S = Np // W
-M = max(Vp * C + T * C, layer)
+E = Vp * C + T * C
+M = max(E, layer)
 want = {"params": N, "padded": Np, "slice": S, "max_segment": M,
-        "p": Np if z < 3 else S + M + 2 * C, "g": Np if z < 2 else S + M, "o": 2 * (Np if z < 1 else S)}
+        "p": Np if z < 3 else S + M + 2 * C, "g": Np if z < 2 else S + E + layer, "o": 2 * (Np if z < 1 else S)}
 bad = {k: (f[k], v) for k, v in want.items() if f[k] != v}
 print(f"stage {z}, {W} ranks: params {f['p']} grads {f['g']} optimizer {f['o']} floats per rank",
       "ok" if not bad else f"MISMATCH (printed, formula): {bad}")

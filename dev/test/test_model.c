@@ -68,7 +68,7 @@ static int run_case(const char *prefix) {
     GPT2 m;
     gpt2_alloc(&m, &cfg, B, T);
     checkpoint_read_params(ckpt, &cfg, m.params);
-    gpt2_forward(&m, inputs, targets, B, T);
+    gpt2_forward(&m, inputs, targets, B, T, 0, 1.0f);
 
     // fp32 against fp32 with different summation orders: 1e-4 absolute on logits of size ~1,
     // 1e-5 relative on the loss (the tolerances).
@@ -80,7 +80,8 @@ static int run_case(const char *prefix) {
     double loss_rel = fabs((double)m.mean_loss - ref_loss) / fabs((double)ref_loss);
     check(loss_rel < 1e-5, "loss: %.7f vs %.7f, rel diff %.3g (< 1e-5)", m.mean_loss, ref_loss, loss_rel);
 
-    gpt2_backward(&m, B, T, 1.0f);
+    gpt2_forward(&m, inputs, targets, B, T, 1, 1.0f);
+    gpt2_backward(&m, B, T);
     double worst = 0.0;
     char label[64], worst_label[64] = "";
     for (int s = 0; s < gpt2_num_slots(&cfg); s++) {
@@ -100,11 +101,11 @@ static int run_case(const char *prefix) {
     double worst_loss = 0.0;
     for (int step = 1; step <= nsteps; step++) {
         memset(m.grads, 0, P * sizeof(float));
-        gpt2_forward(&m, inputs, targets, B, T);
+        gpt2_forward(&m, inputs, targets, B, T, 1, 1.0f);
         double rel = fabs((double)m.mean_loss - ref_losses[step - 1]) / fabs((double)ref_losses[step - 1]);
         printf("     step %2d: loss %.7f, reference %.7f, rel diff %.3g\n", step, m.mean_loss, ref_losses[step - 1], rel);
         worst_loss = fmax(worst_loss, rel);
-        gpt2_backward(&m, B, T, 1.0f);
+        gpt2_backward(&m, B, T);
         double norm = gpt2_grad_norm(&m);
         adamw_step(&cfg, &hp, m.params, m.grads, m.m, m.v, 0, P, step, hpf[0], grad_clip_scale(hp.grad_clip, norm), NULL, NULL);
     }
@@ -143,11 +144,14 @@ static int run_case(const char *prefix) {
 // summed in double; with fp32 activations the difference quotient carries about
 // 1e-7 * loss / h of rounding noise, so a coordinate passes when
 // |fd - grad| <= 2e-2 |grad| + 2e-4 (h = 1e-2 keeps the truncation error, O(h^2), below that).
+// The output head runs in chunks of 4 of the 14 rows (the last one short), so the head's
+// backward in the forward pass and its accumulation over chunks are what is checked.
 static int run_fd(uint64_t seed) {
     GPT2Config cfg = {.max_seq_len = 8, .vocab_size = 37, .padded_vocab_size = 128, .num_layers = 2, .num_heads = 2, .channels = 8};
     const int B = 2, T = 7;
+    const ModelOptions opt = {NULL, MATMUL_FP32, 0, 0, 4};
     GPT2 m;
-    gpt2_alloc(&m, &cfg, B, T);
+    gpt2_alloc_with(&m, &cfg, B, T, &opt);
     gpt2_init_params(&cfg, m.params, seed);
     for (size_t i = 0; i < m.num_params; i++) m.params[i] += 0.1f * (float)rng_normal(seed, 99, i);
     int inputs[B * T], targets[B * T];
@@ -155,8 +159,8 @@ static int run_fd(uint64_t seed) {
         inputs[i] = (int)(rng_uniform(seed, 7, i) * cfg.vocab_size);
         targets[i] = (int)(rng_uniform(seed, 8, i) * cfg.vocab_size);
     }
-    gpt2_forward(&m, inputs, targets, B, T);
-    gpt2_backward(&m, B, T, 1.0f);
+    gpt2_forward(&m, inputs, targets, B, T, 1, 1.0f);
+    gpt2_backward(&m, B, T);
     const float h = 1e-2f;
     int checked = 0, bad = 0;
     double worst = 0.0;
@@ -167,10 +171,10 @@ static int run_fd(uint64_t seed) {
             if (slot.kind == PT_WTE && (i - slot.offset) / cfg.channels >= (size_t)cfg.vocab_size) continue;  // padded row
             float saved = m.params[i];
             m.params[i] = saved + h;
-            gpt2_forward(&m, inputs, targets, B, T);
+            gpt2_forward(&m, inputs, targets, B, T, 0, 1.0f);
             double up = m.mean_loss;
             m.params[i] = saved - h;
-            gpt2_forward(&m, inputs, targets, B, T);
+            gpt2_forward(&m, inputs, targets, B, T, 0, 1.0f);
             double down = m.mean_loss;
             m.params[i] = saved;
             double fd = (up - down) / (2.0 * h), g = m.grads[i];
@@ -192,7 +196,8 @@ static int run_fd(uint64_t seed) {
 
 // Every recompute policy, and a mixed per-layer list, against keeping everything: the gradients
 // of one step and the losses and weights of 5 optimizer steps must be bit-identical; and the
-// activation floats the trainer allocates must equal the cost model's prediction.
+// activation floats the trainer allocates must equal the cost model's prediction. The output
+// head runs in chunks of 7 of the 48 rows, as with recomputation in the trainer.
 static int run_recompute(uint64_t seed) {
     GPT2Config cfg = {.max_seq_len = 16, .vocab_size = 300, .padded_vocab_size = 384, .num_layers = 4, .num_heads = 4, .channels = 64};
     const int B = 3, T = 16, L = cfg.num_layers, steps = 5;
@@ -218,21 +223,21 @@ static int run_recompute(uint64_t seed) {
             if (recompute_parse_policy(levels[k], &p) != 0) die("bad policy %s", levels[k]);
             for (int l = 0; l < L; l++) policies[l] = p;
         }
-        ModelOptions opt = {policies, MATMUL_FP32, 0, 0};
+        ModelOptions opt = {policies, MATMUL_FP32, 0, 0, 7};
         GPT2 m;
         gpt2_alloc_with(&m, &cfg, B, T, &opt);
         gpt2_init_params(&cfg, m.params, seed);
         for (size_t i = 0; i < P; i++) m.params[i] += 0.1f * (float)rng_normal(seed, 99, i);
         double predicted = 0;
         for (int l = 0; l < L; l++) predicted += recompute_layer_elements(&shape, policies[l]);
-        predicted = predicted * B * T + (double)B * T * (2.0 * cfg.channels + 4 + cfg.padded_vocab_size);
+        predicted = (predicted + cpu_fixed_activation_floats(&cfg)) * B * T;
         float losses[5];
         int same_grads = 1;
         for (int step = 1; step <= steps; step++) {
             memset(m.grads, 0, P * sizeof(float));
-            gpt2_forward(&m, inputs, targets, B, T);
+            gpt2_forward(&m, inputs, targets, B, T, 1, 1.0f);
             losses[step - 1] = m.mean_loss;
-            gpt2_backward(&m, B, T, 1.0f);
+            gpt2_backward(&m, B, T);
             if (step == 1 && k == 0) memcpy(ref_grads, m.grads, P * sizeof(float));
             if (step == 1 && k > 0) same_grads = memcmp(ref_grads, m.grads, P * sizeof(float)) == 0;
             double norm = gpt2_grad_norm(&m);
@@ -271,11 +276,11 @@ static int run_memory(const char *desc, int B, int T) {
         int p, *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
         if (recompute_parse_policy(levels[k], &p) != 0) die("bad level");
         for (int l = 0; l < cfg.num_layers; l++) policies[l] = p;
-        ModelOptions opt = {policies, MATMUL_FP32, 0, 0};
+        ModelOptions opt = {policies, MATMUL_FP32, 0, 0, HEAD_CHUNK_ROWS};
         GPT2 m;
         gpt2_alloc_activations(&m, &cfg, B, T, &opt);
-        const double predicted = (cfg.num_layers * recompute_layer_elements(&shape, p) +
-                                  2.0 * cfg.channels + 4 + cfg.padded_vocab_size) * tokens;
+        const double predicted =
+            (cfg.num_layers * recompute_layer_elements(&shape, p) + cpu_fixed_activation_floats(&cfg)) * tokens;
         if (k == 0) none = (double)m.acts_floats;
         printf("%-12s %12.1f %12.1f %9.2fx %14.3g\n", levels[k], m.acts_floats * mib, predicted * mib,
                none / (double)m.acts_floats, cfg.num_layers * recompute_layer_flops(&shape, p));

@@ -47,10 +47,11 @@ static void test_plan(Comm *c) {
                 zero_plan_init(&p, &cfg, stage, W - 1, W);
                 check(p.num_params == N && p.padded >= N && p.padded - N < (size_t)W * ZERO_ALIGN, "padding", c);
                 check(p.slice * (size_t)W == p.padded && p.slice % ZERO_ALIGN == 0, "equal aligned slices", c);
-                size_t next = 0;
+                size_t next = 0, Mb = 0;
                 for (int seg = 0; seg < p.num_segments; seg++) {
                     ZeroRange r = zero_segment(&cfg, seg);
                     check(r.begin == next && r.end > r.begin && r.end - r.begin <= p.max_segment, "segments tile", c);
+                    if (seg > 0 && r.end - r.begin > Mb) Mb = r.end - r.begin;
                     next = r.end;
                     size_t counts[9], at = r.begin;
                     zero_split(&p, r, counts);
@@ -66,7 +67,9 @@ static void test_plan(Comm *c) {
                 check(next == N, "segments cover the parameters", c);
                 ZeroMemory m = zero_memory(&p);
                 size_t S = p.slice, Np = p.padded, M = p.max_segment, F = 2 * (size_t)cfg.channels;
-                size_t want_p = stage < 3 ? Np : S + M + F, want_g = stage < 2 ? Np : S + M;
+                size_t E = zero_segment(&cfg, 0).end;
+                check(p.embed_numel == E && p.max_block_segment == Mb && M == (E > Mb ? E : Mb), "segment sizes", c);
+                size_t want_p = stage < 3 ? Np : S + M + F, want_g = stage < 2 ? Np : S + E + Mb;
                 size_t want_o = stage < 1 ? 2 * Np : 2 * S;
                 check(m.params == want_p && m.grads == want_g && m.optimizer == want_o, "memory formula", c);
             }

@@ -765,7 +765,8 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
     const GPT2Config *c = &m->cfg;
     const int C = c->channels, V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T, R = m->head_rows;
     const int EMB = 0, FINAL = zero_final_segment(c);
-    if (with_grad && !targets) die("internal error: a forward pass with gradients needs targets");
+    if (with_grad && (!targets || m->phase != QUANT_PASS_TRAIN))
+        die("internal error: a forward pass with gradients needs targets and the training phase");
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
     Segment w = weights_acquire(m, EMB);
     encoder_forward(m->encoded, inputs, at(m, w, PT_WTE, -1), at(m, w, PT_WPE, -1), B, T, C);
@@ -1059,7 +1060,7 @@ int main(int argc, char **argv) {
     int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
     trainer_recompute_plan(&tc, &cfg, &shape, sizeof(float), fixed_bytes, comm.rank, policies);
     const ModelOptions options = {policies, trainer_matmul_precision(&tc, 0), tc.fp8_wgrad, tc.amax_history,
-                                  trainer_head_rows(&tc, policies, cfg.num_layers)};
+                                  trainer_head_rows(&tc)};
 
     CPUTrainer cpu;
     cpu.hp = trainer_adamw_config(&tc);

@@ -1113,7 +1113,7 @@ int main(int argc, char **argv) {
     opt.amax_history = tc.amax_history;
     opt.gelu_fusion = tc.gelu_fusion;
     opt.policies = policies;
-    opt.head_rows = trainer_head_rows(&tc, policies, cfg.num_layers);
+    opt.head_rows = trainer_head_rows(&tc);
     opt.zero_stage = tc.zero_stage;
     opt.host = &comm;
     GPUModel g;
@@ -1144,8 +1144,10 @@ int main(int argc, char **argv) {
                "(bf16) + gather %zu grads %zu + overlap %zu optimizer %zu\n", plan->stage, plan->world,
                plan->num_params, plan->padded, plan->slice, plan->max_segment, mem.params, (size_t)gather, mem.grads,
                (size_t)overlap, mem.optimizer);
-        printf("activations: kept %.1f MiB (predicted %.1f MiB), recompute scratch %.1f MiB\n",
-               (double)g.kept_bytes * mib, predicted_act_bytes * mib, (double)g.recompute_scratch_bytes * mib);
+        printf("activations: kept %.1f MiB (predicted %.1f MiB), recompute scratch %.1f MiB, output head %d rows at a "
+               "time (logits %.1f MiB)\n", (double)g.kept_bytes * mib, predicted_act_bytes * mib,
+               (double)g.recompute_scratch_bytes * mib, g.head_rows,
+               (double)g.head_rows * cfg.padded_vocab_size * sizeof(bf16) * mib);
         printf("block matmuls: %s%s%s, low-precision scratch %.1f MiB\n",
                g.lp.precision == MATMUL_FP8 ? "fp8" : g.lp.precision == MATMUL_INT8 ? "int8" : "bf16",
                g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",

@@ -67,7 +67,7 @@ typedef struct {
     const char *recompute_level;  // -r  one policy for every layer
     const char *recompute_list;   // --recompute  policies by layer range
     float mem_budget_gib;         // --mem-budget  choose the plan from an activation budget
-    int head_chunk;               // --head-chunk  rows of output-head logits at once, 0 = auto (trainer_head_rows)
+    int head_chunk;               // --head-chunk  rows of output-head logits at once, 0 = default (trainer_head_rows)
 } TrainConfig;
 
 // Fills cfg from argv (defaults first). Prints help and exits 0 on -h; exits 2 on a bad flag.

@@ -294,14 +294,8 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
            100.0 * flops / trainer_flops_per_token(cfg, tc->T));
 }
 
-int trainer_head_rows(const TrainConfig *tc, const int *policies, int L) {
-    const int tokens = tc->B * tc->T;
-    int rows = tc->head_chunk;
-    if (rows == 0) {
-        int recomputes = 0;
-        for (int l = 0; l < L; l++) recomputes |= policies[l];
-        rows = recomputes ? HEAD_CHUNK_ROWS : tokens;
-    }
+int trainer_head_rows(const TrainConfig *tc) {
+    const int tokens = tc->B * tc->T, rows = tc->head_chunk > 0 ? tc->head_chunk : HEAD_CHUNK_ROWS;
     return rows < tokens ? rows : tokens;
 }
 

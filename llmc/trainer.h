@@ -84,11 +84,13 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
 // head's backward: dlogits, d lnf and the tied head's part of d wte) runs over the B*T rows in
 // chunks of this many rows, so that only one chunk's logits exist at a time and the backward
 // pass keeps d lnf (C per row) instead of the logits (Vp per row). Both trainers, from
-// --head-chunk: its value, at most B*T; by default all B*T rows (one chunk, the fastest) when no
-// layer recomputes, else HEAD_CHUNK_ROWS, since recomputation asks for memory and the logits are
-// then most of what the activations take.
-#define HEAD_CHUNK_ROWS 4096
-int trainer_head_rows(const TrainConfig *tc, const int *policies, int L);
+// --head-chunk: its value, at most B*T; by default HEAD_CHUNK_ROWS. The chunk size is one for
+// every recompute policy, since the head's d wte sums its rows chunk by chunk (fp32 rounding):
+// policies give the same bits only at the same chunk size. 8192 rows of GPT-2's logits take
+// 786 MiB in bf16 (d12 at B 16 T 1024: 2 chunks instead of 1.5 GiB in one); each more chunk
+// costs one more pass over d wte's fp32 accumulator (V C floats).
+#define HEAD_CHUNK_ROWS 8192
+int trainer_head_rows(const TrainConfig *tc);
 // --matmul auto is fp32 on the CPU and bf16 on a GPU; --fp8-wgrad and --amax-history without fp8
 // are usage errors.
 matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ZeRO on the GPU (train_gptcu -z 0..3), for a GPU session: about 2 minutes on one GPU.
+# ZeRO on the GPU (train_gptcu -z 0..3), for a GPU session: about 2.5 minutes on one GPU.
 #   usage: scripts/gpu_zero_check.sh BIN_DIR DATA_DIR OUT_DIR
 # DATA_DIR holds train_00000{0,1}.bin and val_000000.bin (scripts/gpu_bundle.sh makes them with
 # dev/test/make_shard.py: vocabulary 512). Prints one PASS/FAIL line per check; exits 1 on a FAIL.
@@ -29,6 +29,7 @@
 #   one process resuming the 2-rank checkpoint (re-sliced state) close to the 2-rank run.
 # - 3 ranks (the slices need padding) against one process running 3 micro-steps: close, and
 #   stages 1, 2 and 3 identical.
+# - The output head in chunks (--head-chunk 24): the same, at 2 ranks and stages 1-3.
 # - Stages 2 and 3 with LLMC_ZERO_DEBUG_DELAY_US (delays and NaN poison that only a missing
 #   stream wait lets through) identical to the same runs without it.
 set -u
@@ -123,6 +124,26 @@ rc=$?
 grep -q "resumed from step 3" "$r.out"; resumed=$?
 detail=$(close "$out/np2_z3" "$r")
 report "one process resumes the 2-rank stage 3 checkpoint" $((rc != 0 || resumed != 0 || $? != 0)) "$detail"
+
+# The output head in chunks of 24 of each micro-step's 64 rows (the last one short; llmc/trainer.h):
+# one process close to its one-chunk run (the head's d wte sums its rows per chunk), 2 ranks at
+# stages 1-3 close to it, and stages 2 and 3 (the embeddings' gradient in its own scratch from the
+# forward pass's head to the encoder) identical to stage 1.
+chunk=(--head-chunk 24)
+"$bin/train_gptcu" "${args[@]}" "${chunk[@]}" -d 128 -m 4 -o "$out/one_chunk" > "$out/one_chunk.out" 2>&1
+rc=$?
+detail=$(close "$out/one" "$out/one_chunk")
+report "one process, head in chunks of 24 rows, vs one chunk" $((rc != 0 || $? != 0)) "$detail"
+for z in 1 2 3; do
+    mpi 2 "$bin/train_gptcu" "${args[@]}" "${chunk[@]}" -d 128 -m 2 -z $z -o "$out/np2_chunk_z$z" > "$out/np2_chunk_z$z.out" 2>&1
+    rc=$?
+    detail=$(close "$out/one_chunk" "$out/np2_chunk_z$z")
+    report "mpi-staged 2 ranks stage $z, head in chunks, vs one process" $((rc != 0 || $? != 0)) "$detail"
+done
+for z in 2 3; do
+    same "$out/np2_chunk_z1" "$out/np2_chunk_z$z"
+    report "stage $z identical to stage 1 (2 ranks, head in chunks)" $? "(main.log, model_00000006.bin, samples)"
+done
 
 # 3 ranks: 470528 parameters are not a multiple of 3 x ZERO_ALIGN, so the last slice has padding.
 "$bin/train_gptcu" "${args[@]}" -d 192 -m 6 -o "$out/one3" > "$out/one3.out" 2>&1

@@ -5,8 +5,8 @@
 # train_gptcu allocates everything up front) and its speed (median step of --bench), as a table;
 # then --mem-budget plans beside the fastest uniform policy that fits the same budget (the
 # planner must be no slower: a row more than 2% slower, beyond run-to-run noise, says SLOWER).
-# The uniform levels other than none run the output head in 4096-row chunks (llmc/trainer.h's
-# default under recomputation); the row "none/4096" is none with those chunks, which prices them.
+# Every level runs the output head in chunks of 8192 rows (llmc/trainer.h's default); the row
+# "none/1" at d12 (16384 rows) runs it in one chunk, which prices the chunks.
 # Usage: dev/bench/bench_recompute_gpu.sh [path to train_gptcu]   (default ./train_gptcu)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,17 +19,17 @@ declare -A kept_of ms_of  # "model level" -> kept MiB, step ms (the uniform leve
 for run in "d12 16" "d48 4"; do
     set -- $run
     model=$1 B=$2 base=""
-    for level in none none/4096 gelu norm attn mlp block; do
-        [[ $level == */* && $((B * 1024)) -le ${level#*/} ]] && continue  # one chunk: the same run as none
+    for level in none none/1 gelu norm attn mlp block; do
+        [[ $level == none/1 && $((B * 1024)) -le 8192 ]] && continue  # one chunk already: the same run as none
         flags=(-r "${level%/*}")
-        [[ $level == */* ]] && flags+=(--head-chunk "${level#*/}")
+        [[ $level == none/1 ]] && flags+=(--head-chunk $((B * 1024)))
         out=$("$bin" --bench -e "$model" -b "$B" -t 1024 -x "$steps" "${flags[@]}" 2>&1)
         if [ $? -ne 0 ]; then
             printf '| %s | %s | %s | FAIL: %s |\n' "$model" "$B" "$level" "$(echo "$out" | tail -n 1)"
             fail=1
             continue
         fi
-        # "activations: kept X MiB (predicted Y MiB), recompute scratch Z MiB"
+        # "activations: kept X MiB (predicted Y MiB), recompute scratch Z MiB, output head ..."
         read -r kept predicted scratch < <(echo "$out" | awk '/^activations: kept/ {gsub(/[(),]/, ""); print $3, $6, $10}')
         device=$(echo "$out" | awk '/^device memory in use:/ {print $5}')
         ms=$(echo "$out" | awk '/^bench_median_step_ms/ {print $2}')

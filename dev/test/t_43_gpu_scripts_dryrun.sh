@@ -52,7 +52,7 @@ phase checks test_gptcu_tiny test_gptcu_small attention torch_sdpa harness_encod
 phase sanitize test_gptcu_d12 memcheck_test_tiny memcheck_attention racecheck_attention
 phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute
 phase zero zero
-check "zero: gpu_zero_check.sh's 27 checks passed" test "$(tar -xzOf "$d/out_zero/logs.tar.gz" logs/zero.log | grep -c '^PASS zero:')" = 27
+check "zero: gpu_zero_check.sh's 33 checks passed" test "$(tar -xzOf "$d/out_zero/logs.tar.gz" logs/zero.log | grep -c '^PASS zero:')" = 33
 phase bench bench_d12_bf16 bench_d12_fp8 bench_d12_int8 bench_d12_fp8delayed bench_d12_fp8wgrad bench_d48_bf16 \
     bench_d48_fp8 bench_d48_int8 bench_d48_fp8delayed bench_d48_fp8wgrad
 check "bench: the precision table has its figures" grep -q "^| d48 | 4 | 12345 | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench/summary.md"

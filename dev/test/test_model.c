@@ -276,7 +276,7 @@ static int run_memory(const char *desc, int B, int T) {
         int p, *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
         if (recompute_parse_policy(levels[k], &p) != 0) die("bad level");
         for (int l = 0; l < cfg.num_layers; l++) policies[l] = p;
-        ModelOptions opt = {policies, MATMUL_FP32, 0, 0, HEAD_CHUNK_ROWS};
+        ModelOptions opt = {policies, MATMUL_FP32, 0, 0, HEAD_CHUNK_ROWS};  // the trainers' default
         GPT2 m;
         gpt2_alloc_activations(&m, &cfg, B, T, &opt);
         const double predicted =

@@ -813,7 +813,13 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     }
     zero_weights_release(g, zero_final_segment(c));
     zero_weights_acquire(g, 0);
-    if (with_grad) zero_grads_acquire(g, 0);
+    if (with_grad) {
+        zero_grads_acquire(g, 0);
+        // ZeRO-3: the backward pass's first weights (the final LayerNorm, layer L-1) gather while
+        // the head computes; the buffers they take are free (only segment 0 is held).
+        zero_weights_prefetch(g, zero_final_segment(c));
+        if (L > 0) zero_weights_prefetch(g, zero_layer_segment(L - 1));
+    }
     const int R = g->head_rows;
     const bf16 *wte = param_ptr(g, PT_WTE, -1);
     for (int r0 = targets ? 0 : (N - 1) / R * R; r0 < N; r0 += R) {

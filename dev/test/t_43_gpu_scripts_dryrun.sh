@@ -59,8 +59,8 @@ check "bench: the precision table has its figures" grep -q "^| d48 | 4 | 12345 |
 phase bench2 bench_d48_accum4_bf16 bench_d48_accum4_fp8wgrad bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
 phase torch bench_d12_bf16_b16 torch_d12_b16 bench_d12_bf16_b32 torch_d12_b32
 check "torch: the ratio is computed" grep -q "^| B 32 | 12345 | 23456 | 0.526 |" "$d/out_torch/summary.md"
-phase profile profile_d12_bf16 profile_summary_bf16 profile_d12_fp8 profile_summary_fp8
-check "profile: the kernel table is returned" grep -q "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile_d12_fp8.md"
+phase profile profile_d48_bf16 profile_summary_bf16 profile_d48_fp8 profile_summary_fp8
+check "profile: the kernel table is returned" grep -q "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile_d48_fp8.md"
 phase curves curves
 check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curves/curves.csv")" = 1001
 echo "$fails failure(s)"

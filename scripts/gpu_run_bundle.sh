@@ -19,7 +19,8 @@ out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
 # torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes (2026-11-23,
-# H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5).
+# H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3 (now ~5: d48 B 8 added), torch ~2,
+# curves ~2.5).
 phases=" ${*:-all} "
 for p in $phases; do
     case $p in checks | sanitize | recompute | zero | bench | bench2 | torch | profile | curves | all) ;;
@@ -113,14 +114,19 @@ if wants bench2; then  # d48 with accumulation; GELU fusion at d12
     # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates: at d48 B 4 one
     # step's AdamW and gradient norm (about 30 bytes per parameter, ~15 ms) otherwise dilute
     # whatever the matmul precision changes.
+    # And d48 at B 8 (one micro-step of 8192 rows): B 4's GEMMs (N 4096 rows, K = C = 1600) are
+    # where FP8 kernels stay furthest from their peak; both precisions at the same B.
     for m in bf16 fp8wgrad; do
         flags="--matmul bf16"; [ $m = fp8wgrad ] && flags="--matmul fp8 --amax-history 16 --fp8-wgrad 1"
         step "bench_d48_accum4_$m" 150 $bin/train_gptcu --bench -e d48 -b 4 -t 1024 -d 16384 -x 6 $flags
+        step "bench_d48_b8_$m" 150 $bin/train_gptcu --bench -e d48 -b 8 -t 1024 -x 8 $flags
     done
-    { echo; echo "| d48 B4, 4 micro-steps per step | bf16 | fp8, history 16, --fp8-wgrad 1 |"; echo "|---|---|---|"
-      row="| tokens/s |"
-      for m in bf16 fp8wgrad; do row+=" $(tokens_per_s "bench_d48_accum4_$m") |"; done
-      echo "$row"; } >> "$summary"
+    { echo; echo "| d48 | bf16 tokens/s | fp8, history 16, --fp8-wgrad 1 | ratio |"; echo "|---|---|---|---|"
+      for run in accum4 b8; do
+          a=$(tokens_per_s "bench_d48_${run}_bf16") b=$(tokens_per_s "bench_d48_${run}_fp8wgrad")
+          label="B 4, 4 micro-steps per step"; [ $run = b8 ] && label="B 8"
+          echo "| $label | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", b / a; else print "-" }') |"
+      done; } >> "$summary"
     # GELU in the cuBLASLt epilogues (--gelu-fusion; off by default, see README)
     for f in 0 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
     { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"

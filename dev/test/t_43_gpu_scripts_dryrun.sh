@@ -56,7 +56,9 @@ check "zero: gpu_zero_check.sh's 33 checks passed" test "$(tar -xzOf "$d/out_zer
 phase bench bench_d12_bf16 bench_d12_fp8 bench_d12_int8 bench_d12_fp8delayed bench_d12_fp8wgrad bench_d48_bf16 \
     bench_d48_fp8 bench_d48_int8 bench_d48_fp8delayed bench_d48_fp8wgrad
 check "bench: the precision table has its figures" grep -q "^| d48 | 4 | 12345 | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench/summary.md"
-phase bench2 bench_d48_accum4_bf16 bench_d48_accum4_fp8wgrad bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
+phase bench2 bench_d48_accum4_bf16 bench_d48_b8_bf16 bench_d48_accum4_fp8wgrad bench_d48_b8_fp8wgrad \
+    bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
+check "bench2: the d48 ratios are computed" grep -q "^| B 8 | 12345 | 12345 | 1.000 |" "$d/out_bench2/summary.md"
 phase torch bench_d12_bf16_b16 torch_d12_b16 bench_d12_bf16_b32 torch_d12_b32
 check "torch: the ratio is computed" grep -q "^| B 32 | 12345 | 23456 | 0.526 |" "$d/out_torch/summary.md"
 phase profile profile_d48_bf16 profile_summary_bf16 profile_d48_fp8 profile_summary_fp8

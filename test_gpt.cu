@@ -23,8 +23,8 @@
 // else 1-6 and 8). Exits 1 if any check fails.
 //
 // STATUS: tiny, small and d12, and check 7 on tiny and small, pass on an H100 (2026-11-23, commit
-// 7c74e66 with the fixes of the commit after it; dev/gpu_report.md). Check 7 has since gone from 3
-// to 5 steps (compiled only).
+// 7c74e66 with the fixes of the commit after it; dev/gpu_report.md). Since then (compiled only):
+// check 7 runs 5 steps (was 3) with the output head in chunks of T/3 + 1 rows; check 2b is new.
 //
 // Both trainers start from the same weights: the seeded initialization rounded to bf16, so the
 // GPU's bf16 parameters and fp32 master weights and the CPU's fp32 parameters are the same numbers.

@@ -22,6 +22,7 @@
 // layer keeps what its policy says, one shared scratch holds the rest, and the backward pass of a
 // block first reruns the forward steps it dropped (gpu_block_forward, the same code as the
 // forward). STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): every policy bit-identical to none.
+// The output head in chunks, its backward in the forward pass (48f6c16), is compiled only.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -74,7 +75,8 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
 // ----------------------------------------------------------------------------------------------
 // ZeRO on the GPU (llmc/zero.h has the plan, the segments and the memory formula; train_gpt.c's
 // Zero is the CPU twin). STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md) with one NCCL rank and with 2 and 3
-// host-staged MPI ranks on one GPU; NCCL across several GPUs has not run.
+// host-staged MPI ranks on one GPU; NCCL across several GPUs has not run. The embeddings' own
+// gradient scratch (ZERO_EMBED_SCRATCH) and the prefetch during the output head are compiled only.
 //
 // Buffers per rank (elements; S the slice, M the largest segment, Np the padded model):
 //   params (bf16)  stage 0-2: Np, the whole model;  stage 3: the slice S, plus two M-element

@@ -30,7 +30,7 @@
 //   stage 3: params S + M + 2C, grads S + E + Mb, moments 2 S + weights sharded: a segment (and the
 //                                                             final LayerNorm beside the tied head) is
 //                                                             gathered into scratch for each use
-// so at stage 3 the per-rank total tends to 4 Np / W as the model grows (M shrinks relative to N).
+// so at stage 3 the per-rank total tends to 4 Np / W as the model grows (M, E and Mb shrink relative to N).
 #ifndef LLMC_ZERO_H
 #define LLMC_ZERO_H
 

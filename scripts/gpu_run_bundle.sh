@@ -4,7 +4,7 @@
 # d12 benchmark, the recompute checks and memory/speed table (phase recompute), the ZeRO checks
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
 # every block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
-# step, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside PyTorch at d12 B
+# step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside PyTorch at d12 B
 # 16 and 32 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
 # (phase profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and int8 over 1000 steps
 # of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the machine's python3 has
@@ -20,7 +20,7 @@ mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
 # torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes (2026-11-23,
 # H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3 (now ~5: d48 B 8 added), torch ~2,
-# curves ~2.5).
+# curves ~2.5; profile, now at d48, not yet timed: its step limits add up to 680 s).
 phases=" ${*:-all} "
 for p in $phases; do
     case $p in checks | sanitize | recompute | zero | bench | bench2 | torch | profile | curves | all) ;;

@@ -63,8 +63,10 @@ static void compare(const char *name, const float *gpu, const float *cpu, size_t
           name, rel_l2, tol_l2, rel_max, tol_max);
 }
 
-// The logits of the last forward without gradients, (N, Vp) as floats.
+// The logits of the last forward without gradients, (N, Vp) as floats: all N rows only when the
+// output head ran in one chunk (the model's head_rows >= N; gpu_forward keeps one chunk).
 static std::vector<float> download_logits(const GPUModel *g, int N) {
+    if (g->head_rows < N) die("download_logits: the head runs in chunks of %d rows, not all %d", g->head_rows, N);
     std::vector<uint16_t> bits((size_t)N * g->cfg.padded_vocab_size);
     cudaCheck(cudaMemcpy(bits.data(), g->logits, bits.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
     std::vector<float> logits(bits.size());

@@ -230,7 +230,9 @@ static int run_recompute(uint64_t seed) {
         for (size_t i = 0; i < P; i++) m.params[i] += 0.1f * (float)rng_normal(seed, 99, i);
         double predicted = 0;
         for (int l = 0; l < L; l++) predicted += recompute_layer_elements(&shape, policies[l]);
-        predicted = (predicted + cpu_fixed_activation_floats(&cfg)) * B * T;
+        // Beside the blocks, per token: the embeddings' output and d lnf (C each), lnf's mean and
+        // rstd. Written out here, not taken from train_gpt.c, so that the allocation is checked.
+        predicted = (predicted + 2.0 * cfg.channels + 2) * B * T;
         float losses[5];
         int same_grads = 1;
         for (int step = 1; step <= steps; step++) {

@@ -3,6 +3,9 @@
 // The T x T score matrix never reaches global memory: forward keeps only the per-row
 // log-sum-exp, backward recomputes the probabilities tile by tile from it.
 //
+// The forward also exists in a wgmma version for sm_90a (attention_forward_wgmma, llmc/wgmma.cuh):
+// written and compiled only, NOT RUN on a GPU, not used by the trainer until it is verified.
+//
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): dev/cuda/attention.cu
 // checks it against an fp64 CPU reference and for bit-reproducibility (memcheck and racecheck
 // clean), and times it: correct, about 0.7x the speed of PyTorch's flash attention at T 1024 HS 64.
@@ -39,6 +42,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "utils.h"
+#include "wgmma.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // Error checking and the supported configurations
@@ -238,19 +242,22 @@ __device__ __forceinline__ void acc_to_a(uint32_t (*a)[4], const float (*acc)[4]
 }
 
 // Asynchronously copy rows row0..row0+ROWS-1 of one head (HS contiguous bf16 each, rows
-// row_stride apart in global memory) into a shared tile; rows >= T become zeros.
-template <int ROWS, int HS>
+// row_stride apart in global memory) into a shared tile; rows >= T become zeros. The tile is
+// [ROWS][ld<HS>()] (padded, for ldmatrix) or, with SWIZZLED, wgmma's 128-byte swizzle
+// (llmc/wgmma.cuh). THREADS threads share the copy.
+template <int ROWS, int HS, bool SWIZZLED = false, int THREADS = NTHREADS>
 __device__ __forceinline__ void load_tile_async(__nv_bfloat16 *tile, const __nv_bfloat16 *head,
                                                 int64_t row_stride, int row0, int T) {
     constexpr int CHUNKS_PER_ROW = HS / 8;  // 16 B chunks
-    static_assert(ROWS * CHUNKS_PER_ROW % NTHREADS == 0, "every thread copies the same number of chunks");
+    static_assert(ROWS * CHUNKS_PER_ROW % THREADS == 0, "every thread copies the same number of chunks");
 #pragma unroll
-    for (int it = 0; it < ROWS * CHUNKS_PER_ROW / NTHREADS; it++) {
-        const int c = threadIdx.x + it * NTHREADS;
+    for (int it = 0; it < ROWS * CHUNKS_PER_ROW / THREADS; it++) {
+        const int c = threadIdx.x + it * THREADS;
         const int r = c / CHUNKS_PER_ROW, col = (c % CHUNKS_PER_ROW) * 8;
         const bool valid = row0 + r < T;
         const __nv_bfloat16 *src = valid ? head + (int64_t)(row0 + r) * row_stride + col : head;
-        cp_async_16(tile + r * ld<HS>() + col, src, valid);
+        const int dst = SWIZZLED ? (int)wgmma::sw128_offset(ROWS, r, col) / 2 : r * ld<HS>() + col;
+        cp_async_16(tile + dst, src, valid);
     }
 }
 
@@ -271,6 +278,76 @@ __device__ __forceinline__ void store_rows(__nv_bfloat16 *head, int64_t row_stri
             *reinterpret_cast<__nv_bfloat162 *>(dst + 8 * n) =
                 __floats2bfloat162_rn(acc[n][2 * half] * scale, acc[n][2 * half + 1] * scale);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The forward's per-row arithmetic on a warp's 16-row accumulator tiles (C layout: thread holds
+// rows g and g + 8, columns 8 n + 2 t + {0, 1}), shared by the mma.sync and the wgmma kernels.
+
+// Scores of keys after the query (causal mask) or at or past T become -inf. k0: the tile's first
+// key; row_lo: the query of accumulator elements 0 and 1 (2 and 3: row_lo + 8).
+template <int BK>
+__device__ __forceinline__ void mask_scores(float (*s)[4], int k0, int row_lo, int T, int t) {
+#pragma unroll
+    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int key = k0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * (e >> 1);
+            if (key > query || key >= T) s[n][e] = -INFINITY;
+        }
+}
+
+// Online softmax in base 2 over one tile of BK scores per row: s becomes p = 2^(s log2e - m'),
+// with m' the running max of scaled scores (m, base-2 units); the running sum l (this thread's
+// share) and the output accumulator o are rescaled by 2^(m - m') when the max grows.
+template <int BK, int HS>
+__device__ __forceinline__ void online_softmax(float (*s)[4], float (*o)[4], float m[2], float l[2], float scale_log2) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * half], s[n][2 * half + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 threads of a row
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m[half], mx * scale_log2);
+        // A row with no unmasked key yet keeps m = -inf; use 0 so no -inf - -inf appears.
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+        const float alpha = exp2_ftz(m[half] - m_use);
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+            for (int e = 2 * half; e < 2 * half + 2; e++) {
+                s[n][e] = exp2_ftz(fmaf(s[n][e], scale_log2, -m_use));
+                sum += s[n][e];
+            }
+        l[half] = l[half] * alpha + sum;
+        if (alpha != 1.0f)  // the max did not grow (most tiles after the first few): x 1 is exact
+#pragma unroll
+            for (int n = 0; n < HS / 8; n++) {
+                o[n][2 * half] *= alpha;
+                o[n][2 * half + 1] *= alpha;
+            }
+        m[half] = m_new;
+    }
+}
+
+// The end of a 16-row tile: the row sums l reduced over the 4 threads of a row, lse written, O / l
+// stored as bf16. Every valid row has seen key 0, so l >= 1 there; rows >= T are not stored.
+template <int HS>
+__device__ __forceinline__ void finish_forward_rows(__nv_bfloat16 *out_head, int C, float *lse_row, int row0, int T,
+                                                    const float (*o)[4], const float m[2], float l[2], int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    float inv_l[2];
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        l[half] += __shfl_xor_sync(0xffffffffu, l[half], 1);
+        l[half] += __shfl_xor_sync(0xffffffffu, l[half], 2);
+        inv_l[half] = 1.0f / l[half];
+        const int row = row0 + g + 8 * half;
+        if (t == 0 && row < T) lse_row[row] = (m[half] + log2f(l[half])) / LOG2E;
+    }
+    store_rows<HS>(out_head, C, row0, T, o, inv_l[0], inv_l[1], lane);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -358,47 +435,10 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
         const int k0 = j * BK;
 #pragma unroll
         for (int r = 0; r < RT; r++) {
-            const int row_lo = warp_q0 + 16 * r + g;  // query of accumulator rows c0,c1 (c2,c3: row_lo + 8)
             // Causal mask and the end of the sequence: only tiles that reach past the row tile's
             // first query or past T need it.
-            if (k0 + BK - 1 > warp_q0 + 16 * r || k0 + BK > T) {
-#pragma unroll
-                for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int key = k0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * (e >> 1);
-                        if (key > query || key >= T) s[r][n][e] = -INFINITY;
-                    }
-            }
-
-#pragma unroll
-            for (int half = 0; half < 2; half++) {
-                float mx = -INFINITY;
-#pragma unroll
-                for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[r][n][2 * half], s[r][n][2 * half + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 threads of a row
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float m_new = fmaxf(m[r][half], mx * scale_log2);
-                // A row with no unmasked key yet keeps m = -inf; use 0 so no -inf - -inf appears.
-                const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-                const float alpha = exp2_ftz(m[r][half] - m_use);
-                float sum = 0.0f;
-#pragma unroll
-                for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-                    for (int e = 2 * half; e < 2 * half + 2; e++) {
-                        s[r][n][e] = exp2_ftz(fmaf(s[r][n][e], scale_log2, -m_use));
-                        sum += s[r][n][e];
-                    }
-                l[r][half] = l[r][half] * alpha + sum;
-                if (alpha != 1.0f)  // the max did not grow (most tiles after the first few): x 1 is exact
-#pragma unroll
-                    for (int n = 0; n < HS / 8; n++) {
-                        o[r][n][2 * half] *= alpha;
-                        o[r][n][2 * half + 1] *= alpha;
-                    }
-                m[r][half] = m_new;
-            }
+            if (k0 + BK - 1 > warp_q0 + 16 * r || k0 + BK > T) mask_scores<BK>(s[r], k0, warp_q0 + 16 * r + g, T, t);
+            online_softmax<BK, HS>(s[r], o[r], m[r], l[r], scale_log2);
         }
 
         uint32_t pf[RT][BK / 16][4];
@@ -408,22 +448,127 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
         __syncthreads();  // every warp is done with this buffer before iteration j+1 refills it
     }
 
-    // Every valid row has seen key 0, so l >= 1 there; rows >= T are not stored.
     __nv_bfloat16 *out_head = out + (int64_t)b * T * C + h * HS;
 #pragma unroll
-    for (int r = 0; r < RT; r++) {
-        float inv_l[2];
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            l[r][half] += __shfl_xor_sync(0xffffffffu, l[r][half], 1);
-            l[r][half] += __shfl_xor_sync(0xffffffffu, l[r][half], 2);
-            inv_l[half] = 1.0f / l[r][half];
-            const int row = warp_q0 + 16 * r + g + 8 * half;
-            if (t == 0 && row < T) lse[(int64_t)bh * T + row] = (m[r][half] + log2f(l[r][half])) / LOG2E;
-        }
-        store_rows<HS>(out_head, C, warp_q0 + 16 * r, T, o[r], inv_l[0], inv_l[1], lane);
-    }
+    for (int r = 0; r < RT; r++)
+        finish_forward_rows<HS>(out_head, C, lse + (int64_t)bh * T, warp_q0 + 16 * r, T, o[r], m[r], l[r], lane);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Forward with wgmma (sm_90a; STATUS: compiled only, NOT RUN on a GPU, not used by the trainer).
+// Grid (B * NH, ceil(T / 128)); CTA = 2 warpgroups of 4 warps. Warpgroup w owns the 64 queries
+// q0 + 64 w .. (wgmma's M), warp i of it rows 16 i..16 i+15 of those, in the accumulator layout of
+// the mma.sync kernel above, so mask_scores, online_softmax and finish_forward_rows serve both.
+// Per key tile of 64:
+//   S = Q K^T    HS/16 x wgmma m64n64k16, Q and K from shared memory (both K-major: HS runs
+//                along their rows);
+//   softmax      in registers, as above;
+//   O += P V     4 x wgmma m64nHSk16, P from registers (the score accumulators packed to bf16,
+//                acc_to_a), V from shared memory MN-major (stored [key][HS], the contraction over
+//                keys runs down its rows).
+// Shared, in wgmma's 128-byte swizzle (llmc/wgmma.cuh), from a 1024-byte boundary: Q [128][HS],
+// then K [2][64][HS] and V [2][64][HS], all filled by cp.async. One barrier per tile: after it,
+// tile j + 1 loads into the other buffer (last read in iteration j - 1, whose wgmma every
+// warpgroup has waited for) while tile j computes.
+// Within a k16 step wgmma sums in an order of its own, so the bits may differ from the mma.sync
+// kernel's; dev/cuda/attention.cu checks this kernel against fp64 as it checks the default.
+
+namespace fwd_wgmma {
+constexpr int WARPGROUPS = 2, THREADS = 128 * WARPGROUPS, QROWS = 64 * WARPGROUPS, KEYS = 64;
+template <int HS> __host__ __device__ constexpr uint32_t q_bytes() { return QROWS * HS * 2; }
+template <int HS> __host__ __device__ constexpr uint32_t kv_bytes() { return KEYS * HS * 2; }  // one K or V tile
+// The tiles, plus room to round the dynamic shared memory's base up to 1024 bytes.
+template <int HS> constexpr size_t smem_bytes() { return wgmma::SWIZZLE_ALIGN + q_bytes<HS>() + 4 * kv_bytes<HS>(); }
+// Per thread: S 32 and O HS / 2 fp32 accumulators, P 16 registers. HS 64 fits 2 CTAs per SM (128
+// registers each); HS 128 stays free (1).
+template <int HS> __host__ __device__ constexpr int min_ctas() { return HS == 64 ? 2 : 1; }
+}  // namespace fwd_wgmma
+
+template <int HS>
+__global__ void __launch_bounds__(fwd_wgmma::THREADS, fwd_wgmma::min_ctas<HS>())
+attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ lse,
+                               const __nv_bfloat16 *__restrict__ qkv, int T, int NH, float scale) {
+    using namespace fwd_wgmma;
+    constexpr uint32_t QB = q_bytes<HS>(), KVB = kv_bytes<HS>();
+    static_assert(QB % wgmma::SWIZZLE_ALIGN == 0 && KVB % wgmma::SWIZZLE_ALIGN == 0, "tiles on 1024-byte boundaries");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned char *smem = smem_raw + (wgmma::SWIZZLE_ALIGN - smem_addr(smem_raw) % wgmma::SWIZZLE_ALIGN) % wgmma::SWIZZLE_ALIGN;
+    __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
+    __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem + QB);            // [2] tiles
+    __nv_bfloat16 *sV = reinterpret_cast<__nv_bfloat16 *>(smem + QB + 2 * KVB);  // [2] tiles
+    const uint32_t q_addr = smem_addr(sQ), k_addr = smem_addr(sK), v_addr = smem_addr(sV);
+
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int q0 = (gridDim.y - 1 - blockIdx.y) * QROWS;  // longest rows first
+    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane >> 2, t = lane & 3;
+    const int C = NH * HS;
+    const int64_t row_stride = 3 * (int64_t)C;
+    const __nv_bfloat16 *q_head = qkv + (int64_t)b * T * row_stride + h * HS;
+    const __nv_bfloat16 *k_head = q_head + C, *v_head = q_head + 2 * C;
+    const float scale_log2 = scale * LOG2E;
+
+    const int n_tiles = (min(q0 + QROWS, T) - 1) / KEYS + 1;  // key tiles that any query here sees
+    const int wg_q0 = q0 + 64 * wg;
+    const int wg_last_query = min(wg_q0 + 63, T - 1);
+
+    load_tile_async<QROWS, HS, true, THREADS>(sQ, q_head, row_stride, q0, T);
+    load_tile_async<KEYS, HS, true, THREADS>(sK, k_head, row_stride, 0, T);
+    load_tile_async<KEYS, HS, true, THREADS>(sV, v_head, row_stride, 0, T);
+    cp_async_commit();
+
+    float o[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+    for (int j = 0; j < n_tiles; j++) {
+        const int buf = j & 1;
+        cp_async_wait<0>();
+        wgmma::fence_proxy_async_shared();
+        __syncthreads();
+        if (j + 1 < n_tiles) {
+            load_tile_async<KEYS, HS, true, THREADS>(sK + (buf ^ 1) * KVB / 2, k_head, row_stride, (j + 1) * KEYS, T);
+            load_tile_async<KEYS, HS, true, THREADS>(sV + (buf ^ 1) * KVB / 2, v_head, row_stride, (j + 1) * KEYS, T);
+            cp_async_commit();
+        }
+        const int k0 = j * KEYS;
+        // Nothing to do (uniform in the warpgroup): all its rows are past T, or all the tile's keys
+        // come after its queries.
+        if (wg_q0 >= T || k0 > wg_last_query) continue;
+
+        float s[KEYS / 8][4];
+        wgmma::fence();
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++)
+            wgmma::mma_ss_n64(s, wgmma::desc_k_major(q_addr, QROWS, 64 * wg, kk),
+                              wgmma::desc_k_major(k_addr + buf * KVB, KEYS, 0, kk), kk > 0);
+        wgmma::commit();
+        wgmma::wait<0>();
+        wgmma::hold_registers<KEYS / 8>(s);
+
+        if (k0 + KEYS - 1 > wg_q0 || k0 + KEYS > T) mask_scores<KEYS>(s, k0, wg_q0 + 16 * warp + g, T, t);
+        online_softmax<KEYS, HS>(s, o, m, l, scale_log2);
+
+        uint32_t pf[KEYS / 16][4];
+        acc_to_a<KEYS>(pf, s);
+        wgmma::hold_registers<HS / 8>(o);  // the rescale and the packing happen before the fence
+        wgmma::hold_registers<KEYS / 16>(pf);
+        wgmma::fence();
+#pragma unroll
+        for (int kk = 0; kk < KEYS / 16; kk++)
+            wgmma::mma_rs_mn_major_b<HS>(o, pf[kk], wgmma::desc_mn_major(v_addr + buf * KVB, KEYS, kk));
+        wgmma::commit();
+        wgmma::wait<0>();
+        wgmma::hold_registers<HS / 8>(o);
+    }
+
+    finish_forward_rows<HS>(out + (int64_t)b * T * C + h * HS, C, lse + (int64_t)bh * T, wg_q0 + 16 * warp, T, o, m,
+                            l, lane);
+}
+
+// Writes 1 where the kernels above were built with wgmma (sm_90a), 0 where they compile to nothing.
+__global__ void wgmma_probe_kernel(int *compiled_in) { *compiled_in = wgmma::wgmma_compiled_in(); }
 
 // ---------------------------------------------------------------------------------------------
 // Backward, step 1: delta = rowsum(dO * O), one warp per (b, t, h) row, fixed shuffle order.
@@ -720,6 +865,17 @@ static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat1
     attention_cuda_check(cudaGetLastError());
 }
 
+template <int HS>
+static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int NH,
+                                    cudaStream_t stream) {
+    const size_t smem = fwd_wgmma::smem_bytes<HS>();
+    launch_config(attention_forward_wgmma_kernel<HS>, smem);
+    const dim3 grid(B * NH, (T + fwd_wgmma::QROWS - 1) / fwd_wgmma::QROWS);
+    attention_forward_wgmma_kernel<HS><<<grid, fwd_wgmma::THREADS, smem, stream>>>(out, lse, qkv, T, NH,
+                                                                                   1.0f / sqrtf((float)HS));
+    attention_cuda_check(cudaGetLastError());
+}
+
 // scratch: attention_backward_scratch_bytes, delta (B, NH, T) fp32.
 template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
 static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
@@ -753,6 +909,40 @@ static inline void attention_forward(__nv_bfloat16 *out, float *lse, const __nv_
     attention_detail::check_args("attention_forward", B, T, NH, HS, args, 3);
     if (HS == 64) attention_detail::forward_hs<64>(out, lse, qkv, B, T, NH, stream);
     else attention_detail::forward_hs<128>(out, lse, qkv, B, T, NH, stream);
+}
+
+// Whether attention_forward_wgmma can run here: a GPU of compute capability 9.0 (sm_90a code runs
+// on no other) and this program built for sm_90a (asked of the GPU once, by wgmma_probe_kernel).
+static inline bool attention_wgmma_available(void) {
+    static int available = -1;
+    if (available < 0) {
+        int device, major, minor;
+        attention_cuda_check(cudaGetDevice(&device));
+        attention_cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+        attention_cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+        available = 0;
+        if (major == 9 && minor == 0) {
+            int *flag;
+            attention_cuda_check(cudaMalloc(&flag, sizeof(int)));
+            attention_detail::wgmma_probe_kernel<<<1, 1>>>(flag);
+            attention_cuda_check(cudaGetLastError());
+            attention_cuda_check(cudaMemcpy(&available, flag, sizeof(int), cudaMemcpyDeviceToHost));
+            attention_cuda_check(cudaFree(flag));
+        }
+    }
+    return available == 1;
+}
+
+// attention_forward through wgmma (sm_90a): same inputs, outputs and contract. Not yet verified on
+// a GPU, so the trainer does not call it; dev/cuda/attention.cu checks and times it.
+static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv,
+                                           int B, int T, int NH, int HS, cudaStream_t stream) {
+    const attention_detail::TensorArg args[] = {{out, 4}, {lse, 4}, {qkv, 16}};
+    attention_detail::check_args("attention_forward_wgmma", B, T, NH, HS, args, 3);
+    if (!attention_wgmma_available())
+        die("attention_forward_wgmma: needs a GPU of compute capability 9.0 and a build for sm_90a");
+    if (HS == 64) attention_detail::forward_wgmma_hs<64>(out, lse, qkv, B, T, NH, stream);
+    else attention_detail::forward_wgmma_hs<128>(out, lse, qkv, B, T, NH, stream);
 }
 
 // Bytes of scratch that attention_backward needs: delta, one float per (b, h, t) row, whatever

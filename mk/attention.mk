@@ -1,23 +1,28 @@
 # Fused causal attention (llmc/attention.cuh): its GPU harness dev/cuda/attention.cu, built when
 # nvcc is present (compiling and linking it is part of `make test`; running it needs a GPU):
 #   make attention-gpu    build and run the checks and the benchmark (GPU machine)
+# For sm_90 (the default) the harness is built for sm_90a instead, the arch-specific target whose
+# wgmma the wgmma forward uses (llmc/wgmma.cuh); such code runs on compute capability 9.0 only
+# (H100, H200). For any other NVCC_ARCH the wgmma checks print SKIP.
 ATTENTION_HARNESS := $(BUILD)/dev/cuda/attention
 CUDA_TARGETS += $(ATTENTION_HARNESS)
+SM90A_GENCODE := -gencode=arch=compute_90a,code=sm_90a
+ATTENTION_NVCCFLAGS = $(if $(filter sm_90,$(NVCC_ARCH)),$(filter-out -arch=%,$(GPU_NVCCFLAGS)) $(SM90A_GENCODE),$(GPU_NVCCFLAGS))
 
-$(ATTENTION_HARNESS): dev/cuda/attention.cu dev/cuda/common.h llmc/attention.cuh llmc/utils.h $(BUILD)/llmc/utils.o
+$(ATTENTION_HARNESS): dev/cuda/attention.cu dev/cuda/common.h llmc/attention.cuh llmc/wgmma.cuh llmc/utils.h $(BUILD)/llmc/utils.o
 	@mkdir -p $(dir $@)
-	$(NVCC) $(GPU_NVCCFLAGS) dev/cuda/attention.cu $(BUILD)/llmc/utils.o -o $@
+	$(NVCC) $(ATTENTION_NVCCFLAGS) dev/cuda/attention.cu $(BUILD)/llmc/utils.o -o $@
 
 .PHONY: attention-gpu
 attention-gpu: $(ATTENTION_HARNESS)
 	$(ATTENTION_HARNESS)
 
 # Host-side checks of the index arithmetic of the attention and quantization kernels (the dK/dV
-# kernel's first query tile per key block, the transpose's swizzle): built with nvcc, run by
-# `make test` without a GPU.
+# kernel's first query tile per key block, the transpose's swizzle, the wgmma descriptors): built
+# with nvcc, run by `make test` without a GPU.
 KERNEL_INDEXING_TEST := $(BUILD)/test/cuda_host/kernel_indexing
 CUDA_TARGETS += $(KERNEL_INDEXING_TEST)
 
-$(KERNEL_INDEXING_TEST): dev/test/cuda_host/kernel_indexing.cu dev/test/check.h llmc/attention.cuh llmc/quant.cuh llmc/utils.h $(BUILD)/llmc/utils.o
+$(KERNEL_INDEXING_TEST): dev/test/cuda_host/kernel_indexing.cu dev/test/check.h llmc/attention.cuh llmc/wgmma.cuh llmc/quant.cuh llmc/utils.h $(BUILD)/llmc/utils.o
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_NVCCFLAGS) dev/test/cuda_host/kernel_indexing.cu $(BUILD)/llmc/utils.o -o $@

@@ -2,7 +2,7 @@
 #   train_gptcu            the GPU trainer (train_gpt.cu + llmc/*.cuh, linked with the llmc objects)
 #   test_gptcu             test_gpt.cu: the GPU trainer against train_gpt.c on the same weights and batch
 #   build/dev/cuda/<k>     one harness per kernel family of the trainer (dev/cuda/<k>.cu)
-#   make test-gpu          runs all of them, the attention, quant and matmul_lowp harnesses, and
+#   make test-gpu          runs all of them, the attention (also its wgmma forward), quant and matmul_lowp harnesses, and
 #                          compute-sanitizer on test_gptcu tiny (GPU machine; scripts/gpu_suite.sh
 #                          runs it and writes the report)
 # Warnings are errors for every CUDA target (host code through -Xcompiler, device code through
@@ -52,5 +52,6 @@ test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS) $(
 	./test_gptcu small recompute
 	set -e; for h in $(GPU_KERNEL_HARNESSES) $(GPU_LOWP_HARNESSES); do $$h; done
 	$(ATTENTION_HARNESS)
+	$(ATTENTION_HARNESS) --wgmma
 	$(SANITIZER) --tool memcheck --error-exitcode 1 ./test_gptcu tiny
 	$(SANITIZER) --tool racecheck --error-exitcode 1 ./test_gptcu tiny

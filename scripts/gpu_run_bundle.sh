@@ -67,6 +67,7 @@ if wants checks; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
     step attention 120 $bin/attention
+    step attention_wgmma 90 $bin/attention --wgmma  # the wgmma forward (sm_90a), its own run: unverified
     step torch_sdpa 120 python3 dev/bench/torch_sdpa_bench.py  # issue 5's baseline, same call as the harness's table
     for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
     step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
@@ -77,6 +78,8 @@ if wants sanitize; then
         step memcheck_test_tiny 200 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
         step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
         step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check-small
+        step memcheck_attention_wgmma 60 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
+        step racecheck_attention_wgmma 90 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
     else
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi

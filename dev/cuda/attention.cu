@@ -9,6 +9,11 @@
 // many heads (several waves of CTAs): every element written, identical bits over 2 runs
 // (check_many_heads; not with --check-small). Prints PASS/FAIL per case and exits 1 if any check
 // fails.
+// With --wgmma, the wgmma forward (attention_forward_wgmma, sm_90a; this harness is built for
+// sm_90a when NVCC_ARCH is sm_90) instead: per case, out and lse against fp64 with the same
+// tolerances, no NaN/Inf or unwritten element, identical bits over 2 runs; the many-heads case;
+// the benchmark table with its forward time beside the default forward's. It exits 1 on a GPU or
+// build without sm_90a.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
 // kernel variants (occupancy, row tiles per warp, streamed tile height) side by side (see
@@ -21,7 +26,8 @@
 //
 // STATUS: ran and passed on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md), then with
 // a fused-dQ backward variant that has since been removed (slower); the many-heads case in its
-// present form (the default alone, no variant to compare with) has NOT RUN on a GPU.
+// present form (the default alone, no variant to compare with) and every wgmma check and timing
+// have NOT RUN on a GPU.
 #include "../../llmc/attention.cuh"
 #include "common.h"
 
@@ -177,6 +183,17 @@ static bool report(const char *name, const char *what, double value, double tol,
     return ok;
 }
 
+// Max abs error of lse against the reference (non-finite values counted), reported.
+static bool report_lse(const char *name, const Reference &ref, const std::vector<float> &lse) {
+    double err = 0.0;
+    size_t bad = 0;
+    for (size_t i = 0; i < ref.lse.size(); i++) {
+        if (!isfinite(lse[i])) bad++;
+        else err = std::max(err, fabs(lse[i] - ref.lse[i]));
+    }
+    return report(name, "max abs error vs fp64", err, TOL_LSE, bad);
+}
+
 // The outputs of one forward and backward, copied to the host.
 struct Outputs {
     std::vector<bf16> out, dqkv;
@@ -195,26 +212,72 @@ static Outputs run_poisoned(const Buffers &b, const Shape &sh) {
     return {to_host(b.out, sh.out_count()), to_host(b.dqkv, sh.qkv_count()), to_host(b.lse, sh.lse_count())};
 }
 
+// The wgmma forward into NaN-filled out and lse; returns their host copies (dqkv left empty).
+static Outputs run_wgmma_forward_poisoned(const Buffers &b, const Shape &sh) {
+    cuda_check(cudaMemset(b.out, 0xFF, sh.out_count() * sizeof(bf16)));
+    cuda_check(cudaMemset(b.lse, 0xFF, sh.lse_count() * sizeof(float)));
+    attention_forward_wgmma(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
+    cuda_check(cudaDeviceSynchronize());
+    return {to_host(b.out, sh.out_count()), {}, to_host(b.lse, sh.lse_count())};
+}
+
 static bool identical(const Outputs &a, const Outputs &b) {
     return !memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(bf16)) &&
            !memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(float)) &&
            !memcmp(a.dqkv.data(), b.dqkv.data(), a.dqkv.size() * sizeof(bf16));
 }
 
-// Runs forward and backward three times, checks bit-identical results, compares with the reference.
-static bool check_case(const Case &c) {
+static const char *wgmma_unavailable_reason(void) {
+    int device, major;
+    cuda_check(cudaGetDevice(&device));
+    cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    return major == 9 ? "this build has no sm_90a code (build with NVCC_ARCH=sm_90)" : "not a GPU of compute capability 9.0";
+}
+
+// The wgmma forward's two runs: out and lse against the fp64 reference with the default's
+// tolerances, and the same bits twice.
+static bool check_wgmma_forward(const Reference &ref, const Outputs runs[2]) {
+    const std::vector<bf16> &out = runs[0].out;
+    const ErrorStat e = relative_error(ref.out, [&out](size_t i) { return (double)__bfloat162float(out[i]); }, 0, -1);
+    bool ok = report("out", "wgmma fwd: rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite);
+    ok = report_lse("lse", ref, runs[0].lse) && ok;
+    const bool same = !memcmp(runs[1].out.data(), out.data(), out.size() * sizeof(bf16)) &&
+                      !memcmp(runs[1].lse.data(), runs[0].lse.data(), runs[0].lse.size() * sizeof(float));
+    printf("    %-5s %-30s %s\n", "out", "wgmma fwd: same bits twice", same ? "ok" : "FAIL");
+    return ok && same;
+}
+
+// A case's seeded inputs (q and k ~ N(0, qk_std^2), v and dout ~ N(0, 1), exact in bf16), on the
+// host and in a new set of device buffers.
+static Buffers case_inputs(const Case &c, std::vector<bf16> &qkv, std::vector<bf16> &dout) {
     const Shape &sh = c.shape;
     printf("case B=%d NH=%d T=%d HS=%d qk_std=%.1f seed=%llu\n", sh.B, sh.NH, sh.T, sh.HS, c.qk_std,
            (unsigned long long)c.seed);
-    std::vector<bf16> qkv = random_normal_bf16(sh.qkv_count(), c.seed, 1.0f);
-    // q and k get qk_std, v stays N(0, 1)
+    qkv = random_normal_bf16(sh.qkv_count(), c.seed, 1.0f);
     for (size_t i = 0; i < qkv.size(); i++)
         if ((i / ((size_t)sh.NH * sh.HS)) % 3 != 2) qkv[i] = __float2bfloat16(c.qk_std * __bfloat162float(qkv[i]));
-    const std::vector<bf16> dout = random_normal_bf16(sh.out_count(), c.seed + 1, 1.0f);
-
+    dout = random_normal_bf16(sh.out_count(), c.seed + 1, 1.0f);
     const Buffers d = buffers_alloc(sh);
     to_device(d.qkv, qkv);
     to_device(d.dout, dout);
+    return d;
+}
+
+// One case. The default kernels: forward and backward three times, bit-identical results, the
+// other RT and BS variants' bits, every output against the reference. With wgmma: the wgmma
+// forward twice, out and lse against the reference, identical bits.
+static bool check_case(const Case &c, bool wgmma) {
+    const Shape &sh = c.shape;
+    std::vector<bf16> qkv, dout;
+    const Buffers d = case_inputs(c, qkv, dout);
+    if (wgmma) {
+        Outputs runs[2];
+        for (Outputs &r : runs) r = run_wgmma_forward_poisoned(d, sh);
+        buffers_free(d);
+        const bool ok = check_wgmma_forward(reference_attention(sh, qkv, dout), runs);
+        printf("%s B=%d NH=%d T=%d HS=%d (wgmma forward)\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
+        return ok;
+    }
 
     Outputs runs[3];
     for (Outputs &r : runs) r = run_poisoned(d, sh);
@@ -258,22 +321,28 @@ static bool check_case(const Case &c) {
         e = relative_error(ref.dqkv, bf_at(runs[0].dqkv), (size_t)sh.NH * sh.HS, which);
         ok = report(names[which], "rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
     }
-    double lse_err = 0.0;
-    size_t lse_bad = 0;
-    for (size_t i = 0; i < ref.lse.size(); i++) {
-        if (!isfinite(runs[0].lse[i])) lse_bad++;
-        else lse_err = std::max(lse_err, fabs(runs[0].lse[i] - ref.lse[i]));
-    }
-    ok = report("lse", "max abs error vs fp64", lse_err, TOL_LSE, lse_bad) && ok;
+    ok = report_lse("lse", ref, runs[0].lse) && ok;
     printf("%s B=%d NH=%d T=%d HS=%d\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
     return ok;
+}
+
+// Every element of two runs' outputs finite (they were NaN-filled) and the two runs' bits identical.
+static bool written_and_identical(const char *what, const Outputs &first, const Outputs &second) {
+    size_t non_finite = 0;
+    for (const bf16 &x : first.out) non_finite += !isfinite(__bfloat162float(x));
+    for (float x : first.lse) non_finite += !isfinite(x);
+    for (const bf16 &x : first.dqkv) non_finite += !isfinite(__bfloat162float(x));
+    const bool same = identical(first, second);
+    printf("    %-5s %snon-finite or unwritten %zu %s\n", "all", what, non_finite, non_finite ? "FAIL" : "ok");
+    printf("    %-5s %sidentical bits over 2 runs %s\n", "all", what, same ? "ok" : "FAIL");
+    return non_finite == 0 && same;
 }
 
 // Many heads (1024 to 2048 CTAs per kernel: several waves on any GPU; every case above fits on a
 // GPU at once, at most 32 CTAs): forward and backward of the defaults twice over NaN-filled
 // outputs, every element written and finite, and the two runs' bits identical (no fp64 reference
 // at this size).
-static bool check_many_heads(void) {
+static bool check_many_heads(bool wgmma) {
     bool ok = true;
     for (int HS : {64, 128}) {
         const Shape sh = {4, 2048 / HS, 1024, HS};
@@ -281,17 +350,10 @@ static bool check_many_heads(void) {
         const Buffers d = buffers_alloc(sh);
         fill_uniform_bf16(d.qkv, sh.qkv_count(), 300 + HS, -1.0f, 1.0f);
         fill_uniform_bf16(d.dout, sh.out_count(), 301 + HS, -1.0f, 1.0f);
-        const Outputs first = run_poisoned(d, sh), second = run_poisoned(d, sh);
+        auto run = [&] { return wgmma ? run_wgmma_forward_poisoned(d, sh) : run_poisoned(d, sh); };
+        const Outputs first = run(), second = run();
+        const bool case_ok = written_and_identical(wgmma ? "wgmma fwd: " : "", first, second);
         buffers_free(d);
-
-        size_t non_finite = 0;
-        for (const bf16 &x : first.out) non_finite += !isfinite(__bfloat162float(x));
-        for (float x : first.lse) non_finite += !isfinite(x);
-        for (const bf16 &x : first.dqkv) non_finite += !isfinite(__bfloat162float(x));
-        const bool same = identical(first, second);
-        printf("    %-5s %-30s %zu %s\n", "all", "non-finite or unwritten", non_finite, non_finite ? "FAIL" : "ok");
-        printf("    %-5s %-30s %s\n", "all", "identical bits over 2 runs", same ? "ok" : "FAIL");
-        const bool case_ok = non_finite == 0 && same;
         printf("%s B=%d NH=%d T=%d HS=%d (many heads)\n", case_ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, HS);
         ok = ok && case_ok;
     }
@@ -311,12 +373,12 @@ static bool check_rejections() {
 
 struct BenchRow {
     int T, HS, B, NH;
-    float fwd_ms, bwd_ms;
+    float fwd_ms, bwd_ms;  // with --wgmma: the default forward and the wgmma forward
 };
 
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
-static BenchRow bench(int T, int HS, uint64_t seed) {
+static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
     BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0};
     const Shape sh = {row.B, row.NH, T, HS};
     const Buffers d = buffers_alloc(sh);
@@ -327,9 +389,13 @@ static BenchRow bench(int T, int HS, uint64_t seed) {
     const int warmup = 3, reps = 21;
     row.fwd_ms = time_median_ms([&] { attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps,
                                 0);
-    row.bwd_ms = time_median_ms(
-        [&] { attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); }, warmup,
-        reps, 0);
+    if (wgmma)
+        row.bwd_ms = time_median_ms([&] { attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); },
+                                    warmup, reps, 0);
+    else
+        row.bwd_ms = time_median_ms(
+            [&] { attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); },
+            warmup, reps, 0);
 
     buffers_free(d);
     return row;
@@ -386,25 +452,32 @@ static bool tune_occupancy(void) {
     return identical;
 }
 
-static void print_bench_table(const std::vector<BenchRow> &rows) {
+static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
     printf("\nbenchmark: B*T = 16384 tokens, NH*HS = 2048; median of 21 runs; TFLOP/s with forward = "
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
-    printf("%5s %4s %3s %3s | %8s %7s | %8s %7s\n", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
+    printf("%5s %4s %3s %3s | %8s %7s | %9s %7s%s\n", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s",
+           wgmma ? "wgmma fwd" : "bwd ms", "TFLOP/s", wgmma ? " | speed-up" : "");
     for (const BenchRow &r : rows) {
-        const double fwd_flops = 2.0 * r.B * r.NH * (double)r.T * r.T * r.HS, bwd_flops = 2.5 * fwd_flops;
-        printf("%5d %4d %3d %3d | %8.3f %7.1f | %8.3f %7.1f\n", r.T, r.HS, r.B, r.NH, r.fwd_ms,
-               tflops(fwd_flops, r.fwd_ms), r.bwd_ms, tflops(bwd_flops, r.bwd_ms));
+        const double fwd_flops = 2.0 * r.B * r.NH * (double)r.T * r.T * r.HS;
+        printf("%5d %4d %3d %3d | %8.3f %7.1f | %9.3f %7.1f", r.T, r.HS, r.B, r.NH, r.fwd_ms,
+               tflops(fwd_flops, r.fwd_ms), r.bwd_ms, tflops(wgmma ? fwd_flops : 2.5 * fwd_flops, r.bwd_ms));
+        if (wgmma) printf(" | %7.2fx", r.fwd_ms / r.bwd_ms);
+        printf("\n");
     }
 }
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    bool check_only = false, small_only = false;
+    bool check_only = false, small_only = false, wgmma = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--check")) check_only = true;
         else if (!strcmp(argv[i], "--check-small")) check_only = small_only = true;
+        else if (!strcmp(argv[i], "--wgmma")) wgmma = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: %s [--check | --check-small]\n"
+            printf("usage: %s [--wgmma] [--check | --check-small]\n"
+                   "  --wgmma        the wgmma forward (sm_90a) instead of the default kernels: its checks, and\n"
+                   "                 its time beside the default forward's (a run of its own, so that a failure\n"
+                   "                 of this unverified kernel cannot cut the default's checks short)\n"
                    "  --check        correctness checks only, no benchmark\n"
                    "  --check-small  only the small cases (for compute-sanitizer's racecheck, which slows kernels\n"
                    "                 down a hundredfold and more): not the many-heads case\n",
@@ -418,6 +491,10 @@ int main(int argc, char **argv) {
     cuda_check(cudaGetDeviceProperties(&prop, device));
     printf("device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
     attention_require_supported(1, 64);
+    if (wgmma && !attention_wgmma_available()) {
+        printf("FAIL wgmma forward unavailable: %s\n", wgmma_unavailable_reason());
+        return 1;
+    }
 
     // T = 1 and T not a multiple of the 64-row tiles (or of the 32-row backward tiles of HS 128),
     // several batches and heads so that (b, h) indexing is exercised; one sharp-softmax case.
@@ -429,11 +506,11 @@ int main(int argc, char **argv) {
     };
     int failed = 0, n_checks = 0;
     for (const Case &c : cases) {
-        failed += !check_case(c);
+        failed += !check_case(c, wgmma);
         n_checks++;
     }
     if (!small_only) {
-        failed += !check_many_heads();
+        failed += !check_many_heads(wgmma);
         n_checks++;
     }
     failed += !check_rejections();
@@ -445,9 +522,9 @@ int main(int argc, char **argv) {
         const int Ts[] = {1024, 2048, 4096}, HSs[] = {64, 128};
         uint64_t seed = 1000;
         for (int HS : HSs)
-            for (int T : Ts) rows.push_back(bench(T, HS, seed += 2));
-        print_bench_table(rows);
-        failed += !tune_occupancy();
+            for (int T : Ts) rows.push_back(bench(T, HS, seed += 2, wgmma));
+        print_bench_table(rows, wgmma);
+        if (!wgmma) failed += !tune_occupancy();
     }
     return failed ? 1 : 0;
 }

@@ -47,9 +47,10 @@ phase() {
     check "$name: every table cell filled" bash -c "! grep -E '\\|\\s*\\|' '$out/summary.md'"
     check "$name: logs.tar.gz and device.txt returned" test -s "$out/logs.tar.gz" -a -s "$out/device.txt"
 }
-phase checks test_gptcu_tiny test_gptcu_small attention torch_sdpa harness_encoder harness_layernorm harness_gelu \
+phase checks test_gptcu_tiny test_gptcu_small attention attention_wgmma torch_sdpa harness_encoder harness_layernorm harness_gelu \
     harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick
-phase sanitize test_gptcu_d12 memcheck_test_tiny memcheck_attention racecheck_attention
+phase sanitize test_gptcu_d12 memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
+    racecheck_attention_wgmma
 phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute
 phase zero zero
 check "zero: gpu_zero_check.sh's 33 checks passed" test "$(tar -xzOf "$d/out_zero/logs.tar.gz" logs/zero.log | grep -c '^PASS zero:')" = 33

@@ -7,6 +7,13 @@
 //   2. the quantize-and-transpose tile swizzle (llmc/quant.cuh's quant_tile_col): a bijection of
 //      each 64 x 64 tile's bytes, 8-byte groups kept whole (pass 1's stores), and pass 2's reads
 //      (a warp: 4 columns x 8 rows 8 apart, 8 reads each) free of shared-memory bank conflicts.
+//   3. wgmma's operand descriptors (llmc/wgmma.cuh) against the tiles the attention loader writes
+//      (llmc/attention.cuh's wgmma forward): for every operand and k16 step, the address each
+//      element is read from, worked out from the descriptor's fields by the PTX ISA's canonical
+//      layouts and the hardware's address swizzle (an emulation written here, independently of
+//      wgmma.cuh's layout function), is where the loader put that element; and the swizzled
+//      layout is a bijection whose 8-row groups of one 16-byte column are bank-conflict free.
+//      This checks our code against our reading of the ISA; only a GPU checks the reading.
 // Prints one line per check (dev/test/check.h); exits 1 if any fails.
 #include "../../../llmc/attention.cuh"
 #include "../../../llmc/quant.cuh"
@@ -73,9 +80,86 @@ static void check_transpose_swizzle(void) {
     check(worst == 1, "quant transpose swizzle: pass 2 reads conflict-free (worst %d-way)", worst);
 }
 
+// The shared-memory byte from which wgmma reads element (mn, k) of a bf16 operand (mn: its row of
+// A or column of B; k: the contraction index, 0..15 within the instruction), decoded from the
+// descriptor as PTX ISA 9.7.15.5.1.2 defines it for the 128-byte swizzle, T = 8 bf16 per 16 bytes:
+//   K-major  ((8, m), (T, 2)) : ((8T, SBO), (1, T))
+//   MN-major ((T, 8, m), (8, k)) : ((1, T, LBO), (8T, SBO))
+// then the swizzle on the address: bits [4,7) ^= bits [7,10).
+static uint32_t wgmma_read_address(uint64_t desc, bool mn_major, int mn, int k) {
+    const uint32_t start = (uint32_t)(desc & 0x3FFF) << 4, lbo = (uint32_t)((desc >> 16) & 0x3FFF) << 4,
+                   sbo = (uint32_t)((desc >> 32) & 0x3FFF) << 4;
+    uint32_t addr;
+    if (!mn_major)
+        addr = start + (mn % 8) * 128 + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * 16;
+    else
+        addr = start + (mn % 8) * 2 + (mn / 8 % 8) * 16 + (mn / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo;
+    return addr ^ (((addr >> 7) & 7) << 4);
+}
+
+static void check_wgmma_descriptors(void) {
+    using namespace attention_detail::fwd_wgmma;
+    bool ok_q = true, ok_k = true, ok_v = true, ok_mode = true;
+    for (uint32_t base : {0u, 37u * 1024u})  // any 1024-byte boundary
+        for (int HS : {64, 128}) {
+            // Q: A operand, K-major, warpgroup w's 64 rows of the QROWS-row tile.
+            for (int w = 0; w < WARPGROUPS; w++)
+                for (int kk = 0; kk < HS / 16; kk++) {
+                    const uint64_t d = wgmma::desc_k_major(base, QROWS, 64 * w, kk);
+                    ok_mode = ok_mode && (d >> 62) == 1;
+                    for (int m = 0; m < 64; m++)
+                        for (int k = 0; k < 16; k++)
+                            ok_q = ok_q && wgmma_read_address(d, false, m, k) ==
+                                               base + wgmma::sw128_offset(QROWS, 64 * w + m, 16 * kk + k);
+                }
+            // K: B operand of S = Q K^T, K-major, N = the tile's 64 keys.
+            for (int kk = 0; kk < HS / 16; kk++) {
+                const uint64_t d = wgmma::desc_k_major(base, KEYS, 0, kk);
+                for (int n = 0; n < KEYS; n++)
+                    for (int k = 0; k < 16; k++)
+                        ok_k = ok_k && wgmma_read_address(d, false, n, k) == base + wgmma::sw128_offset(KEYS, n, 16 * kk + k);
+            }
+            // V: B operand of O = P V, MN-major, N = HS, contraction over keys 16 kk..16 kk+15.
+            for (int kk = 0; kk < KEYS / 16; kk++) {
+                const uint64_t d = wgmma::desc_mn_major(base, KEYS, kk);
+                ok_mode = ok_mode && (d >> 62) == 1;
+                for (int n = 0; n < HS; n++)
+                    for (int k = 0; k < 16; k++)
+                        ok_v = ok_v && wgmma_read_address(d, true, n, k) == base + wgmma::sw128_offset(KEYS, 16 * kk + k, n);
+            }
+        }
+    check(ok_mode, "wgmma descriptors: 128-byte swizzle mode");
+    check(ok_q, "wgmma attention forward: Q descriptors (A, K-major) read what the loader wrote, HS 64 and 128");
+    check(ok_k, "wgmma attention forward: K descriptors (B, K-major) read what the loader wrote, HS 64 and 128");
+    check(ok_v, "wgmma attention forward: V descriptors (B, MN-major) read what the loader wrote, HS 64 and 128");
+
+    // The layout: a bijection of a 64 x 128 tile onto its bytes (2 per element, 16-byte chunks
+    // whole), and a 16-byte column of 8 consecutive rows (what one 8x8 core matrix reads) spread
+    // over 8 different 16-byte bank groups.
+    const int rows = 64, width = 128;
+    std::vector<int> owner(rows * width * 2, -1);
+    bool bijection = true, conflict_free = true;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < width; c++) {
+            const uint32_t at = wgmma::sw128_offset(rows, r, c);
+            bijection = bijection && at < owner.size() && at % 2 == 0 && owner[at] < 0 &&
+                        at == wgmma::sw128_offset(rows, r, c & ~7) + (c & 7) * 2;
+            if (at < owner.size()) owner[at] = r * width + c;
+        }
+    for (int r0 = 0; r0 < rows; r0 += 8)
+        for (int c = 0; c < width; c += 8) {
+            std::set<int> groups;
+            for (int r = r0; r < r0 + 8; r++) groups.insert(wgmma::sw128_offset(rows, r, c) / 16 % 8);
+            conflict_free = conflict_free && groups.size() == 8;
+        }
+    check(bijection, "wgmma swizzled tile: a bijection onto its bytes, 16-byte chunks whole");
+    check(conflict_free, "wgmma swizzled tile: 8 rows of one 16-byte column in 8 different bank groups");
+}
+
 int main() {
     check_kv_first_tiles();
     check_transpose_swizzle();
+    check_wgmma_descriptors();
     printf("%d check(s) failed\n", g_failures);
     return g_failures ? 1 : 0;
 }

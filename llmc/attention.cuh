@@ -3,8 +3,9 @@
 // The T x T score matrix never reaches global memory: forward keeps only the per-row
 // log-sum-exp, backward recomputes the probabilities tile by tile from it.
 //
-// The forward also exists in a wgmma version for sm_90a (attention_forward_wgmma, llmc/wgmma.cuh):
-// written and compiled only, NOT RUN on a GPU, not used by the trainer until it is verified.
+// The forward, and the backward at head size 64, also exist in wgmma versions for sm_90a
+// (attention_forward_wgmma, attention_backward_wgmma; llmc/wgmma.cuh): written and compiled only,
+// NOT RUN on a GPU, not used by the trainer until they are verified.
 //
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): dev/cuda/attention.cu
 // checks it against an fp64 CPU reference and for bit-reproducibility (memcheck and racecheck
@@ -473,6 +474,68 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
 // Within a k16 step wgmma sums in an order of its own, so the bits may differ from the mma.sync
 // kernel's; dev/cuda/attention.cu checks this kernel against fp64 as it checks the default.
 
+// The dynamic shared memory from its first 1024-byte boundary, where wgmma's swizzled tiles must
+// start (the kernels' smem_bytes() leave room for the shift).
+__device__ __forceinline__ unsigned char *swizzle_aligned(unsigned char *smem_raw) {
+    return smem_raw + (wgmma::SWIZZLE_ALIGN - smem_addr(smem_raw) % wgmma::SWIZZLE_ALIGN) % wgmma::SWIZZLE_ALIGN;
+}
+
+// Makes the tiles this thread copied with cp.async visible to every warpgroup's wgmma: wait for
+// its copies, fence them into the async proxy, then the barrier (after which the previous
+// iteration's buffers, whose wgmma every warpgroup has waited for, may be refilled).
+__device__ __forceinline__ void publish_tiles() {
+    cp_async_wait<0>();
+    wgmma::fence_proxy_async_shared();
+    __syncthreads();
+}
+
+// Rows row0.. of K and V of one head into swizzled tiles (the wgmma kernels' streamed key tiles).
+template <int ROWS, int HS, int THREADS>
+__device__ __forceinline__ void load_kv_tiles_async(__nv_bfloat16 *k_tile, __nv_bfloat16 *v_tile, const __nv_bfloat16 *k_head,
+                                                    const __nv_bfloat16 *v_head, int64_t row_stride, int row0, int T) {
+    load_tile_async<ROWS, HS, true, THREADS>(k_tile, k_head, row_stride, row0, T);
+    load_tile_async<ROWS, HS, true, THREADS>(v_tile, v_head, row_stride, row0, T);
+}
+
+// The loop of the forward and dQ kernels over key tiles 0..n_tiles-1 of ROWS keys, K and V
+// double-buffered in sK[2], sV[2] (tiles of ROWS x HS): tile 0 was issued by the caller (in the
+// last cp.async group); each iteration publishes tile j, issues tile j + 1, then calls
+// body(j * ROWS, buf) unless the warpgroup has nothing to do there (active(j * ROWS) false,
+// uniform in the warpgroup). Every thread takes every barrier.
+template <int ROWS, int HS, int THREADS, typename Active, typename Body>
+__device__ __forceinline__ void for_each_kv_tile(int n_tiles, __nv_bfloat16 *sK, __nv_bfloat16 *sV,
+                                                 const __nv_bfloat16 *k_head, const __nv_bfloat16 *v_head,
+                                                 int64_t row_stride, int T, Active active, Body body) {
+    for (int j = 0; j < n_tiles; j++) {
+        const int buf = j & 1;
+        publish_tiles();
+        if (j + 1 < n_tiles) {
+            load_kv_tiles_async<ROWS, HS, THREADS>(sK + (buf ^ 1) * ROWS * HS, sV + (buf ^ 1) * ROWS * HS, k_head,
+                                                   v_head, row_stride, (j + 1) * ROWS, T);
+            cp_async_commit();
+        }
+        if (active(j * ROWS)) body(j * ROWS, buf);
+    }
+}
+
+// acc (64 x 64) = A B^T over HS: A the 64 rows a_row0.. of a swizzled [a_rows][HS] tile, B the 64
+// rows of a swizzled [64][HS] tile, both K-major (HS along their rows). Issues; the caller commits.
+template <int HS>
+__device__ __forceinline__ void mma_rows_by_rows(float (*acc)[4], uint32_t a_tile, int a_rows, int a_row0, uint32_t b_tile) {
+#pragma unroll
+    for (int kk = 0; kk < HS / 16; kk++)
+        wgmma::mma_ss_n64(acc, wgmma::desc_k_major(a_tile, a_rows, a_row0, kk), wgmma::desc_k_major(b_tile, 64, 0, kk),
+                          kk > 0);
+}
+
+// acc (64 x HS) += A B: A 64 x K in registers (K / 16 fragments), B the K rows of a swizzled
+// [K][HS] tile read MN-major (the contraction runs down its rows). Issues; the caller commits.
+template <int HS, int K>
+__device__ __forceinline__ void mma_regs_by_tile(float (*acc)[4], const uint32_t (*a)[4], uint32_t b_tile) {
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++) wgmma::mma_rs_mn_major_b<HS>(acc, a[kk], wgmma::desc_mn_major(b_tile, K, kk));
+}
+
 namespace fwd_wgmma {
 constexpr int WARPGROUPS = 2, THREADS = 128 * WARPGROUPS, QROWS = 64 * WARPGROUPS, KEYS = 64;
 template <int HS> __host__ __device__ constexpr uint32_t q_bytes() { return QROWS * HS * 2; }
@@ -492,7 +555,7 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
     constexpr uint32_t QB = q_bytes<HS>(), KVB = kv_bytes<HS>();
     static_assert(QB % wgmma::SWIZZLE_ALIGN == 0 && KVB % wgmma::SWIZZLE_ALIGN == 0, "tiles on 1024-byte boundaries");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    unsigned char *smem = smem_raw + (wgmma::SWIZZLE_ALIGN - smem_addr(smem_raw) % wgmma::SWIZZLE_ALIGN) % wgmma::SWIZZLE_ALIGN;
+    unsigned char *smem = swizzle_aligned(smem_raw);
     __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem + QB);            // [2] tiles
     __nv_bfloat16 *sV = reinterpret_cast<__nv_bfloat16 *>(smem + QB + 2 * KVB);  // [2] tiles
@@ -513,8 +576,7 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
     const int wg_last_query = min(wg_q0 + 63, T - 1);
 
     load_tile_async<QROWS, HS, true, THREADS>(sQ, q_head, row_stride, q0, T);
-    load_tile_async<KEYS, HS, true, THREADS>(sK, k_head, row_stride, 0, T);
-    load_tile_async<KEYS, HS, true, THREADS>(sV, v_head, row_stride, 0, T);
+    load_kv_tiles_async<KEYS, HS, THREADS>(sK, sV, k_head, v_head, row_stride, 0, T);
     cp_async_commit();
 
     float o[HS / 8][4];
@@ -522,27 +584,13 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
     for (int n = 0; n < HS / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-    for (int j = 0; j < n_tiles; j++) {
-        const int buf = j & 1;
-        cp_async_wait<0>();
-        wgmma::fence_proxy_async_shared();
-        __syncthreads();
-        if (j + 1 < n_tiles) {
-            load_tile_async<KEYS, HS, true, THREADS>(sK + (buf ^ 1) * KVB / 2, k_head, row_stride, (j + 1) * KEYS, T);
-            load_tile_async<KEYS, HS, true, THREADS>(sV + (buf ^ 1) * KVB / 2, v_head, row_stride, (j + 1) * KEYS, T);
-            cp_async_commit();
-        }
-        const int k0 = j * KEYS;
-        // Nothing to do (uniform in the warpgroup): all its rows are past T, or all the tile's keys
-        // come after its queries.
-        if (wg_q0 >= T || k0 > wg_last_query) continue;
-
+    // A warpgroup has nothing to do where all its rows are past T or all the tile's keys come
+    // after its queries.
+    auto active = [&](int k0) { return wg_q0 < T && k0 <= wg_last_query; };
+    for_each_kv_tile<KEYS, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, [&](int k0, int buf) {
         float s[KEYS / 8][4];
         wgmma::fence();
-#pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++)
-            wgmma::mma_ss_n64(s, wgmma::desc_k_major(q_addr, QROWS, 64 * wg, kk),
-                              wgmma::desc_k_major(k_addr + buf * KVB, KEYS, 0, kk), kk > 0);
+        mma_rows_by_rows<HS>(s, q_addr, QROWS, 64 * wg, k_addr + buf * KVB);
         wgmma::commit();
         wgmma::wait<0>();
         wgmma::hold_registers<KEYS / 8>(s);
@@ -555,20 +603,15 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
         wgmma::hold_registers<HS / 8>(o);  // the rescale and the packing happen before the fence
         wgmma::hold_registers<KEYS / 16>(pf);
         wgmma::fence();
-#pragma unroll
-        for (int kk = 0; kk < KEYS / 16; kk++)
-            wgmma::mma_rs_mn_major_b<HS>(o, pf[kk], wgmma::desc_mn_major(v_addr + buf * KVB, KEYS, kk));
+        mma_regs_by_tile<HS, KEYS>(o, pf, v_addr + buf * KVB);
         wgmma::commit();
         wgmma::wait<0>();
         wgmma::hold_registers<HS / 8>(o);
-    }
+    });
 
     finish_forward_rows<HS>(out + (int64_t)b * T * C + h * HS, C, lse + (int64_t)bh * T, wg_q0 + 16 * warp, T, o, m,
                             l, lane);
 }
-
-// Writes 1 where the kernels above were built with wgmma (sm_90a), 0 where they compile to nothing.
-__global__ void wgmma_probe_kernel(int *compiled_in) { *compiled_in = wgmma::wgmma_compiled_in(); }
 
 // ---------------------------------------------------------------------------------------------
 // Backward, step 1: delta = rowsum(dO * O), one warp per (b, t, h) row, fixed shuffle order.
@@ -619,6 +662,46 @@ template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return H
 
 template <int HS, int BS> constexpr size_t backward_smem_bytes() {
     return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
+}
+
+// The backward's per-element step on a warp's accumulator tiles, shared by the mma.sync and wgmma
+// kernels (C layout: thread holds rows g, g + 8 and columns 8 n + 2 t + {0, 1}).
+// Keys as rows (dK/dV): p holds S^T, dp holds dP^T, of keys key_lo (+8) and the BQ queries
+// qt0..; lse_tile and delta_tile are those queries' lse and delta. p becomes P^T (0 where masked:
+// key after query, or query past T; only tiles with needs_mask test it), dp becomes dS^T.
+template <int BQ>
+__device__ __forceinline__ void probs_and_ds_transposed(float (*p)[4], float (*dp)[4], int key_lo, int qt0, int T,
+                                                        bool needs_mask, const float *lse_tile,
+                                                        const float *delta_tile, float scale_log2, int t) {
+#pragma unroll
+    for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int qc = 8 * n + 2 * t + (e & 1);  // query within the tile
+            const int key = key_lo + 8 * (e >> 1), query = qt0 + qc;
+            const bool visible = !needs_mask || (key <= query && query < T);
+            const float pe = visible ? exp2_ftz(fmaf(p[n][e], scale_log2, -(lse_tile[qc] * LOG2E))) : 0.0f;
+            p[n][e] = pe;
+            dp[n][e] = pe * (dp[n][e] - delta_tile[qc]);  // dS^T
+        }
+}
+
+// Queries as rows (dQ): p holds S, dp holds dP, of queries row_lo (+8) and the BK keys kt0..;
+// lse2 (lse log2e) and dlt (delta) are the two rows'. dp becomes dS (P is not kept).
+template <int BK>
+__device__ __forceinline__ void ds_rows(float (*dp)[4], const float (*p)[4], int row_lo, int kt0, int T,
+                                        bool needs_mask, const float lse2[2], const float dlt[2], float scale_log2,
+                                        int t) {
+#pragma unroll
+    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int half = e >> 1;
+            const int key = kt0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * half;
+            const bool visible = !needs_mask || (key <= query && key < T);
+            const float pe = visible ? exp2_ftz(fmaf(p[n][e], scale_log2, -lse2[half])) : 0.0f;
+            dp[n][e] = pe * (dp[n][e] - dlt[half]);  // dS
+        }
 }
 
 // The first query tile (BQ rows) that key block kb meets: queries < kb * 64 see none of its keys.
@@ -703,17 +786,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 
         const int qt0 = i * BQ;
         const bool needs_mask = qt0 < k0 + ROWS_PER_CTA || qt0 + BQ > T;
-#pragma unroll
-        for (int n = 0; n < BQ / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int qc = 8 * n + 2 * t + (e & 1);  // query within the tile
-                const int key = key_lo + 8 * (e >> 1), query = qt0 + qc;
-                const bool visible = !needs_mask || (key <= query && query < T);
-                const float pe = visible ? exp2_ftz(fmaf(p[n][e], scale_log2, -(lse_tile[qc] * LOG2E))) : 0.0f;
-                p[n][e] = pe;
-                dp[n][e] = pe * (dp[n][e] - delta_tile[qc]);  // dS^T
-            }
+        probs_and_ds_transposed<BQ>(p, dp, key_lo, qt0, T, needs_mask, lse_tile, delta_tile, scale_log2, t);
 
         uint32_t af[BQ / 16][4];
         acc_to_a<BQ>(af, p);
@@ -807,16 +880,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 
         const int kt0 = j * BK;
         const bool needs_mask = kt0 + BK - 1 > q0 + 16 * warp || kt0 + BK > T;
-#pragma unroll
-        for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int half = e >> 1;
-                const int key = kt0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * half;
-                const bool visible = !needs_mask || (key <= query && key < T);
-                const float pe = visible ? exp2_ftz(fmaf(p[n][e], scale_log2, -lse2[half])) : 0.0f;
-                dp[n][e] = pe * (dp[n][e] - dlt[half]);  // dS
-            }
+        ds_rows<BK>(dp, p, row_lo, kt0, T, needs_mask, lse2, dlt, scale_log2, t);
 
         uint32_t af[BK / 16][4];
         acc_to_a<BK>(af, dp);
@@ -827,6 +891,222 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
     store_rows<HS>(dq_head, row_stride, q0 + 16 * warp, T, dq, scale, scale, lane);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Backward with wgmma (sm_90a; HS 64 only; STATUS: compiled only, NOT RUN on a GPU, not used by
+// the trainer). The same two kernels as above, after the same delta kernel, with warpgroups:
+// a CTA of 2 warpgroups keeps 128 rows resident (keys in dK/dV, queries in dQ), 64 per warpgroup
+// (wgmma's M), and streams 64-row tiles of the other operand, double-buffered by cp.async.
+//   dK/dV, per query tile:  S^T = K Q^T, dP^T = V dO^T    (K, V, Q, dO all K-major in shared memory)
+//                           P^T, dS^T                     (probs_and_ds_transposed, in registers)
+//                           dV += P^T dO, dK += dS^T Q    (A from registers, dO and Q MN-major)
+//   dQ, per key tile:       S = Q K^T, dP = dO V^T; dS (ds_rows); dQ += dS K (K MN-major)
+// Shared, 128-byte swizzled from a 1024-byte boundary: the two resident [128][HS] tiles, then the
+// two streamed operands [2][64][HS] each; dK/dV also streams the tile's lse and delta ([2][64] fp32).
+// A warpgroup skips a tile (uniformly) when its rows are past T or the causal mask hides all of it.
+
+namespace bwd_wgmma {
+constexpr int WARPGROUPS = 2, THREADS = 128 * WARPGROUPS, ROWS = 64 * WARPGROUPS, TILE = 64;
+template <int HS> __host__ __device__ constexpr uint32_t resident_bytes() { return ROWS * HS * 2; }
+template <int HS> __host__ __device__ constexpr uint32_t tile_bytes() { return TILE * HS * 2; }
+template <int HS> constexpr size_t smem_bytes() {
+    return wgmma::SWIZZLE_ALIGN + 2 * resident_bytes<HS>() + 4 * tile_bytes<HS>() + 4 * TILE * sizeof(float);
+}
+
+// Both kernels' shared memory: two resident tiles (dK/dV: K, V; dQ: Q, dO), two double-buffered
+// streamed operands (dK/dV: Q, dO; dQ: K, V), then dK/dV's lse and delta [2][TILE].
+template <int HS> struct Tiles {
+    static constexpr uint32_t RB = resident_bytes<HS>(), TB = tile_bytes<HS>();
+    static_assert(RB % wgmma::SWIZZLE_ALIGN == 0 && TB % wgmma::SWIZZLE_ALIGN == 0, "tiles on 1024-byte boundaries");
+    __nv_bfloat16 *resident[2], *streamed[2];  // streamed[x] + buf * TB / 2: buffer buf
+    uint32_t resident_addr[2], streamed_addr[2];
+    float *lse, *delta;                        // + buf * TILE
+
+    __device__ explicit Tiles(unsigned char *smem) {
+        for (int x = 0; x < 2; x++) {
+            resident[x] = reinterpret_cast<__nv_bfloat16 *>(smem + x * RB);
+            streamed[x] = reinterpret_cast<__nv_bfloat16 *>(smem + 2 * RB + x * 2 * TB);
+            resident_addr[x] = smem_addr(resident[x]);
+            streamed_addr[x] = smem_addr(streamed[x]);
+        }
+        lse = reinterpret_cast<float *>(smem + 2 * RB + 4 * TB);
+        delta = lse + 2 * TILE;
+    }
+};
+}  // namespace bwd_wgmma
+
+template <int HS>
+__global__ void __launch_bounds__(bwd_wgmma::THREADS, 1)
+attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
+                                   const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
+                                   const float *__restrict__ delta, int T, int NH, float scale) {
+    using namespace bwd_wgmma;
+    static_assert(HS == 64, "registers: dK, dV, S^T, dP^T accumulators are 4 x HS / 2 floats per thread");
+    constexpr uint32_t TB = tile_bytes<HS>();
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const Tiles<HS> tiles(swizzle_aligned(smem_raw));
+    __nv_bfloat16 *sK = tiles.resident[0], *sV = tiles.resident[1], *sQ = tiles.streamed[0], *sdO = tiles.streamed[1];
+    float *sLse = tiles.lse, *sDelta = tiles.delta;
+    const uint32_t k_addr = tiles.resident_addr[0], v_addr = tiles.resident_addr[1];
+    const uint32_t q_addr = tiles.streamed_addr[0], do_addr = tiles.streamed_addr[1];
+
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int k0 = blockIdx.y * ROWS;  // the first key blocks see the most queries: first
+    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane >> 2, t = lane & 3;
+    const int C = NH * HS;
+    const int64_t row_stride = 3 * (int64_t)C;
+    const __nv_bfloat16 *q_head = qkv + (int64_t)b * T * row_stride + h * HS;
+    const __nv_bfloat16 *k_head = q_head + C, *v_head = q_head + 2 * C;
+    const __nv_bfloat16 *do_head = dout + (int64_t)b * T * C + h * HS;
+    const float *lse_row = lse + (int64_t)bh * T, *delta_row = delta + (int64_t)bh * T;
+    const float scale_log2 = scale * LOG2E;
+    const int wg_k0 = k0 + 64 * wg;
+
+    const int first_tile = k0 / TILE;  // queries < k0 see none of these keys
+    const int n_tiles = (T + TILE - 1) / TILE;
+
+    auto load_query_tile = [&](int i, int buf) {
+        load_tile_async<TILE, HS, true, THREADS>(sQ + buf * TB / 2, q_head, row_stride, i * TILE, T);
+        load_tile_async<TILE, HS, true, THREADS>(sdO + buf * TB / 2, do_head, C, i * TILE, T);
+        for (int r = threadIdx.x; r < TILE; r += THREADS) {
+            const int q = i * TILE + r;
+            const bool valid = q < T;
+            cp_async_4(sLse + buf * TILE + r, lse_row + (valid ? q : 0), valid);
+            cp_async_4(sDelta + buf * TILE + r, delta_row + (valid ? q : 0), valid);
+        }
+    };
+    load_tile_async<ROWS, HS, true, THREADS>(sK, k_head, row_stride, k0, T);
+    load_tile_async<ROWS, HS, true, THREADS>(sV, v_head, row_stride, k0, T);
+    load_query_tile(first_tile, 0);
+    cp_async_commit();
+
+    float dk[HS / 8][4], dv[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
+    const int key_lo = wg_k0 + 16 * warp + g;  // key of accumulator rows 0, 1 (2, 3: key_lo + 8)
+
+    for (int i = first_tile; i < n_tiles; i++) {
+        const int buf = (i - first_tile) & 1;
+        publish_tiles();
+        if (i + 1 < n_tiles) {
+            load_query_tile(i + 1, buf ^ 1);
+            cp_async_commit();
+        }
+        const int qt0 = i * TILE;
+        if (wg_k0 >= T || qt0 + TILE - 1 < wg_k0) continue;  // keys past T, or every query before them
+        const uint32_t qb = q_addr + buf * TB, dob = do_addr + buf * TB;
+
+        float p[TILE / 8][4], dp[TILE / 8][4];
+        wgmma::fence();
+        mma_rows_by_rows<HS>(p, k_addr, ROWS, 64 * wg, qb);    // S^T
+        mma_rows_by_rows<HS>(dp, v_addr, ROWS, 64 * wg, dob);  // dP^T
+        wgmma::commit();
+        wgmma::wait<0>();
+        wgmma::hold_registers<TILE / 8>(p);
+        wgmma::hold_registers<TILE / 8>(dp);
+
+        const bool needs_mask = qt0 < wg_k0 + 64 || qt0 + TILE > T;
+        probs_and_ds_transposed<TILE>(p, dp, key_lo, qt0, T, needs_mask, sLse + buf * TILE, sDelta + buf * TILE,
+                                      scale_log2, t);
+        uint32_t pf[TILE / 16][4], dsf[TILE / 16][4];
+        acc_to_a<TILE>(pf, p);
+        acc_to_a<TILE>(dsf, dp);
+        wgmma::hold_registers<HS / 8>(dv);
+        wgmma::hold_registers<HS / 8>(dk);
+        wgmma::hold_registers<TILE / 16>(pf);
+        wgmma::hold_registers<TILE / 16>(dsf);
+        wgmma::fence();
+        mma_regs_by_tile<HS, TILE>(dv, pf, dob);
+        mma_regs_by_tile<HS, TILE>(dk, dsf, qb);
+        wgmma::commit();
+        wgmma::wait<0>();
+        wgmma::hold_registers<HS / 8>(dv);
+        wgmma::hold_registers<HS / 8>(dk);
+    }
+
+    __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
+    store_rows<HS>(dk_head, row_stride, wg_k0 + 16 * warp, T, dk, scale, scale, lane);
+    store_rows<HS>(dk_head + C, row_stride, wg_k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
+}
+
+template <int HS>
+__global__ void __launch_bounds__(bwd_wgmma::THREADS, 1)
+attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
+                                   const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
+                                   const float *__restrict__ delta, int T, int NH, float scale) {
+    using namespace bwd_wgmma;
+    static_assert(HS == 64, "registers: dQ, S, dP accumulators");
+    constexpr uint32_t TB = tile_bytes<HS>();
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const Tiles<HS> tiles(swizzle_aligned(smem_raw));
+    __nv_bfloat16 *sQ = tiles.resident[0], *sdO = tiles.resident[1], *sK = tiles.streamed[0], *sV = tiles.streamed[1];
+    const uint32_t q_addr = tiles.resident_addr[0], do_addr = tiles.resident_addr[1];
+    const uint32_t k_addr = tiles.streamed_addr[0], v_addr = tiles.streamed_addr[1];
+
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int q0 = (gridDim.y - 1 - blockIdx.y) * ROWS;  // longest rows first
+    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane >> 2, t = lane & 3;
+    const int C = NH * HS;
+    const int64_t row_stride = 3 * (int64_t)C;
+    const __nv_bfloat16 *q_head = qkv + (int64_t)b * T * row_stride + h * HS;
+    const __nv_bfloat16 *k_head = q_head + C, *v_head = q_head + 2 * C;
+    const __nv_bfloat16 *do_head = dout + (int64_t)b * T * C + h * HS;
+    const float scale_log2 = scale * LOG2E;
+    const int wg_q0 = q0 + 64 * wg, wg_last_query = min(wg_q0 + 63, T - 1);
+    const int n_tiles = (min(q0 + ROWS, T) - 1) / TILE + 1;
+
+    load_tile_async<ROWS, HS, true, THREADS>(sQ, q_head, row_stride, q0, T);
+    load_tile_async<ROWS, HS, true, THREADS>(sdO, do_head, C, q0, T);
+    load_kv_tiles_async<TILE, HS, THREADS>(sK, sV, k_head, v_head, row_stride, 0, T);
+    cp_async_commit();
+
+    const int row_lo = wg_q0 + 16 * warp + g;  // query of accumulator rows 0, 1 (2, 3: row_lo + 8)
+    float lse2[2], dlt[2];                     // lse * log2e and delta of rows row_lo, row_lo + 8
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = row_lo + 8 * half;
+        lse2[half] = row < T ? lse[(int64_t)bh * T + row] * LOG2E : 0.0f;
+        dlt[half] = row < T ? delta[(int64_t)bh * T + row] : 0.0f;
+    }
+    float dq[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+
+    auto active = [&](int kt0) { return wg_q0 < T && kt0 <= wg_last_query; };  // as in the forward
+    for_each_kv_tile<TILE, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, [&](int kt0, int buf) {
+        const uint32_t kb = k_addr + buf * TB, vb = v_addr + buf * TB;
+        float p[TILE / 8][4], dp[TILE / 8][4];
+        wgmma::fence();
+        mma_rows_by_rows<HS>(p, q_addr, ROWS, 64 * wg, kb);    // S
+        mma_rows_by_rows<HS>(dp, do_addr, ROWS, 64 * wg, vb);  // dP
+        wgmma::commit();
+        wgmma::wait<0>();
+        wgmma::hold_registers<TILE / 8>(p);
+        wgmma::hold_registers<TILE / 8>(dp);
+
+        const bool needs_mask = kt0 + TILE - 1 > wg_q0 || kt0 + TILE > T;
+        ds_rows<TILE>(dp, p, row_lo, kt0, T, needs_mask, lse2, dlt, scale_log2, t);
+        uint32_t dsf[TILE / 16][4];
+        acc_to_a<TILE>(dsf, dp);
+        wgmma::hold_registers<HS / 8>(dq);
+        wgmma::hold_registers<TILE / 16>(dsf);
+        wgmma::fence();
+        mma_regs_by_tile<HS, TILE>(dq, dsf, kb);
+        wgmma::commit();
+        wgmma::wait<0>();
+        wgmma::hold_registers<HS / 8>(dq);
+    });
+
+    __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
+    store_rows<HS>(dq_head, row_stride, wg_q0 + 16 * warp, T, dq, scale, scale, lane);
+}
+
+// Writes 1 where the kernels above were built with wgmma (sm_90a), 0 where they compile to nothing.
+__global__ void wgmma_probe_kernel(int *compiled_in) { *compiled_in = wgmma::wgmma_compiled_in(); }
 
 // ---------------------------------------------------------------------------------------------
 // Host side
@@ -876,18 +1156,43 @@ static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_b
     attention_cuda_check(cudaGetLastError());
 }
 
+// The backward's first step, delta = rowsum(dO * O) into scratch, for both backward versions.
+template <int HS>
+static inline float *backward_delta(void *scratch, const __nv_bfloat16 *dout, const __nv_bfloat16 *out, int B, int T,
+                                    int NH, cudaStream_t stream) {
+    const int64_t rows = (int64_t)B * T * NH;
+    float *delta = (float *)scratch;
+    attention_delta_kernel<HS><<<(unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream>>>(
+        delta, dout, out, B, T, NH);
+    attention_cuda_check(cudaGetLastError());
+    return delta;
+}
+
+template <int HS>
+static inline void backward_wgmma_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                     const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B, int T,
+                                     int NH, cudaStream_t stream) {
+    const float scale = 1.0f / sqrtf((float)HS);
+    const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
+    const dim3 grid(B * NH, (T + bwd_wgmma::ROWS - 1) / bwd_wgmma::ROWS);
+    const size_t smem = bwd_wgmma::smem_bytes<HS>();
+    launch_config(attention_backward_kv_wgmma_kernel<HS>, smem);
+    attention_backward_kv_wgmma_kernel<HS><<<grid, bwd_wgmma::THREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
+                                                                                       NH, scale);
+    attention_cuda_check(cudaGetLastError());
+    launch_config(attention_backward_dq_wgmma_kernel<HS>, smem);
+    attention_backward_dq_wgmma_kernel<HS><<<grid, bwd_wgmma::THREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
+                                                                                       NH, scale);
+    attention_cuda_check(cudaGetLastError());
+}
+
 // scratch: attention_backward_scratch_bytes, delta (B, NH, T) fp32.
 template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
 static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                int B, int T, int NH, cudaStream_t stream) {
     const float scale = 1.0f / sqrtf((float)HS);
-    const int64_t rows = (int64_t)B * T * NH;
-    float *delta = (float *)scratch;
-    attention_delta_kernel<HS><<<(unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream>>>(
-        delta, dout, out, B, T, NH);
-    attention_cuda_check(cudaGetLastError());
-
+    const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
     const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
     const size_t smem = backward_smem_bytes<HS, BS>();
     launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS>, smem);
@@ -943,6 +1248,20 @@ static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const
         die("attention_forward_wgmma: needs a GPU of compute capability 9.0 and a build for sm_90a");
     if (HS == 64) attention_detail::forward_wgmma_hs<64>(out, lse, qkv, B, T, NH, stream);
     else attention_detail::forward_wgmma_hs<128>(out, lse, qkv, B, T, NH, stream);
+}
+
+// attention_backward through wgmma (sm_90a), head size 64 only so far: same inputs, outputs,
+// scratch and contract (deterministic). Not yet verified on a GPU, so the trainer does not call
+// it; dev/cuda/attention.cu checks and times it.
+static inline void attention_backward_wgmma(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                            const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
+                                            int B, int T, int NH, int HS, cudaStream_t stream) {
+    const attention_detail::TensorArg args[] = {{dqkv, 4}, {scratch, 16}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
+    attention_detail::check_args("attention_backward_wgmma", B, T, NH, HS, args, 6);
+    if (HS != 64) die("attention_backward_wgmma: head size %d; only 64 so far", HS);
+    if (!attention_wgmma_available())
+        die("attention_backward_wgmma: needs a GPU of compute capability 9.0 and a build for sm_90a");
+    attention_detail::backward_wgmma_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
 }
 
 // Bytes of scratch that attention_backward needs: delta, one float per (b, h, t) row, whatever

@@ -9,11 +9,11 @@
 // many heads (several waves of CTAs): every element written, identical bits over 2 runs
 // (check_many_heads; not with --check-small). Prints PASS/FAIL per case and exits 1 if any check
 // fails.
-// With --wgmma, the wgmma forward (attention_forward_wgmma, sm_90a; this harness is built for
-// sm_90a when NVCC_ARCH is sm_90) instead: per case, out and lse against fp64 with the same
-// tolerances, no NaN/Inf or unwritten element, identical bits over 2 runs; the many-heads case;
-// the benchmark table with its forward time beside the default forward's. It exits 1 on a GPU or
-// build without sm_90a.
+// With --wgmma, the wgmma kernels (attention_forward_wgmma, and at HS 64 attention_backward_wgmma
+// from its out and lse; sm_90a, this harness is built for sm_90a when NVCC_ARCH is sm_90) instead:
+// per case, out, lse (and dq, dk, dv) against fp64 with the same tolerances, no NaN/Inf or
+// unwritten element, identical bits over 2 runs; the many-heads case; the benchmark table with
+// their times beside the default kernels'. It exits 1 on a GPU or build without sm_90a.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
 // kernel variants (occupancy, row tiles per warp, streamed tile height) side by side (see
@@ -212,13 +212,18 @@ static Outputs run_poisoned(const Buffers &b, const Shape &sh) {
     return {to_host(b.out, sh.out_count()), to_host(b.dqkv, sh.qkv_count()), to_host(b.lse, sh.lse_count())};
 }
 
-// The wgmma forward into NaN-filled out and lse; returns their host copies (dqkv left empty).
-static Outputs run_wgmma_forward_poisoned(const Buffers &b, const Shape &sh) {
+// The wgmma forward, and at HS 64 the wgmma backward from its out and lse, into NaN-filled
+// outputs; returns their host copies (dqkv empty at HS 128, which has no wgmma backward yet).
+static Outputs run_wgmma_poisoned(const Buffers &b, const Shape &sh) {
     cuda_check(cudaMemset(b.out, 0xFF, sh.out_count() * sizeof(bf16)));
     cuda_check(cudaMemset(b.lse, 0xFF, sh.lse_count() * sizeof(float)));
+    cuda_check(cudaMemset(b.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
     attention_forward_wgmma(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
+    if (sh.HS == 64)
+        attention_backward_wgmma(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, sh.HS, 0);
     cuda_check(cudaDeviceSynchronize());
-    return {to_host(b.out, sh.out_count()), {}, to_host(b.lse, sh.lse_count())};
+    return {to_host(b.out, sh.out_count()), sh.HS == 64 ? to_host(b.dqkv, sh.qkv_count()) : std::vector<bf16>(),
+            to_host(b.lse, sh.lse_count())};
 }
 
 static bool identical(const Outputs &a, const Outputs &b) {
@@ -234,16 +239,22 @@ static const char *wgmma_unavailable_reason(void) {
     return major == 9 ? "this build has no sm_90a code (build with NVCC_ARCH=sm_90)" : "not a GPU of compute capability 9.0";
 }
 
-// The wgmma forward's two runs: out and lse against the fp64 reference with the default's
-// tolerances, and the same bits twice.
-static bool check_wgmma_forward(const Reference &ref, const Outputs runs[2]) {
-    const std::vector<bf16> &out = runs[0].out;
-    const ErrorStat e = relative_error(ref.out, [&out](size_t i) { return (double)__bfloat162float(out[i]); }, 0, -1);
-    bool ok = report("out", "wgmma fwd: rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite);
+// The wgmma kernels' two runs (run_wgmma_poisoned): out, lse and (HS 64) dq, dk, dv against the
+// fp64 reference with the default's tolerances, and the same bits twice.
+static bool check_wgmma(const Shape &sh, const Reference &ref, const Outputs runs[2]) {
+    auto bf_at = [](const std::vector<bf16> &v) { return [&v](size_t i) { return (double)__bfloat162float(v[i]); }; };
+    ErrorStat e = relative_error(ref.out, bf_at(runs[0].out), 0, -1);
+    bool ok = report("out", "wgmma: rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite);
     ok = report_lse("lse", ref, runs[0].lse) && ok;
-    const bool same = !memcmp(runs[1].out.data(), out.data(), out.size() * sizeof(bf16)) &&
-                      !memcmp(runs[1].lse.data(), runs[0].lse.data(), runs[0].lse.size() * sizeof(float));
-    printf("    %-5s %-30s %s\n", "out", "wgmma fwd: same bits twice", same ? "ok" : "FAIL");
+    if (!runs[0].dqkv.empty()) {
+        const char *names[3] = {"dq", "dk", "dv"};
+        for (int which = 0; which < 3; which++) {
+            e = relative_error(ref.dqkv, bf_at(runs[0].dqkv), (size_t)sh.NH * sh.HS, which);
+            ok = report(names[which], "wgmma: rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
+        }
+    }
+    const bool same = identical(runs[0], runs[1]);
+    printf("    %-5s %-30s %s\n", "all", "wgmma: same bits twice", same ? "ok" : "FAIL");
     return ok && same;
 }
 
@@ -272,10 +283,10 @@ static bool check_case(const Case &c, bool wgmma) {
     const Buffers d = case_inputs(c, qkv, dout);
     if (wgmma) {
         Outputs runs[2];
-        for (Outputs &r : runs) r = run_wgmma_forward_poisoned(d, sh);
+        for (Outputs &r : runs) r = run_wgmma_poisoned(d, sh);
         buffers_free(d);
-        const bool ok = check_wgmma_forward(reference_attention(sh, qkv, dout), runs);
-        printf("%s B=%d NH=%d T=%d HS=%d (wgmma forward)\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
+        const bool ok = check_wgmma(sh, reference_attention(sh, qkv, dout), runs);
+        printf("%s B=%d NH=%d T=%d HS=%d (wgmma)\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
         return ok;
     }
 
@@ -350,9 +361,9 @@ static bool check_many_heads(bool wgmma) {
         const Buffers d = buffers_alloc(sh);
         fill_uniform_bf16(d.qkv, sh.qkv_count(), 300 + HS, -1.0f, 1.0f);
         fill_uniform_bf16(d.dout, sh.out_count(), 301 + HS, -1.0f, 1.0f);
-        auto run = [&] { return wgmma ? run_wgmma_forward_poisoned(d, sh) : run_poisoned(d, sh); };
+        auto run = [&] { return wgmma ? run_wgmma_poisoned(d, sh) : run_poisoned(d, sh); };
         const Outputs first = run(), second = run();
-        const bool case_ok = written_and_identical(wgmma ? "wgmma fwd: " : "", first, second);
+        const bool case_ok = written_and_identical(wgmma ? "wgmma: " : "", first, second);
         buffers_free(d);
         printf("%s B=%d NH=%d T=%d HS=%d (many heads)\n", case_ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, HS);
         ok = ok && case_ok;
@@ -373,13 +384,13 @@ static bool check_rejections() {
 
 struct BenchRow {
     int T, HS, B, NH;
-    float fwd_ms, bwd_ms;  // with --wgmma: the default forward and the wgmma forward
+    float fwd_ms, bwd_ms, wgmma_fwd_ms, wgmma_bwd_ms;  // < 0: not timed
 };
 
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
 static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
-    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0};
+    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1};
     const Shape sh = {row.B, row.NH, T, HS};
     const Buffers d = buffers_alloc(sh);
     fill_uniform_bf16(d.qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
@@ -389,13 +400,17 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
     const int warmup = 3, reps = 21;
     row.fwd_ms = time_median_ms([&] { attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps,
                                 0);
-    if (wgmma)
-        row.bwd_ms = time_median_ms([&] { attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); },
-                                    warmup, reps, 0);
-    else
-        row.bwd_ms = time_median_ms(
-            [&] { attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); },
-            warmup, reps, 0);
+    row.bwd_ms = time_median_ms(
+        [&] { attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); }, warmup,
+        reps, 0);
+    if (wgmma) {
+        row.wgmma_fwd_ms = time_median_ms(
+            [&] { attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps, 0);
+        if (HS == 64)
+            row.wgmma_bwd_ms = time_median_ms(
+                [&] { attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); },
+                warmup, reps, 0);
+    }
 
     buffers_free(d);
     return row;
@@ -455,13 +470,19 @@ static bool tune_occupancy(void) {
 static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
     printf("\nbenchmark: B*T = 16384 tokens, NH*HS = 2048; median of 21 runs; TFLOP/s with forward = "
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
-    printf("%5s %4s %3s %3s | %8s %7s | %9s %7s%s\n", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s",
-           wgmma ? "wgmma fwd" : "bwd ms", "TFLOP/s", wgmma ? " | speed-up" : "");
+    printf("%5s %4s %3s %3s | %8s %7s | %8s %7s", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
+    if (wgmma) printf(" | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s", "wgmma bwd", "TFLOP/s");
+    printf("\n");
+    auto cell = [](float ms, double flops) {
+        if (ms < 0) printf(" | %9s %7s", "n/a", "");
+        else printf(" | %9.3f %7.1f", ms, tflops(flops, ms));
+    };
     for (const BenchRow &r : rows) {
-        const double fwd_flops = 2.0 * r.B * r.NH * (double)r.T * r.T * r.HS;
-        printf("%5d %4d %3d %3d | %8.3f %7.1f | %9.3f %7.1f", r.T, r.HS, r.B, r.NH, r.fwd_ms,
-               tflops(fwd_flops, r.fwd_ms), r.bwd_ms, tflops(wgmma ? fwd_flops : 2.5 * fwd_flops, r.bwd_ms));
-        if (wgmma) printf(" | %7.2fx", r.fwd_ms / r.bwd_ms);
+        const double fwd_flops = 2.0 * r.B * r.NH * (double)r.T * r.T * r.HS, bwd_flops = 2.5 * fwd_flops;
+        printf("%5d %4d %3d %3d", r.T, r.HS, r.B, r.NH);
+        cell(r.fwd_ms, fwd_flops);
+        cell(r.bwd_ms, bwd_flops);
+        if (wgmma) cell(r.wgmma_fwd_ms, fwd_flops), cell(r.wgmma_bwd_ms, bwd_flops);
         printf("\n");
     }
 }
@@ -475,9 +496,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--wgmma")) wgmma = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: %s [--wgmma] [--check | --check-small]\n"
-                   "  --wgmma        the wgmma forward (sm_90a) instead of the default kernels: its checks, and\n"
-                   "                 its time beside the default forward's (a run of its own, so that a failure\n"
-                   "                 of this unverified kernel cannot cut the default's checks short)\n"
+                   "  --wgmma        the wgmma kernels (sm_90a; backward at HS 64 only) instead of the default ones:\n"
+                   "                 their checks, and their times beside the default's (a run of its own, so\n"
+                   "                 that a failure of these unverified kernels cannot cut the default's checks short)\n"
                    "  --check        correctness checks only, no benchmark\n"
                    "  --check-small  only the small cases (for compute-sanitizer's racecheck, which slows kernels\n"
                    "                 down a hundredfold and more): not the many-heads case\n",

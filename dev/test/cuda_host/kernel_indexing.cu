@@ -8,7 +8,7 @@
 //      each 64 x 64 tile's bytes, 8-byte groups kept whole (pass 1's stores), and pass 2's reads
 //      (a warp: 4 columns x 8 rows 8 apart, 8 reads each) free of shared-memory bank conflicts.
 //   3. wgmma's operand descriptors (llmc/wgmma.cuh) against the tiles the attention loader writes
-//      (llmc/attention.cuh's wgmma forward): for every operand and k16 step, the address each
+//      (llmc/attention.cuh's wgmma kernels): for every operand and k16 step, the address each
 //      element is read from, worked out from the descriptor's fields by the PTX ISA's canonical
 //      layouts and the hardware's address swizzle (an emulation written here, independently of
 //      wgmma.cuh's layout function), is where the loader put that element; and the swizzled
@@ -98,40 +98,45 @@ static uint32_t wgmma_read_address(uint64_t desc, bool mn_major, int mn, int k) 
 }
 
 static void check_wgmma_descriptors(void) {
-    using namespace attention_detail::fwd_wgmma;
-    bool ok_q = true, ok_k = true, ok_v = true, ok_mode = true;
+    namespace fwd = attention_detail::fwd_wgmma;
+    namespace bwd = attention_detail::bwd_wgmma;
+    // The tiles the kernels give wgmma: resident tiles of 128 rows that each warpgroup's 64 rows
+    // read as A (forward Q; backward K, V, Q, dO), and streamed tiles of 64 rows read as B, K-major
+    // (forward K; backward Q, dO, K, V) or MN-major (forward V; backward dO, Q, K).
+    const int a_rows[] = {fwd::QROWS, bwd::ROWS}, b_rows[] = {fwd::KEYS, bwd::TILE};
+    bool ok_a = true, ok_b = true, ok_mn = true, ok_mode = true;
     for (uint32_t base : {0u, 37u * 1024u})  // any 1024-byte boundary
         for (int HS : {64, 128}) {
-            // Q: A operand, K-major, warpgroup w's 64 rows of the QROWS-row tile.
-            for (int w = 0; w < WARPGROUPS; w++)
-                for (int kk = 0; kk < HS / 16; kk++) {
-                    const uint64_t d = wgmma::desc_k_major(base, QROWS, 64 * w, kk);
-                    ok_mode = ok_mode && (d >> 62) == 1;
-                    for (int m = 0; m < 64; m++)
+            for (int rows : a_rows)  // A, K-major: warpgroup w's 64 rows
+                for (int w = 0; w < rows / 64; w++)
+                    for (int kk = 0; kk < HS / 16; kk++) {
+                        const uint64_t d = wgmma::desc_k_major(base, rows, 64 * w, kk);
+                        ok_mode = ok_mode && (d >> 62) == 1;
+                        for (int m = 0; m < 64; m++)
+                            for (int k = 0; k < 16; k++)
+                                ok_a = ok_a && wgmma_read_address(d, false, m, k) ==
+                                                   base + wgmma::sw128_offset(rows, 64 * w + m, 16 * kk + k);
+                    }
+            for (int rows : b_rows) {
+                for (int kk = 0; kk < HS / 16; kk++) {  // B, K-major: N = the tile's rows
+                    const uint64_t d = wgmma::desc_k_major(base, rows, 0, kk);
+                    for (int n = 0; n < rows; n++)
                         for (int k = 0; k < 16; k++)
-                            ok_q = ok_q && wgmma_read_address(d, false, m, k) ==
-                                               base + wgmma::sw128_offset(QROWS, 64 * w + m, 16 * kk + k);
+                            ok_b = ok_b && wgmma_read_address(d, false, n, k) == base + wgmma::sw128_offset(rows, n, 16 * kk + k);
                 }
-            // K: B operand of S = Q K^T, K-major, N = the tile's 64 keys.
-            for (int kk = 0; kk < HS / 16; kk++) {
-                const uint64_t d = wgmma::desc_k_major(base, KEYS, 0, kk);
-                for (int n = 0; n < KEYS; n++)
-                    for (int k = 0; k < 16; k++)
-                        ok_k = ok_k && wgmma_read_address(d, false, n, k) == base + wgmma::sw128_offset(KEYS, n, 16 * kk + k);
-            }
-            // V: B operand of O = P V, MN-major, N = HS, contraction over keys 16 kk..16 kk+15.
-            for (int kk = 0; kk < KEYS / 16; kk++) {
-                const uint64_t d = wgmma::desc_mn_major(base, KEYS, kk);
-                ok_mode = ok_mode && (d >> 62) == 1;
-                for (int n = 0; n < HS; n++)
-                    for (int k = 0; k < 16; k++)
-                        ok_v = ok_v && wgmma_read_address(d, true, n, k) == base + wgmma::sw128_offset(KEYS, 16 * kk + k, n);
+                for (int kk = 0; kk < rows / 16; kk++) {  // B, MN-major: N = HS, contraction down the rows
+                    const uint64_t d = wgmma::desc_mn_major(base, rows, kk);
+                    ok_mode = ok_mode && (d >> 62) == 1;
+                    for (int n = 0; n < HS; n++)
+                        for (int k = 0; k < 16; k++)
+                            ok_mn = ok_mn && wgmma_read_address(d, true, n, k) == base + wgmma::sw128_offset(rows, 16 * kk + k, n);
+                }
             }
         }
     check(ok_mode, "wgmma descriptors: 128-byte swizzle mode");
-    check(ok_q, "wgmma attention forward: Q descriptors (A, K-major) read what the loader wrote, HS 64 and 128");
-    check(ok_k, "wgmma attention forward: K descriptors (B, K-major) read what the loader wrote, HS 64 and 128");
-    check(ok_v, "wgmma attention forward: V descriptors (B, MN-major) read what the loader wrote, HS 64 and 128");
+    check(ok_a, "wgmma attention: A descriptors (K-major, resident tiles) read what the loader wrote, HS 64 and 128");
+    check(ok_b, "wgmma attention: B descriptors (K-major, streamed tiles) read what the loader wrote, HS 64 and 128");
+    check(ok_mn, "wgmma attention: B descriptors (MN-major, streamed tiles) read what the loader wrote, HS 64 and 128");
 
     // The layout: a bijection of a 64 x 128 tile onto its bytes (2 per element, 16-byte chunks
     // whole), and a 16-byte column of 8 consecutive rows (what one 8x8 core matrix reads) spread

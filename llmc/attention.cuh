@@ -589,6 +589,7 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
     auto active = [&](int k0) { return wg_q0 < T && k0 <= wg_last_query; };
     for_each_kv_tile<KEYS, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, [&](int k0, int buf) {
         float s[KEYS / 8][4];
+        wgmma::hold_registers<KEYS / 8>(s);  // every accumulator wgmma writes is pinned before its fence
         wgmma::fence();
         mma_rows_by_rows<HS>(s, q_addr, QROWS, 64 * wg, k_addr + buf * KVB);
         wgmma::commit();
@@ -1000,6 +1001,8 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         const uint32_t qb = q_addr + buf * TB, dob = do_addr + buf * TB;
 
         float p[TILE / 8][4], dp[TILE / 8][4];
+        wgmma::hold_registers<TILE / 8>(p);
+        wgmma::hold_registers<TILE / 8>(dp);
         wgmma::fence();
         mma_rows_by_rows<HS>(p, k_addr, ROWS, 64 * wg, qb);    // S^T
         mma_rows_by_rows<HS>(dp, v_addr, ROWS, 64 * wg, dob);  // dP^T
@@ -1080,6 +1083,8 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     for_each_kv_tile<TILE, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, [&](int kt0, int buf) {
         const uint32_t kb = k_addr + buf * TB, vb = v_addr + buf * TB;
         float p[TILE / 8][4], dp[TILE / 8][4];
+        wgmma::hold_registers<TILE / 8>(p);
+        wgmma::hold_registers<TILE / 8>(dp);
         wgmma::fence();
         mma_rows_by_rows<HS>(p, q_addr, ROWS, 64 * wg, kb);    // S
         mma_rows_by_rows<HS>(dp, do_addr, ROWS, 64 * wg, vb);  // dP

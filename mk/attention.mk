@@ -3,7 +3,7 @@
 #   make attention-gpu    build and run the checks and the benchmark (GPU machine)
 # For sm_90 (the default) the harness is built for sm_90a instead, the arch-specific target whose
 # wgmma the wgmma forward uses (llmc/wgmma.cuh); such code runs on compute capability 9.0 only
-# (H100, H200). For any other NVCC_ARCH the wgmma checks print SKIP.
+# (H100, H200). Built for any other NVCC_ARCH, `attention --wgmma` fails: no sm_90a code.
 ATTENTION_HARNESS := $(BUILD)/dev/cuda/attention
 CUDA_TARGETS += $(ATTENTION_HARNESS)
 SM90A_GENCODE := -gencode=arch=compute_90a,code=sm_90a

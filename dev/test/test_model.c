@@ -114,7 +114,12 @@ static int run_case(const char *prefix) {
     // key bias (the middle third of qkvb). Its gradient is zero in exact arithmetic (adding q.b_k
     // to every score of a row leaves the softmax unchanged), so both sides hold rounding noise
     // there, and Adam, which normalizes each update to about lr, turns that noise into steps of
-    // lr in random directions.
+    // lr in random directions. The same happens, more weakly, to every element whose gradient is
+    // small in some step, so the weights carry amplified rounding noise: this trainer against the
+    // same reference at 1, 2, 3 and 4 OpenMP threads (whose sums differ in order) measured worst
+    // per-tensor differences of 1.0e-6..5.9e-6 (lr 6e-4) and 2.9e-6..1.05e-5 (lr 3e-3, c64_full_t).
+    // Tolerance 5e-5: five times that spread; a wrong optimizer term (bias correction, decay,
+    // clipping, the schedule) moves the weights by about lr per step, 1e-3 relative and more.
     double worst_w = 0.0;
     char worst_w_label[64] = "";
     for (int s = 0; s < gpt2_num_slots(&cfg); s++) {
@@ -131,7 +136,7 @@ static int run_case(const char *prefix) {
             slot_label(&cfg, s, worst_w_label, sizeof(worst_w_label));
         }
     }
-    check(worst_w < 1e-5, "weights after %d steps: worst per-tensor relative L2 diff %.3g at %s (< 1e-5)", nsteps, worst_w,
+    check(worst_w < 5e-5, "weights after %d steps: worst per-tensor relative L2 diff %.3g at %s (< 5e-5)", nsteps, worst_w,
           worst_w_label);
     gpt2_free(&m);
     free(inputs); free(targets); free(ref_logits); free(file_grads); free(ref_losses); free(file_after);

@@ -19,12 +19,14 @@
 //      its amax grew gives its bits.
 //   8. GELU in cuBLASLt's epilogues (--gelu-fusion 1, 2): logits, loss and gradients against the
 //      CPU reference with the tolerances of 1 and 2; determinism.
-// Usage: test_gptcu tiny|small|d12 [recompute] (configurations below; recompute: check 7 alone,
-// else 1-6 and 8). Exits 1 if any check fails.
+// Usage: test_gptcu tiny|small|d12 [recompute] [wgmma] (configurations below; recompute: check 7
+// alone, else 1-6 and 8; wgmma: every model here with --attention wgmma, head size 64 only, so tiny
+// or d12; it fails where the wgmma kernels cannot run). Exits 1 if any check fails.
 //
 // STATUS: tiny, small and d12, and check 7 on tiny and small, pass on an H100 (2026-11-23, commit
 // 7c74e66 with the fixes of the commit after it; dev/gpu_report.md). Since then (compiled only):
-// check 7 runs 5 steps (was 3) with the output head in chunks of T/3 + 1 rows; check 2b is new.
+// check 7 runs 5 steps (was 3) with the output head in chunks of T/3 + 1 rows; check 2b is new;
+// the argument wgmma (--attention wgmma) has NOT RUN.
 //
 // Both trainers start from the same weights: the seeded initialization rounded to bf16, so the
 // GPU's bf16 parameters and fp32 master weights and the CPU's fp32 parameters are the same numbers.
@@ -43,6 +45,14 @@
 
 // --seed of every model here: the weights' initialization and the stochastic rounding.
 static const uint64_t TEST_SEED = 1337;
+// The attention kernels of every model here (the argument wgmma: ATTENTION_WGMMA).
+static int g_attention = ATTENTION_MMA;
+
+static GPUModelOptions test_options(matmul_precision precision) {
+    GPUModelOptions o = gpu_model_options(precision);
+    o.attention = g_attention;
+    return o;
+}
 
 // rel_l2 = ||gpu - cpu|| / ||cpu||, rel_max = max |gpu - cpu| / max |cpu|; both must be within
 // their tolerance (and finite). Over the first n elements, or strided rows (n_rows of `cols`
@@ -339,7 +349,7 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
     char what[64];
     snprintf(what, sizeof(what), "%s%s%s model", precision_name(precision), fp8_wgrad ? "+wgrad" : "",
              amax_history ? "+delayed" : "");
-    GPUModelOptions opt = gpu_model_options(precision);
+    GPUModelOptions opt = test_options(precision);
     opt.fp8_wgrad = fp8_wgrad;
     opt.amax_history = amax_history;
     GPUModel g;
@@ -394,7 +404,7 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
 // scales differ only where an amax crossed a power of two between steps, which moves the loss by
 // a few 1e-3 (3e-2 allowed); the loss falls; a rerun gives identical bits.
 static void check_delayed_scaling(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
-    const GPUModelOptions current_scaling = gpu_model_options(MATMUL_FP8);
+    const GPUModelOptions current_scaling = test_options(MATMUL_FP8);
     GPUModelOptions delayed_scaling = current_scaling;
     delayed_scaling.amax_history = 4;
     GPUModel cur, del;
@@ -500,7 +510,7 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
     cpu_model_zero_grads(cpu);
     cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
     for (int fusion = 1; fusion <= 2; fusion++) {
-        GPUModelOptions opt = gpu_model_options(MATMUL_BF16);
+        GPUModelOptions opt = test_options(MATMUL_BF16);
         opt.gelu_fusion = fusion;
         GPUModel g;
         gpu_model_alloc(&g, cfg, B, T, &hp, TEST_SEED, &opt);
@@ -539,7 +549,7 @@ typedef struct {
 static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights,
                                   matmul_precision precision, int amax_history, int gelu_fusion, const int *policies) {
     const int N = tc.B * tc.T, steps = RECOMPUTE_STEPS;
-    GPUModelOptions opt = gpu_model_options(precision);
+    GPUModelOptions opt = test_options(precision);
     opt.amax_history = amax_history;
     opt.gelu_fusion = gelu_fusion;
     opt.policies = policies;
@@ -641,16 +651,24 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    const bool recompute_only = argc == 3 && !strcmp(argv[2], "recompute");
-    if (argc != 2 && !recompute_only) usage_error("usage: %s tiny|small|d12 [recompute]", argv[0]);
+    bool recompute_only = false;
+    if (argc < 2) usage_error("usage: %s tiny|small|d12 [recompute] [wgmma]", argv[0]);
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "recompute")) recompute_only = true;
+        else if (!strcmp(argv[i], "wgmma")) g_attention = ATTENTION_WGMMA;
+        else usage_error("usage: %s tiny|small|d12 [recompute] [wgmma]: unknown argument '%s'", argv[0], argv[i]);
+    }
     const TestCase tc = test_case(argv[1]);
     const GPT2Config *cfg = &tc.cfg;
+    if (g_attention == ATTENTION_WGMMA && cfg->channels / cfg->num_heads != 64)
+        usage_error("wgmma: the wgmma attention backward takes head size 64 only (tiny or d12)");
     const int B = tc.B, T = tc.T, N = B * T, V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
-    printf("test_gptcu %s: L=%d C=%d NH=%d V=%d Vp=%d maxT=%d, B=%d T=%d\n", tc.name, cfg->num_layers, cfg->channels,
-           cfg->num_heads, V, Vp, cfg->max_seq_len, B, T);
+    printf("test_gptcu %s: L=%d C=%d NH=%d V=%d Vp=%d maxT=%d, B=%d T=%d, attention kernels %s\n", tc.name,
+           cfg->num_layers, cfg->channels, cfg->num_heads, V, Vp, cfg->max_seq_len, B, T,
+           attention_kernel_names[g_attention]);
     const AdamWConfig hp = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1.0f};  // beta1, beta2, eps, wd, grad clip, update clip
 
-    const GPUModelOptions opt = gpu_model_options(MATMUL_BF16);
+    const GPUModelOptions opt = test_options(MATMUL_BF16);
     GPUModel g;
     gpu_model_alloc(&g, cfg, B, T, &hp, TEST_SEED, &opt);
     const size_t P = g.num_params;
@@ -711,7 +729,7 @@ int main(int argc, char **argv) {
     // CPU's head ran in one): loss and gradients with the tolerances of 1 and 2, and the sampling
     // path, whose row lies in a later chunk. A wrong chunk offset gives errors of order 1.
     {
-        GPUModelOptions chunked = gpu_model_options(MATMUL_BF16);
+        GPUModelOptions chunked = test_options(MATMUL_BF16);
         chunked.head_rows = T / 3 + 1;
         GPUModel h;
         gpu_model_alloc(&h, cfg, B, T, &hp, TEST_SEED, &chunked);

@@ -1048,6 +1048,9 @@ int main(int argc, char **argv) {
     if (tc.gelu_fusion)
         usage_error("--gelu-fusion belongs to the GPU trainer (cuBLASLt epilogues); this CPU trainer computes GELU "
                     "in its own loop");
+    if (tc.attention != ATTENTION_MMA)
+        usage_error("--attention %s belongs to the GPU trainer (its CUDA kernels); this CPU trainer computes attention "
+                    "in its own loop", attention_kernel_names[tc.attention]);
     Comm comm;
     comm_init(&comm, &argc, &argv);
 

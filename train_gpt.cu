@@ -147,6 +147,7 @@ typedef struct {
     GPUBlockActs *blocks;         // L of them (host array of device pointers)
     int *policy;                  // L recompute policies (llmc/recompute.h)
     int gelu_fusion;              // --gelu-fusion: 0, 1 (fc forward), 2 (and fc projection's input gradient)
+    int attention;                // --attention: enum AttentionKernel (llmc/args.h)
     size_t kept_bytes;            // the activations kept for backward (exact sizes, no alignment)
     GPUBlockActs work;            // recompute scratch: one block's dropped buffers, shared by all layers
     void *recompute_scratch;      // where work lives (NULL when no layer recomputes)
@@ -547,20 +548,22 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
 static uint64_t gpu_rounding_seed(uint64_t run_seed) { return run_seed ^ 0x5eedb16f0a7ULL; }
 
 // How a GPU model computes, beside its shape: the precision of the four block linears
-// (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history and gelu_fusion as the flags
-// --fp8-wgrad, --amax-history and --gelu-fusion, the L layers' recompute policies (NULL: keep
+// (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history, gelu_fusion and attention as
+// the flags --fp8-wgrad, --amax-history, --gelu-fusion and --attention, the L layers' recompute
+// policies (NULL: keep
 // everything), the rows of the output head at once (llmc/trainer.h; 0: all B*T) and the ZeRO
 // stage over host's ranks (host NULL: one process).
 typedef struct {
     matmul_precision precision;
-    int fp8_wgrad, amax_history, gelu_fusion;
+    int fp8_wgrad, amax_history, gelu_fusion, attention;
     const int *policies;
     int head_rows;
     int zero_stage;
     const Comm *host;
 } GPUModelOptions;
 
-// One process, every layer keeps everything, no fusion: the options to start from.
+// One process, every layer keeps everything, no fusion, the mma.sync attention: the options to
+// start from.
 static GPUModelOptions gpu_model_options(matmul_precision precision) {
     GPUModelOptions o;
     memset(&o, 0, sizeof(o));
@@ -578,11 +581,18 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     g->hp = *hp;
     g->rounding_seed = gpu_rounding_seed(seed);
     g->gelu_fusion = opt->gelu_fusion;
+    g->attention = opt->attention;
     g->head_rows = opt->head_rows > 0 && opt->head_rows < B * T ? opt->head_rows : B * T;
     const int C = cfg->channels, NH = cfg->num_heads;
     if (C % 64 != 0) die("train_gptcu: C = %d must be a multiple of 64 (128-bit loads, aligned tensors)", C);
     if (cfg->padded_vocab_size % 128 != 0) die("train_gptcu: Vp = %d must be a multiple of 128", cfg->padded_vocab_size);
     attention_require_supported(NH, C / NH);
+    if (g->attention == ATTENTION_WGMMA) {
+        if (C / NH != 64) die("train_gptcu: --attention wgmma: head size %d; its backward is written for 64 only", C / NH);
+        if (!attention_wgmma_available())
+            die("train_gptcu: --attention wgmma needs a GPU of compute capability 9.0 (H100, H200) and a build for "
+                "sm_90a (make NVCC_ARCH=sm_90)");
+    }
     if ((int64_t)B * T * 4 * C > INT32_MAX || (int64_t)B * T * cfg->padded_vocab_size > INT64_MAX / 2)
         die("train_gptcu: B*T = %lld rows is too large for C = %d", (long long)B * T, C);
 
@@ -730,7 +740,9 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
     if (steps & RC_STEP_QKV)
         block_linear(g, pass, a->qkv, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, l,
                      LINEAR_QKV);
-    if (steps & RC_STEP_ATTN) attention_forward(a->atty, a->lse, a->qkv, B, T, NH, HS, st);
+    if (steps & RC_STEP_ATTN)
+        (g->attention == ATTENTION_WGMMA ? attention_forward_wgmma : attention_forward)(a->atty, a->lse, a->qkv, B, T,
+                                                                                         NH, HS, st);
     if (steps & RC_STEP_ATTPROJ) {
         block_linear(g, pass, proj, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, l,
                      LINEAR_ATTPROJ);
@@ -891,7 +903,8 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         // Attention; dresidual holds d residual2.
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs,
                              g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, l, LINEAR_ATTPROJ, st);
-        attention_backward(dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
+        (g->attention == ATTENTION_WGMMA ? attention_backward_wgmma : attention_backward)(
+            dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
                              param_ptr(g, PT_QKVW, l), N, C, 3 * C, l, LINEAR_QKV, st);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
@@ -1120,6 +1133,7 @@ int main(int argc, char **argv) {
     opt.fp8_wgrad = tc.fp8_wgrad;
     opt.amax_history = tc.amax_history;
     opt.gelu_fusion = tc.gelu_fusion;
+    opt.attention = tc.attention;
     opt.policies = policies;
     opt.head_rows = trainer_head_rows(&tc);
     opt.zero_stage = tc.zero_stage;
@@ -1167,6 +1181,7 @@ int main(int argc, char **argv) {
         if (g.gelu_fusion) printf(" (fc forward fused in %d of %d layers: not where the GELU alone is recomputed)",
                                   fused_layers, cfg.num_layers);
         printf("\n");
+        printf("attention kernels: %s\n", g.attention == ATTENTION_WGMMA ? "wgmma (sm_90a)" : "mma.sync");
     }
     const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);
     if (comm.rank == 0) {

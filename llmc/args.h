@@ -14,6 +14,9 @@ extern "C" {
 // --matmul: AUTO is fp32 on the CPU and bf16 on a GPU.
 enum MatmulMode { MATMUL_MODE_AUTO, MATMUL_MODE_FP32, MATMUL_MODE_BF16, MATMUL_MODE_FP8, MATMUL_MODE_INT8, NUM_MATMUL_MODES };
 extern const char *const matmul_mode_names[NUM_MATMUL_MODES];
+// --attention: the GPU trainer's attention kernels (llmc/attention.cuh); the CPU trainer has one.
+enum AttentionKernel { ATTENTION_MMA, ATTENTION_WGMMA, NUM_ATTENTION_KERNELS };
+extern const char *const attention_kernel_names[NUM_ATTENTION_KERNELS];
 
 typedef struct {
     // data and files
@@ -63,6 +66,7 @@ typedef struct {
     int fp8_wgrad;              // --fp8-wgrad  1: the weight-gradient matmul in FP8 too
     int amax_history;           // --amax-history  FP8 delayed scaling window, 0 = current scaling
     int gelu_fusion;            // --gelu-fusion  GPU: GELU in cuBLASLt epilogues (0 off, 1 forward, 2 both)
+    int attention;              // --attention  GPU: enum AttentionKernel
     // selective recomputation (llmc/recompute.h); at most one of these is not the default
     const char *recompute_level;  // -r  one policy for every layer
     const char *recompute_list;   // --recompute  policies by layer range

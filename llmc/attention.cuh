@@ -1244,7 +1244,7 @@ static inline bool attention_wgmma_available(void) {
 }
 
 // attention_forward through wgmma (sm_90a): same inputs, outputs and contract. Not yet verified on
-// a GPU, so the trainer does not call it; dev/cuda/attention.cu checks and times it.
+// a GPU: the trainer calls it only under --attention wgmma; dev/cuda/attention.cu checks and times it.
 static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv,
                                            int B, int T, int NH, int HS, cudaStream_t stream) {
     const attention_detail::TensorArg args[] = {{out, 4}, {lse, 4}, {qkv, 16}};
@@ -1256,8 +1256,8 @@ static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const
 }
 
 // attention_backward through wgmma (sm_90a), head size 64 only so far: same inputs, outputs,
-// scratch and contract (deterministic). Not yet verified on a GPU, so the trainer does not call
-// it; dev/cuda/attention.cu checks and times it.
+// scratch and contract (deterministic). Not yet verified on a GPU: the trainer calls it only under
+// --attention wgmma; dev/cuda/attention.cu checks and times it.
 static inline void attention_backward_wgmma(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                             const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                             int B, int T, int NH, int HS, cudaStream_t stream) {

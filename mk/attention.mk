@@ -1,17 +1,14 @@
 # Fused causal attention (llmc/attention.cuh): its GPU harness dev/cuda/attention.cu, built when
 # nvcc is present (compiling and linking it is part of `make test`; running it needs a GPU):
 #   make attention-gpu    build and run the checks and the benchmark (GPU machine)
-# For sm_90 (the default) the harness is built for sm_90a instead, the arch-specific target whose
-# wgmma the wgmma forward uses (llmc/wgmma.cuh); such code runs on compute capability 9.0 only
-# (H100, H200). Built for any other NVCC_ARCH, `attention --wgmma` fails: no sm_90a code.
+# Built for an NVCC_ARCH other than sm_90 (mk/gpu.mk: sm_90 builds for sm_90a),
+# `attention --wgmma` fails: no sm_90a code.
 ATTENTION_HARNESS := $(BUILD)/dev/cuda/attention
 CUDA_TARGETS += $(ATTENTION_HARNESS)
-SM90A_GENCODE := -gencode=arch=compute_90a,code=sm_90a
-ATTENTION_NVCCFLAGS = $(if $(filter sm_90,$(NVCC_ARCH)),$(filter-out -arch=%,$(GPU_NVCCFLAGS)) $(SM90A_GENCODE),$(GPU_NVCCFLAGS))
 
 $(ATTENTION_HARNESS): dev/cuda/attention.cu dev/cuda/common.h llmc/attention.cuh llmc/wgmma.cuh llmc/utils.h $(BUILD)/llmc/utils.o
 	@mkdir -p $(dir $@)
-	$(NVCC) $(ATTENTION_NVCCFLAGS) dev/cuda/attention.cu $(BUILD)/llmc/utils.o -o $@
+	$(NVCC) $(GPU_NVCCFLAGS) dev/cuda/attention.cu $(BUILD)/llmc/utils.o -o $@
 
 .PHONY: attention-gpu
 attention-gpu: $(ATTENTION_HARNESS)

@@ -2,12 +2,17 @@
 #   train_gptcu            the GPU trainer (train_gpt.cu + llmc/*.cuh, linked with the llmc objects)
 #   test_gptcu             test_gpt.cu: the GPU trainer against train_gpt.c on the same weights and batch
 #   build/dev/cuda/<k>     one harness per kernel family of the trainer (dev/cuda/<k>.cu)
-#   make test-gpu          runs all of them, the attention (also its wgmma forward), quant and matmul_lowp harnesses, and
+#   make test-gpu          runs all of them (test_gptcu also with the wgmma attention), the
+#                          attention (also its wgmma kernels), quant and matmul_lowp harnesses, and
 #                          compute-sanitizer on test_gptcu tiny (GPU machine; scripts/gpu_suite.sh
 #                          runs it and writes the report)
 # Warnings are errors for every CUDA target (host code through -Xcompiler, device code through
 # -Werror all-warnings).
-GPU_NVCCFLAGS := -O3 -std=c++17 -arch=$(NVCC_ARCH) -lineinfo -Werror all-warnings -Xcompiler -Wall,-Werror,-fopenmp
+# For sm_90 (the default) every GPU program is built for sm_90a, the arch-specific target whose
+# wgmma instructions the wgmma attention uses (llmc/wgmma.cuh, --attention wgmma); such code runs
+# on compute capability 9.0 only (H100, H200). Other kernels compile as for sm_90.
+GPU_ARCH      := $(patsubst sm_90,sm_90a,$(NVCC_ARCH))
+GPU_NVCCFLAGS := -O3 -std=c++17 -arch=$(GPU_ARCH) -lineinfo -Werror all-warnings -Xcompiler -Wall,-Werror,-fopenmp
 GPU_HEADERS   := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
 # The Makefile's LDLIBS with gcc's -Wl, spelled for nvcc (recursive: other fragments extend LDLIBS).
 GPU_COMMA     := ,
@@ -53,5 +58,7 @@ test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS) $(
 	set -e; for h in $(GPU_KERNEL_HARNESSES) $(GPU_LOWP_HARNESSES); do $$h; done
 	$(ATTENTION_HARNESS)
 	$(ATTENTION_HARNESS) --wgmma
+	./test_gptcu tiny wgmma
+	./test_gptcu tiny recompute wgmma
 	$(SANITIZER) --tool memcheck --error-exitcode 1 ./test_gptcu tiny
 	$(SANITIZER) --tool racecheck --error-exitcode 1 ./test_gptcu tiny

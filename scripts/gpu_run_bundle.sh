@@ -67,13 +67,18 @@ if wants checks; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
     step attention 120 $bin/attention
-    step attention_wgmma 90 $bin/attention --wgmma  # the wgmma forward (sm_90a), its own run: unverified
+    step attention_wgmma 90 $bin/attention --wgmma  # the wgmma kernels (sm_90a), their own run: unverified
+    # the trainer with them (--attention wgmma) against the CPU reference, and recompute's bits
+    step test_gptcu_tiny_wgmma 90 $bin/test_gptcu tiny wgmma
+    step test_gptcu_tiny_recompute_wgmma 150 $bin/test_gptcu tiny recompute wgmma
     step torch_sdpa 120 python3 dev/bench/torch_sdpa_bench.py  # issue 5's baseline, same call as the harness's table
     for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
     step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
+    step bench_d12_quick_wgmma 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma
 fi
 if wants sanitize; then
     step test_gptcu_d12 400 $bin/test_gptcu d12
+    step test_gptcu_d12_wgmma 400 $bin/test_gptcu d12 wgmma
     if [ -n "$sanitizer" ]; then
         step memcheck_test_tiny 200 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
         step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
@@ -140,13 +145,16 @@ fi
 if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the same call
     for B in 16 32; do
         step "bench_d12_bf16_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12
+        step "bench_d12_wgmma_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 --attention wgmma
         step "torch_d12_b$B" 300 env B=$B python3 dev/bench/torch_gpu_baseline.py
     done
-    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s | PyTorch (torch.compile, SDPA) tokens/s | ratio |"; echo "|---|---|---|---|"
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "-" }'; }
+    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s | --attention wgmma | PyTorch (torch.compile, SDPA) tokens/s | ratio | wgmma ratio |"
+      echo "|---|---|---|---|---|---|"
       for B in 16 32; do
-          ours=$(tokens_per_s "bench_d12_bf16_b$B")
+          ours=$(tokens_per_s "bench_d12_bf16_b$B") wg=$(tokens_per_s "bench_d12_wgmma_b$B")
           theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
-          echo "| B $B | $ours | $theirs | $(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "-" }') |"
+          echo "| B $B | $ours | $wg | $theirs | $(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |"
       done; } >> "$summary"
 fi
 if wants profile; then  # GPU time per kernel over two d48 steps (ncu serializes kernels)

@@ -47,9 +47,10 @@ phase() {
     check "$name: every table cell filled" bash -c "! grep -E '\\|\\s*\\|' '$out/summary.md'"
     check "$name: logs.tar.gz and device.txt returned" test -s "$out/logs.tar.gz" -a -s "$out/device.txt"
 }
-phase checks test_gptcu_tiny test_gptcu_small attention attention_wgmma torch_sdpa harness_encoder harness_layernorm harness_gelu \
-    harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick
-phase sanitize test_gptcu_d12 memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
+phase checks test_gptcu_tiny test_gptcu_small attention attention_wgmma test_gptcu_tiny_wgmma \
+    test_gptcu_tiny_recompute_wgmma torch_sdpa harness_encoder harness_layernorm harness_gelu harness_classifier \
+    harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick bench_d12_quick_wgmma
+phase sanitize test_gptcu_d12 test_gptcu_d12_wgmma memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
     racecheck_attention_wgmma
 phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute
 phase zero zero
@@ -60,8 +61,8 @@ check "bench: the precision table has its figures" grep -q "^| d48 | 4 | 12345 |
 phase bench2 bench_d48_accum4_bf16 bench_d48_b8_bf16 bench_d48_accum4_fp8wgrad bench_d48_b8_fp8wgrad \
     bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
 check "bench2: the d48 ratios are computed" grep -q "^| B 8 | 12345 | 12345 | 1.000 |" "$d/out_bench2/summary.md"
-phase torch bench_d12_bf16_b16 torch_d12_b16 bench_d12_bf16_b32 torch_d12_b32
-check "torch: the ratio is computed" grep -q "^| B 32 | 12345 | 23456 | 0.526 |" "$d/out_torch/summary.md"
+phase torch bench_d12_bf16_b16 bench_d12_wgmma_b16 torch_d12_b16 bench_d12_bf16_b32 bench_d12_wgmma_b32 torch_d12_b32
+check "torch: the ratios are computed" grep -q "^| B 32 | 12345 | 12345 | 23456 | 0.526 | 0.526 |" "$d/out_torch/summary.md"
 phase profile profile_d48_bf16 profile_summary_bf16 profile_d48_fp8 profile_summary_fp8
 check "profile: the kernel table is returned" grep -q "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile_d48_fp8.md"
 phase curves curves

@@ -5,7 +5,7 @@
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
 # every block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
 # step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside PyTorch at d12 B
-# 16 and 32 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
+# 16 and 32, also with --attention wgmma, and the tokens/s and MFU of d24, d36 and d48 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
 # (phase profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and int8 over 1000 steps
 # of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the machine's python3 has
 # matplotlib; else dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT
@@ -19,7 +19,8 @@ out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
 # torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes (2026-11-23,
-# H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3 (now ~5: d48 B 8 added), torch ~2,
+# H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3 (now ~5: d48 B 8 added), torch ~2
+# (now ~5.5: --attention wgmma, d24, d36, d48 added),
 # curves ~2.5; profile, now at d48, not yet timed: its step limits add up to 680 s).
 phases=" ${*:-all} "
 for p in $phases; do
@@ -59,6 +60,9 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
     echo "== $name: $result"; tail -n 25 "$work/logs/$name.log"
 }
 tokens_per_s() { awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/$1.log" 2>/dev/null; }  # tokens_per_s STEP_NAME
+# MFU of a --bench step: tokens/s * mfu_flops_per_token / mfu_peak_flops (train_gptcu prints both at startup)
+mfu() { awk '/^mfu_flops_per_token/ {f=$2} /^mfu_peak_flops/ {p=$2} /^bench_tokens_per_s/ {t=$2}
+             END { if (t > 0 && p > 0) printf "%.1f%%", 100 * t * f / p }' "$work/logs/$1.log" 2>/dev/null; }  # mfu STEP_NAME
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 # Every step's log comes back even when the device call's time limit ends this script.
 trap 'tar -czf "$out/logs.tar.gz" -C "$work" logs' EXIT
@@ -155,6 +159,16 @@ if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the sam
           ours=$(tokens_per_s "bench_d12_bf16_b$B") wg=$(tokens_per_s "bench_d12_wgmma_b$B")
           theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
           echo "| B $B | $ours | $wg | $theirs | $(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |"
+      done; } >> "$summary"
+    # issue 4's other sizes, bf16 with the default kernels (d12: B 16 above)
+    for run in "d24 16" "d36 8" "d48 4"; do
+        set -- $run
+        step "bench_$1_bf16_b$2" 120 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12
+    done
+    { echo; echo "| bf16 T 1024 | B | tokens/s | MFU |"; echo "|---|---|---|---|"
+      for run in "d12 16" "d24 16" "d36 8" "d48 4"; do
+          set -- $run
+          echo "| $1 | $2 | $(tokens_per_s "bench_$1_bf16_b$2") | $(mfu "bench_$1_bf16_b$2") |"
       done; } >> "$summary"
 fi
 if wants profile; then  # GPU time per kernel over two d48 steps (ncu serializes kernels)

@@ -456,8 +456,9 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
 }
 
 // ---------------------------------------------------------------------------------------------
-// Forward with wgmma (sm_90a; STATUS: compiled only, NOT RUN on a GPU, not used by the trainer).
-// Grid (B * NH, ceil(T / 128)); CTA = 2 warpgroups of 4 warps. Warpgroup w owns the 64 queries
+// Forward with wgmma (sm_90a; STATUS: compiled only, NOT RUN on a GPU; the trainer's --attention
+// wgmma). Grid (B * NH, ceil(T / (64 WG))); CTA = WG warpgroups of 4 warps (WG 2; the variant
+// WG 1 has the same per-row arithmetic, so the same bits). Warpgroup w owns the 64 queries
 // q0 + 64 w .. (wgmma's M), warp i of it rows 16 i..16 i+15 of those, in the accumulator layout of
 // the mma.sync kernel above, so mask_scores, online_softmax and finish_forward_rows serve both.
 // Per key tile of 64:
@@ -467,7 +468,7 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
 //   O += P V     4 x wgmma m64nHSk16, P from registers (the score accumulators packed to bf16,
 //                acc_to_a), V from shared memory MN-major (stored [key][HS], the contraction over
 //                keys runs down its rows).
-// Shared, in wgmma's 128-byte swizzle (llmc/wgmma.cuh), from a 1024-byte boundary: Q [128][HS],
+// Shared, in wgmma's 128-byte swizzle (llmc/wgmma.cuh), from a 1024-byte boundary: Q [64 WG][HS],
 // then K [2][64][HS] and V [2][64][HS], all filled by cp.async. One barrier per tile: after it,
 // tile j + 1 loads into the other buffer (last read in iteration j - 1, whose wgmma every
 // warpgroup has waited for) while tile j computes.
@@ -537,22 +538,30 @@ __device__ __forceinline__ void mma_regs_by_tile(float (*acc)[4], const uint32_t
 }
 
 namespace fwd_wgmma {
-constexpr int WARPGROUPS = 2, THREADS = 128 * WARPGROUPS, QROWS = 64 * WARPGROUPS, KEYS = 64;
-template <int HS> __host__ __device__ constexpr uint32_t q_bytes() { return QROWS * HS * 2; }
+constexpr int KEYS = 64;
+// WG warpgroups per CTA (2 by default; 1 is a variant the harness times): WG * 64 queries share
+// each K and V tile that the CTA loads.
+constexpr int DEFAULT_WG = 2;
+template <int WG> __host__ __device__ constexpr int cta_threads() { return 128 * WG; }
+template <int WG> __host__ __device__ constexpr int query_rows() { return 64 * WG; }
+template <int HS, int WG> __host__ __device__ constexpr uint32_t q_bytes() { return query_rows<WG>() * HS * 2; }
 template <int HS> __host__ __device__ constexpr uint32_t kv_bytes() { return KEYS * HS * 2; }  // one K or V tile
 // The tiles, plus room to round the dynamic shared memory's base up to 1024 bytes.
-template <int HS> constexpr size_t smem_bytes() { return wgmma::SWIZZLE_ALIGN + q_bytes<HS>() + 4 * kv_bytes<HS>(); }
-// Per thread: S 32 and O HS / 2 fp32 accumulators, P 16 registers. HS 64 fits 2 CTAs per SM (128
-// registers each); HS 128 stays free (1).
-template <int HS> __host__ __device__ constexpr int min_ctas() { return HS == 64 ? 2 : 1; }
+template <int HS, int WG> constexpr size_t smem_bytes() {
+    return wgmma::SWIZZLE_ALIGN + q_bytes<HS, WG>() + 4 * kv_bytes<HS>();
+}
+// Per thread: S 32 and O HS / 2 fp32 accumulators, P 16 registers. HS 64 fits 8 warps per SM at
+// 128 registers (2 CTAs of 2 warpgroups, 4 of 1); HS 128 stays free.
+template <int HS, int WG> __host__ __device__ constexpr int min_ctas() { return HS == 64 ? 4 / WG : 1; }
 }  // namespace fwd_wgmma
 
-template <int HS>
-__global__ void __launch_bounds__(fwd_wgmma::THREADS, fwd_wgmma::min_ctas<HS>())
+template <int HS, int WG>
+__global__ void __launch_bounds__(fwd_wgmma::cta_threads<WG>(), fwd_wgmma::min_ctas<HS, WG>())
 attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ lse,
                                const __nv_bfloat16 *__restrict__ qkv, int T, int NH, float scale) {
     using namespace fwd_wgmma;
-    constexpr uint32_t QB = q_bytes<HS>(), KVB = kv_bytes<HS>();
+    constexpr int THREADS = cta_threads<WG>(), QROWS = query_rows<WG>();
+    constexpr uint32_t QB = q_bytes<HS, WG>(), KVB = kv_bytes<HS>();
     static_assert(QB % wgmma::SWIZZLE_ALIGN == 0 && KVB % wgmma::SWIZZLE_ALIGN == 0, "tiles on 1024-byte boundaries");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char *smem = swizzle_aligned(smem_raw);
@@ -894,30 +903,37 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward with wgmma (sm_90a; HS 64 only; STATUS: compiled only, NOT RUN on a GPU, not used by
-// the trainer). The same two kernels as above, after the same delta kernel, with warpgroups:
-// a CTA of 2 warpgroups keeps 128 rows resident (keys in dK/dV, queries in dQ), 64 per warpgroup
-// (wgmma's M), and streams 64-row tiles of the other operand, double-buffered by cp.async.
+// Backward with wgmma (sm_90a; HS 64 only; STATUS: compiled only, NOT RUN on a GPU; the trainer's
+// --attention wgmma). The same two kernels as above, after the same delta kernel, with warpgroups:
+// a CTA of WG = 2 warpgroups keeps 128 rows resident (keys in dK/dV, queries in dQ), 64 per
+// warpgroup (wgmma's M), and streams 64-row tiles of the other operand, double-buffered by
+// cp.async. The variant WG = 1 (64 resident rows, two CTAs per SM) visits the same tiles of each
+// warpgroup in the same order: the same bits.
 //   dK/dV, per query tile:  S^T = K Q^T, dP^T = V dO^T    (K, V, Q, dO all K-major in shared memory)
 //                           P^T, dS^T                     (probs_and_ds_transposed, in registers)
 //                           dV += P^T dO, dK += dS^T Q    (A from registers, dO and Q MN-major)
 //   dQ, per key tile:       S = Q K^T, dP = dO V^T; dS (ds_rows); dQ += dS K (K MN-major)
-// Shared, 128-byte swizzled from a 1024-byte boundary: the two resident [128][HS] tiles, then the
+// Shared, 128-byte swizzled from a 1024-byte boundary: the two resident [64 WG][HS] tiles, then the
 // two streamed operands [2][64][HS] each; dK/dV also streams the tile's lse and delta ([2][64] fp32).
 // A warpgroup skips a tile (uniformly) when its rows are past T or the causal mask hides all of it.
 
 namespace bwd_wgmma {
-constexpr int WARPGROUPS = 2, THREADS = 128 * WARPGROUPS, ROWS = 64 * WARPGROUPS, TILE = 64;
-template <int HS> __host__ __device__ constexpr uint32_t resident_bytes() { return ROWS * HS * 2; }
+constexpr int TILE = 64;
+// WG warpgroups per CTA (2 by default; 1 is a variant the harness times), 64 resident rows each.
+// At 190 registers a thread, one CTA of 2 or two of 1 fit an SM.
+constexpr int DEFAULT_WG = 2;
+template <int WG> __host__ __device__ constexpr int cta_threads() { return 128 * WG; }
+template <int WG> __host__ __device__ constexpr int resident_rows() { return 64 * WG; }
+template <int HS, int WG> __host__ __device__ constexpr uint32_t resident_bytes() { return resident_rows<WG>() * HS * 2; }
 template <int HS> __host__ __device__ constexpr uint32_t tile_bytes() { return TILE * HS * 2; }
-template <int HS> constexpr size_t smem_bytes() {
-    return wgmma::SWIZZLE_ALIGN + 2 * resident_bytes<HS>() + 4 * tile_bytes<HS>() + 4 * TILE * sizeof(float);
+template <int HS, int WG> constexpr size_t smem_bytes() {
+    return wgmma::SWIZZLE_ALIGN + 2 * resident_bytes<HS, WG>() + 4 * tile_bytes<HS>() + 4 * TILE * sizeof(float);
 }
 
 // Both kernels' shared memory: two resident tiles (dK/dV: K, V; dQ: Q, dO), two double-buffered
 // streamed operands (dK/dV: Q, dO; dQ: K, V), then dK/dV's lse and delta [2][TILE].
-template <int HS> struct Tiles {
-    static constexpr uint32_t RB = resident_bytes<HS>(), TB = tile_bytes<HS>();
+template <int HS, int WG> struct Tiles {
+    static constexpr uint32_t RB = resident_bytes<HS, WG>(), TB = tile_bytes<HS>();
     static_assert(RB % wgmma::SWIZZLE_ALIGN == 0 && TB % wgmma::SWIZZLE_ALIGN == 0, "tiles on 1024-byte boundaries");
     __nv_bfloat16 *resident[2], *streamed[2];  // streamed[x] + buf * TB / 2: buffer buf
     uint32_t resident_addr[2], streamed_addr[2];
@@ -936,16 +952,17 @@ template <int HS> struct Tiles {
 };
 }  // namespace bwd_wgmma
 
-template <int HS>
-__global__ void __launch_bounds__(bwd_wgmma::THREADS, 1)
+template <int HS, int WG>
+__global__ void __launch_bounds__(bwd_wgmma::cta_threads<WG>(), 2 / WG)
 attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                                    const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                                    const float *__restrict__ delta, int T, int NH, float scale) {
     using namespace bwd_wgmma;
     static_assert(HS == 64, "registers: dK, dV, S^T, dP^T accumulators are 4 x HS / 2 floats per thread");
+    constexpr int THREADS = cta_threads<WG>(), ROWS = resident_rows<WG>();
     constexpr uint32_t TB = tile_bytes<HS>();
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    const Tiles<HS> tiles(swizzle_aligned(smem_raw));
+    const Tiles<HS, WG> tiles(swizzle_aligned(smem_raw));
     __nv_bfloat16 *sK = tiles.resident[0], *sV = tiles.resident[1], *sQ = tiles.streamed[0], *sdO = tiles.streamed[1];
     float *sLse = tiles.lse, *sDelta = tiles.delta;
     const uint32_t k_addr = tiles.resident_addr[0], v_addr = tiles.resident_addr[1];
@@ -1035,16 +1052,17 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     store_rows<HS>(dk_head + C, row_stride, wg_k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
 }
 
-template <int HS>
-__global__ void __launch_bounds__(bwd_wgmma::THREADS, 1)
+template <int HS, int WG>
+__global__ void __launch_bounds__(bwd_wgmma::cta_threads<WG>(), 2 / WG)
 attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                                    const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                                    const float *__restrict__ delta, int T, int NH, float scale) {
     using namespace bwd_wgmma;
     static_assert(HS == 64, "registers: dQ, S, dP accumulators");
+    constexpr int THREADS = cta_threads<WG>(), ROWS = resident_rows<WG>();
     constexpr uint32_t TB = tile_bytes<HS>();
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    const Tiles<HS> tiles(swizzle_aligned(smem_raw));
+    const Tiles<HS, WG> tiles(swizzle_aligned(smem_raw));
     __nv_bfloat16 *sQ = tiles.resident[0], *sdO = tiles.resident[1], *sK = tiles.streamed[0], *sV = tiles.streamed[1];
     const uint32_t q_addr = tiles.resident_addr[0], do_addr = tiles.resident_addr[1];
     const uint32_t k_addr = tiles.streamed_addr[0], v_addr = tiles.streamed_addr[1];
@@ -1150,14 +1168,15 @@ static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat1
     attention_cuda_check(cudaGetLastError());
 }
 
-template <int HS>
+template <int HS, int WG = fwd_wgmma::DEFAULT_WG>
 static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int NH,
                                     cudaStream_t stream) {
-    const size_t smem = fwd_wgmma::smem_bytes<HS>();
-    launch_config(attention_forward_wgmma_kernel<HS>, smem);
-    const dim3 grid(B * NH, (T + fwd_wgmma::QROWS - 1) / fwd_wgmma::QROWS);
-    attention_forward_wgmma_kernel<HS><<<grid, fwd_wgmma::THREADS, smem, stream>>>(out, lse, qkv, T, NH,
-                                                                                   1.0f / sqrtf((float)HS));
+    const size_t smem = fwd_wgmma::smem_bytes<HS, WG>();
+    launch_config(attention_forward_wgmma_kernel<HS, WG>, smem);
+    constexpr int QROWS = fwd_wgmma::query_rows<WG>();
+    const dim3 grid(B * NH, (T + QROWS - 1) / QROWS);
+    attention_forward_wgmma_kernel<HS, WG><<<grid, fwd_wgmma::cta_threads<WG>(), smem, stream>>>(
+        out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
 }
 
@@ -1173,21 +1192,22 @@ static inline float *backward_delta(void *scratch, const __nv_bfloat16 *dout, co
     return delta;
 }
 
-template <int HS>
+template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
 static inline void backward_wgmma_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                      const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B, int T,
                                      int NH, cudaStream_t stream) {
     const float scale = 1.0f / sqrtf((float)HS);
     const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
-    const dim3 grid(B * NH, (T + bwd_wgmma::ROWS - 1) / bwd_wgmma::ROWS);
-    const size_t smem = bwd_wgmma::smem_bytes<HS>();
-    launch_config(attention_backward_kv_wgmma_kernel<HS>, smem);
-    attention_backward_kv_wgmma_kernel<HS><<<grid, bwd_wgmma::THREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
-                                                                                       NH, scale);
+    constexpr int ROWS = bwd_wgmma::resident_rows<WG>(), THREADS = bwd_wgmma::cta_threads<WG>();
+    const dim3 grid(B * NH, (T + ROWS - 1) / ROWS);
+    const size_t smem = bwd_wgmma::smem_bytes<HS, WG>();
+    launch_config(attention_backward_kv_wgmma_kernel<HS, WG>, smem);
+    attention_backward_kv_wgmma_kernel<HS, WG><<<grid, THREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH,
+                                                                                scale);
     attention_cuda_check(cudaGetLastError());
-    launch_config(attention_backward_dq_wgmma_kernel<HS>, smem);
-    attention_backward_dq_wgmma_kernel<HS><<<grid, bwd_wgmma::THREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
-                                                                                       NH, scale);
+    launch_config(attention_backward_dq_wgmma_kernel<HS, WG>, smem);
+    attention_backward_dq_wgmma_kernel<HS, WG><<<grid, THREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH,
+                                                                                scale);
     attention_cuda_check(cudaGetLastError());
 }
 

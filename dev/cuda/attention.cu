@@ -13,8 +13,9 @@
 // from its out and lse; sm_90a, this harness is built for sm_90a when NVCC_ARCH is sm_90) instead:
 // per case, out, lse (and dq, dk, dv) against fp64 with the same tolerances, and row by row (each
 // tensor's worst row against TOL_ROW or twice the default kernels' worst row), no NaN/Inf or
-// unwritten element, identical bits over 2 runs; the many-heads case; the benchmark table with
-// their times beside the default kernels'. It exits 1 on a GPU or build without sm_90a.
+// unwritten element, identical bits over 2 runs, and the same bits from the variant with one
+// warpgroup per CTA; the many-heads case; the benchmark table with their times (and the one-
+// warpgroup variant's) beside the default kernels'. It exits 1 on a GPU or build without sm_90a.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
 // kernel variants (occupancy, row tiles per warp, streamed tile height) side by side (see
@@ -234,12 +235,17 @@ struct Outputs {
     std::vector<float> lse;
 };
 
-// Forward and backward into outputs first filled with 0xFF bytes (NaN in bf16 and fp32), so that
-// an element the kernels fail to write shows up.
-static Outputs run_poisoned(const Buffers &b, const Shape &sh) {
+// Fills the outputs with 0xFF bytes (NaN in bf16 and fp32), so that an element the kernels fail to
+// write shows up.
+static void poison_outputs(const Buffers &b, const Shape &sh) {
     cuda_check(cudaMemset(b.out, 0xFF, sh.out_count() * sizeof(bf16)));
     cuda_check(cudaMemset(b.lse, 0xFF, sh.lse_count() * sizeof(float)));
     cuda_check(cudaMemset(b.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+}
+
+// Forward and backward into NaN-filled outputs.
+static Outputs run_poisoned(const Buffers &b, const Shape &sh) {
+    poison_outputs(b, sh);
     attention_forward(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
     attention_backward(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, sh.HS, 0);
     cuda_check(cudaDeviceSynchronize());
@@ -248,16 +254,33 @@ static Outputs run_poisoned(const Buffers &b, const Shape &sh) {
 
 // The wgmma forward, and at HS 64 the wgmma backward from its out and lse, into NaN-filled
 // outputs; returns their host copies (dqkv empty at HS 128, which has no wgmma backward yet).
-static Outputs run_wgmma_poisoned(const Buffers &b, const Shape &sh) {
-    cuda_check(cudaMemset(b.out, 0xFF, sh.out_count() * sizeof(bf16)));
-    cuda_check(cudaMemset(b.lse, 0xFF, sh.lse_count() * sizeof(float)));
-    cuda_check(cudaMemset(b.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-    attention_forward_wgmma(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
-    if (sh.HS == 64)
-        attention_backward_wgmma(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, sh.HS, 0);
+static Outputs wgmma_outputs(const Buffers &b, const Shape &sh) {
     cuda_check(cudaDeviceSynchronize());
     return {to_host(b.out, sh.out_count()), sh.HS == 64 ? to_host(b.dqkv, sh.qkv_count()) : std::vector<bf16>(),
             to_host(b.lse, sh.lse_count())};
+}
+static Outputs run_wgmma_poisoned(const Buffers &b, const Shape &sh) {
+    poison_outputs(b, sh);
+    attention_forward_wgmma(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
+    if (sh.HS == 64)
+        attention_backward_wgmma(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, sh.HS, 0);
+    return wgmma_outputs(b, sh);
+}
+
+// The same with one warpgroup per CTA (the kernels' WG = 1 variant), which must give the same bits.
+static void wgmma_forward_one_warpgroup(const Buffers &b, const Shape &sh) {
+    using namespace attention_detail;
+    if (sh.HS == 64) forward_wgmma_hs<64, 1>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
+    else forward_wgmma_hs<128, 1>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
+}
+static void wgmma_backward_one_warpgroup(const Buffers &b, const Shape &sh) {
+    attention_detail::backward_wgmma_hs<64, 1>(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, 0);
+}
+static Outputs run_wgmma_one_warpgroup_poisoned(const Buffers &b, const Shape &sh) {
+    poison_outputs(b, sh);
+    wgmma_forward_one_warpgroup(b, sh);
+    if (sh.HS == 64) wgmma_backward_one_warpgroup(b, sh);
+    return wgmma_outputs(b, sh);
 }
 
 static bool identical(const Outputs &a, const Outputs &b) {
@@ -326,9 +349,11 @@ static bool check_case(const Case &c, bool wgmma) {
     if (wgmma) {
         Outputs runs[2];
         for (Outputs &r : runs) r = run_wgmma_poisoned(d, sh);
+        const bool same_wg1 = identical(run_wgmma_one_warpgroup_poisoned(d, sh), runs[0]);
         const Outputs baseline = run_poisoned(d, sh);
         buffers_free(d);
-        const bool ok = check_wgmma(sh, reference_attention(sh, qkv, dout), runs, baseline);
+        printf("    %-5s %-30s %s\n", "all", "wgmma: 1 warpgroup, same bits", same_wg1 ? "ok" : "FAIL");
+        const bool ok = check_wgmma(sh, reference_attention(sh, qkv, dout), runs, baseline) && same_wg1;
         printf("%s B=%d NH=%d T=%d HS=%d (wgmma)\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
         return ok;
     }
@@ -427,13 +452,13 @@ static bool check_rejections() {
 
 struct BenchRow {
     int T, HS, B, NH;
-    float fwd_ms, bwd_ms, wgmma_fwd_ms, wgmma_bwd_ms;  // < 0: not timed
+    float fwd_ms, bwd_ms, wgmma_fwd_ms, wgmma_bwd_ms, wg1_fwd_ms, wg1_bwd_ms;  // < 0: not timed (wg1: 1 warpgroup per CTA)
 };
 
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
 static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
-    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1};
+    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1};
     const Shape sh = {row.B, row.NH, T, HS};
     const Buffers d = buffers_alloc(sh);
     fill_uniform_bf16(d.qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
@@ -449,10 +474,13 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
     if (wgmma) {
         row.wgmma_fwd_ms = time_median_ms(
             [&] { attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps, 0);
-        if (HS == 64)
+        row.wg1_fwd_ms = time_median_ms([&] { wgmma_forward_one_warpgroup(d, sh); }, warmup, reps, 0);
+        if (HS == 64) {
             row.wgmma_bwd_ms = time_median_ms(
                 [&] { attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); },
                 warmup, reps, 0);
+            row.wg1_bwd_ms = time_median_ms([&] { wgmma_backward_one_warpgroup(d, sh); }, warmup, reps, 0);
+        }
     }
 
     buffers_free(d);
@@ -514,7 +542,9 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
     printf("\nbenchmark: B*T = 16384 tokens, NH*HS = 2048; median of 21 runs; TFLOP/s with forward = "
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
     printf("%5s %4s %3s %3s | %8s %7s | %8s %7s", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
-    if (wgmma) printf(" | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s", "wgmma bwd", "TFLOP/s");
+    if (wgmma)
+        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s", "wgmma bwd", "TFLOP/s", "1-WG fwd",
+               "TFLOP/s", "1-WG bwd", "TFLOP/s");
     printf("\n");
     auto cell = [](float ms, double flops) {
         if (ms < 0) printf(" | %9s %7s", "n/a", "");
@@ -525,7 +555,10 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
         printf("%5d %4d %3d %3d", r.T, r.HS, r.B, r.NH);
         cell(r.fwd_ms, fwd_flops);
         cell(r.bwd_ms, bwd_flops);
-        if (wgmma) cell(r.wgmma_fwd_ms, fwd_flops), cell(r.wgmma_bwd_ms, bwd_flops);
+        if (wgmma) {
+            cell(r.wgmma_fwd_ms, fwd_flops), cell(r.wgmma_bwd_ms, bwd_flops);
+            cell(r.wg1_fwd_ms, fwd_flops), cell(r.wg1_bwd_ms, bwd_flops);
+        }
         printf("\n");
     }
 }

@@ -100,10 +100,12 @@ static uint32_t wgmma_read_address(uint64_t desc, bool mn_major, int mn, int k) 
 static void check_wgmma_descriptors(void) {
     namespace fwd = attention_detail::fwd_wgmma;
     namespace bwd = attention_detail::bwd_wgmma;
-    // The tiles the kernels give wgmma: resident tiles of 128 rows that each warpgroup's 64 rows
-    // read as A (forward Q; backward K, V, Q, dO), and streamed tiles of 64 rows read as B, K-major
-    // (forward K; backward Q, dO, K, V) or MN-major (forward V; backward dO, Q, K).
-    const int a_rows[] = {fwd::QROWS, bwd::ROWS}, b_rows[] = {fwd::KEYS, bwd::TILE};
+    // The tiles the kernels give wgmma: resident tiles of 128 rows (64 in the one-warpgroup
+    // variants) that each warpgroup's 64 rows read as A (forward Q; backward K, V, Q, dO), and
+    // streamed tiles of 64 rows read as B, K-major (forward K; backward Q, dO, K, V) or MN-major
+    // (forward V; backward dO, Q, K).
+    const int a_rows[] = {fwd::query_rows<2>(), bwd::resident_rows<2>(), fwd::query_rows<1>(), bwd::resident_rows<1>()};
+    const int b_rows[] = {fwd::KEYS, bwd::TILE};
     bool ok_a = true, ok_b = true, ok_mn = true, ok_mode = true;
     for (uint32_t base : {0u, 37u * 1024u})  // any 1024-byte boundary
         for (int HS : {64, 128}) {

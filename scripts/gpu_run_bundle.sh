@@ -87,8 +87,8 @@ if wants sanitize; then
         step memcheck_test_tiny 200 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
         step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
         step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check-small
-        step memcheck_attention_wgmma 60 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
-        step racecheck_attention_wgmma 90 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
+        step memcheck_attention_wgmma 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
+        step racecheck_attention_wgmma 150 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
     else
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi

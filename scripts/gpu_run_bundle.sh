@@ -6,13 +6,13 @@
 # every block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
 # step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside PyTorch at d12 B
 # 16 and 32, also with --attention wgmma, and the tokens/s and MFU of d24, d36 and d48 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
-# (phase profile: $OUT/profile_*.md), and the d12 loss curves of bf16, fp8 and int8 over 1000 steps
-# of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the machine's python3 has
-# matplotlib; else dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT
-# (or build/gpu_run) receives at most 7 files, because the device tool returns 8: device.txt,
-# summary.md (a row per step), logs.tar.gz (every step's log), and the phases' results
-# (profile_d48_bf16.md, profile_d48_fp8.md, curves.csv, curves.png). Bulky work (ZeRO runs, ncu's
-# raw CSV, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work).
+# (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss curves of bf16, fp8
+# and int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
+# machine's python3 has matplotlib; else dev/bench/plot_curves.py makes it from the CSV). Each step
+# has a time limit. $OUT (or build/gpu_run) receives at most 6 files (the device tool returns 8):
+# device.txt, summary.md (a row per step), logs.tar.gz (every step's log), and the phases' results
+# (profile.md, curves.csv, curves.png). Bulky work (ZeRO runs, ncu's raw CSV, the curves' per-run
+# logs) stays in $WORK (/tmp/gpu_run_work).
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
@@ -171,17 +171,21 @@ if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the sam
           echo "| $1 | $2 | $(tokens_per_s "bench_$1_bf16_b$2") | $(mfu "bench_$1_bf16_b$2") |"
       done; } >> "$summary"
 fi
-if wants profile; then  # GPU time per kernel over two d48 steps (ncu serializes kernels)
-    # d48 B 4, where issue 8's goal (fp8 1.3x bf16) is set: bf16 against the fastest FP8 setting
-    # measured (delayed scaling, the weight gradient in FP8 too: 1.05x on 2026-11-23).
+if wants profile; then  # GPU time per kernel over two steps (ncu serializes kernels), into $out/profile.md
+    # d12 B 16 bf16, issue 4's comparison with PyTorch; d48 B 4, where issue 8's goal (fp8 1.3x
+    # bf16) is set: bf16 against the fastest FP8 setting measured (delayed scaling, the weight
+    # gradient in FP8 too: 1.05x on 2026-11-23).
     ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
     if [ -n "$ncu" ]; then
-        for m in bf16 fp8; do
-            flags=(--matmul $m); [ $m = fp8 ] && flags+=(--amax-history 16 --fp8-wgrad 1)
-            step "profile_d48_$m" 280 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
-                --log-file "$work/profile_d48_$m.csv" $bin/train_gptcu --bench -e d48 -b 4 -t 1024 -x 2 "${flags[@]}"
-            step "profile_summary_$m" 60 bash -c "python3 dev/bench/ncu_summary.py '$work/profile_d48_$m.csv' > '$out/profile_d48_$m.md'"
-            head -n 30 "$out/profile_d48_$m.md"
+        : > "$out/profile.md"
+        for run in "d12 16 bf16" "d48 4 bf16" "d48 4 fp8"; do
+            set -- $run
+            name="$1_$3" flags=(--matmul $3); [ $3 = fp8 ] && flags+=(--amax-history 16 --fp8-wgrad 1)
+            step "profile_$name" 280 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
+                --log-file "$work/profile_$name.csv" $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 2 "${flags[@]}"
+            step "profile_summary_$name" 60 bash -c "python3 dev/bench/ncu_summary.py '$work/profile_$name.csv' > '$work/profile_$name.md'"
+            { echo "## $1 B $2 $3 ${flags[*]}, two steps"; echo; cat "$work/profile_$name.md"; echo; } >> "$out/profile.md"
+            head -n 30 "$work/profile_$name.md"
         done
     else
         echo "| ncu | not found | 0 |" >> "$summary"

@@ -65,8 +65,10 @@ phase torch bench_d12_bf16_b16 bench_d12_wgmma_b16 torch_d12_b16 bench_d12_bf16_
     bench_d24_bf16_b16 bench_d36_bf16_b8 bench_d48_bf16_b4
 check "torch: the sizes' MFU is computed" grep -q "^| d36 | 8 | 12345 | 1.2% |" "$d/out_torch/summary.md"
 check "torch: the ratios are computed" grep -q "^| B 32 | 12345 | 12345 | 23456 | 0.526 | 0.526 |" "$d/out_torch/summary.md"
-phase profile profile_d48_bf16 profile_summary_bf16 profile_d48_fp8 profile_summary_fp8
-check "profile: the kernel table is returned" grep -q "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile_d48_fp8.md"
+phase profile profile_d12_bf16 profile_summary_d12_bf16 profile_d48_bf16 profile_summary_d48_bf16 profile_d48_fp8 \
+    profile_summary_d48_fp8
+check "profile: the three kernel tables are returned in profile.md" \
+    test "$(grep -c "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile.md")" = 3
 phase curves curves
 check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curves/curves.csv")" = 1001
 echo "$fails failure(s)"

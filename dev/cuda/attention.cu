@@ -11,7 +11,8 @@
 // fails.
 // With --wgmma, the wgmma kernels (attention_forward_wgmma, and at HS 64 attention_backward_wgmma
 // from its out and lse; sm_90a, this harness is built for sm_90a when NVCC_ARCH is sm_90) instead:
-// per case, out, lse (and dq, dk, dv) against fp64 with the same tolerances, and row by row (each
+// first their building blocks on one tile each, exactly, with values that name the element read
+// (check_wgmma_units: a failure prints which element each wrong output came from); then per case, out, lse (and dq, dk, dv) against fp64 with the same tolerances, and row by row (each
 // tensor's worst row against TOL_ROW or twice the default kernels' worst row), no NaN/Inf or
 // unwritten element, identical bits over 2 runs, and the same bits from the variant with one
 // warpgroup per CTA; the many-heads case; the benchmark table with their times (and the one-
@@ -299,6 +300,137 @@ static const char *wgmma_unavailable_reason(void) {
     cuda_check(cudaGetDevice(&device));
     cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     return major == 9 ? "this build has no sm_90a code (build with NVCC_ARCH=sm_90)" : "not a GPU of compute capability 9.0";
+}
+
+// ---------------------------------------------------------------------------------------------
+// wgmma building blocks on one tile each (--wgmma, before the attention cases): the assumptions
+// of llmc/wgmma.cuh and the wgmma kernels, each on its own, with values that name their source.
+//   S = A B^T (mma_rows_by_rows: A K-major from a resident tile of 64 WG rows at warpgroup w's
+//     64 rows, B K-major), A one-hot: A[r][k] = 1 at k = koff + sel(r), sel(r) = (r + 32 (r / 64))
+//     % 64 (other rows for the second warpgroup), so S[r][n] = B[n][koff + sel(r)];
+//   O = P V (acc_to_a from an accumulator in the C layout, mma_regs_by_tile: V MN-major), P the
+//     identity, so O[64 w + r][c] = V[r][c].
+// Every B and V element is a distinct power-of-two multiple, label(i, j) = +-(1 + i/64) 2^(j%64 - 32)
+// (negative for j >= 64): exact in bf16, summed exactly with zeros in fp32, and a wrong value
+// decodes to the element actually read, which the failure lines print (a layout error shows as
+// a pattern of wrong rows, columns or panels).
+
+static float unit_label(int i, int j) { return (j >= 64 ? -1.0f : 1.0f) * ldexpf(1.0f + i / 64.0f, j % 64 - 32); }
+
+// (i, j) of a label, or false for a value that is none.
+static bool unit_decode(float x, int *i, int *j) {
+    if (x == 0.0f || !isfinite(x)) return false;
+    int e;
+    const float m = frexpf(fabsf(x), &e);  // |x| = m 2^e, m in [0.5, 1): 1 + i/64 = 2m, j % 64 = e + 31
+    *i = (int)lrintf((2.0f * m - 1.0f) * 64.0f);
+    *j = e + 31 + (x < 0 ? 64 : 0);
+    return *i >= 0 && *i < 64 && e + 31 >= 0 && e + 31 < 64 && unit_label(*i, *j) == x;
+}
+
+static int unit_select(int r) { return (r + 32 * (r / 64)) % 64; }
+
+template <int HS, int WG>
+__global__ void wgmma_unit_kernel(bf16 *s_out, bf16 *o_out, const bf16 *a, const bf16 *b, const bf16 *v) {
+    using namespace attention_detail;
+    constexpr int ROWS = 64 * WG, THREADS = 128 * WG;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned char *smem = swizzle_aligned(smem_raw);
+    bf16 *sA = reinterpret_cast<bf16 *>(smem), *sB = sA + ROWS * HS, *sV = sB + 64 * HS;
+    load_tile_async<ROWS, HS, true, THREADS>(sA, a, HS, 0, ROWS);
+    load_tile_async<64, HS, true, THREADS>(sB, b, HS, 0, 64);
+    load_tile_async<64, HS, true, THREADS>(sV, v, HS, 0, 64);
+    cp_async_commit();
+    publish_tiles();
+    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane >> 2, t = lane & 3;
+
+    float sacc[8][4];
+    wgmma::hold_registers<8>(sacc);
+    wgmma::fence();
+    mma_rows_by_rows<HS>(sacc, smem_addr(sA), ROWS, 64 * wg, smem_addr(sB));
+    wgmma::commit();
+    wgmma::wait<0>();
+    wgmma::hold_registers<8>(sacc);
+    store_rows<64>(s_out, 64, 64 * wg + 16 * warp, ROWS, sacc, 1.0f, 1.0f, lane);
+
+    float p[8][4], o[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) p[n][e] = 8 * n + 2 * t + (e & 1) == 16 * warp + g + 8 * (e >> 1) ? 1.0f : 0.0f;
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    uint32_t pf[4][4];
+    acc_to_a<64>(pf, p);
+    wgmma::hold_registers<HS / 8>(o);
+    wgmma::hold_registers<4>(pf);
+    wgmma::fence();
+    mma_regs_by_tile<HS, 64>(o, pf, smem_addr(sV));
+    wgmma::commit();
+    wgmma::wait<0>();
+    wgmma::hold_registers<HS / 8>(o);
+    store_rows<HS>(o_out, HS, 64 * wg + 16 * warp, ROWS, o, 1.0f, 1.0f, lane);
+}
+
+// Compares got with expected (labels), printing the first few differences decoded; returns the
+// number of differences.
+static int unit_compare(const char *what, const char *src, const std::vector<bf16> &got, const std::vector<float> &want,
+                        int cols) {
+    int bad = 0;
+    for (size_t x = 0; x < want.size(); x++) {
+        const float g = __bfloat162float(got[x]);
+        if (g == want[x]) continue;
+        if (bad++ >= 8) continue;
+        int i, j, wi = -1, wj = -1;
+        unit_decode(want[x], &wi, &wj);
+        if (unit_decode(g, &i, &j))
+            printf("      %s[%zu][%zu]: want %s[%d][%d], got %s[%d][%d]\n", what, x / cols, x % cols, src, wi, wj, src, i, j);
+        else printf("      %s[%zu][%zu]: want %s[%d][%d], got %g\n", what, x / cols, x % cols, src, wi, wj, g);
+    }
+    return bad;
+}
+
+template <int HS, int WG>
+static bool check_wgmma_unit(int koff) {
+    constexpr int ROWS = 64 * WG;
+    std::vector<bf16> a((size_t)ROWS * HS), b((size_t)64 * HS), v((size_t)64 * HS);
+    for (int r = 0; r < ROWS; r++)
+        for (int k = 0; k < HS; k++) a[(size_t)r * HS + k] = __float2bfloat16(k == koff + unit_select(r) ? 1.0f : 0.0f);
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < HS; j++) {
+            b[(size_t)i * HS + j] = __float2bfloat16(unit_label(i, j));
+            v[(size_t)i * HS + j] = __float2bfloat16(unit_label(i, j));
+        }
+    std::vector<float> s_want((size_t)ROWS * 64), o_want((size_t)ROWS * HS);
+    for (int r = 0; r < ROWS; r++) {
+        for (int n = 0; n < 64; n++) s_want[(size_t)r * 64 + n] = unit_label(n, koff + unit_select(r));
+        for (int c = 0; c < HS; c++) o_want[(size_t)r * HS + c] = unit_label(r % 64, c);
+    }
+    bf16 *d_a = device_alloc<bf16>(a.size()), *d_b = device_alloc<bf16>(b.size()), *d_v = device_alloc<bf16>(v.size());
+    bf16 *d_s = device_alloc<bf16>(s_want.size()), *d_o = device_alloc<bf16>(o_want.size());
+    to_device(d_a, a), to_device(d_b, b), to_device(d_v, v);
+    cuda_check(cudaMemset(d_s, 0xFF, s_want.size() * sizeof(bf16)));
+    cuda_check(cudaMemset(d_o, 0xFF, o_want.size() * sizeof(bf16)));
+    const size_t smem = wgmma::SWIZZLE_ALIGN + (size_t)(ROWS + 128) * HS * sizeof(bf16);
+    attention_detail::launch_config(wgmma_unit_kernel<HS, WG>, smem);
+    wgmma_unit_kernel<HS, WG><<<1, 128 * WG, smem>>>(d_s, d_o, d_a, d_b, d_v);
+    cuda_check(cudaGetLastError());
+    cuda_check(cudaDeviceSynchronize());
+    printf("  wgmma unit HS %d, %d warpgroup(s), A one-hot in columns %d..%d\n", HS, WG, koff, koff + 63);
+    const int bad_s = unit_compare("S", "B", to_host(d_s, s_want.size()), s_want, 64);
+    const int bad_o = unit_compare("O", "V", to_host(d_o, o_want.size()), o_want, HS);
+    for (bf16 *p : {d_a, d_b, d_v, d_s, d_o}) cuda_check(cudaFree(p));
+    printf("    %-5s %-30s %d wrong of %zu %s\n", "S", "A B^T (K-major, K-major)", bad_s, s_want.size(), bad_s ? "FAIL" : "ok");
+    printf("    %-5s %-30s %d wrong of %zu %s\n", "O", "P V (registers, MN-major)", bad_o, o_want.size(), bad_o ? "FAIL" : "ok");
+    return bad_s == 0 && bad_o == 0;
+}
+
+static bool check_wgmma_units(void) {
+    printf("wgmma building blocks, one tile each (exact)\n");
+    bool ok = check_wgmma_unit<64, 1>(0) & check_wgmma_unit<64, 2>(0);
+    for (int koff : {0, 64}) ok = check_wgmma_unit<128, 1>(koff) & check_wgmma_unit<128, 2>(koff) & ok;
+    printf("%s wgmma building blocks\n", ok ? "PASS" : "FAIL");
+    return ok;
 }
 
 // The wgmma kernels' two runs (run_wgmma_poisoned): out, lse and (HS 64) dq, dk, dv against the
@@ -609,6 +741,10 @@ int main(int argc, char **argv) {
         {{1, 2, 1000, 128}, 3.0f, 110}, {{2, 2, 256, 64}, 1.0f, 111}, {{1, 2, 300, 64}, 3.0f, 112},
     };
     int failed = 0, n_checks = 0;
+    if (wgmma) {  // first: where they fail, the attention cases below fail too
+        failed += !check_wgmma_units();
+        n_checks++;
+    }
     for (const Case &c : cases) {
         failed += !check_case(c, wgmma);
         n_checks++;

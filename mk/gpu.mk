@@ -2,8 +2,8 @@
 #   train_gptcu            the GPU trainer (train_gpt.cu + llmc/*.cuh, linked with the llmc objects)
 #   test_gptcu             test_gpt.cu: the GPU trainer against train_gpt.c on the same weights and batch
 #   build/dev/cuda/<k>     one harness per kernel family of the trainer (dev/cuda/<k>.cu)
-#   make test-gpu          runs all of them (test_gptcu also with the wgmma attention), the
-#                          attention (also its wgmma kernels), quant and matmul_lowp harnesses, and
+#   make test-gpu          runs all of them (for sm_90 also the wgmma attention's checks), the
+#                          attention, quant and matmul_lowp harnesses, and
 #                          compute-sanitizer on test_gptcu tiny (GPU machine; scripts/gpu_suite.sh
 #                          runs it and writes the report)
 # Warnings are errors for every CUDA target (host code through -Xcompiler, device code through
@@ -51,14 +51,14 @@ SANITIZER ?= $(if $(NVCC),$(CUDA_HOME)/bin/compute-sanitizer,compute-sanitizer)
 .PHONY: test-gpu
 # (mk/quant.mk, read after this file, builds the low-precision harnesses: named here by path.)
 GPU_LOWP_HARNESSES := $(BUILD)/cuda/quant $(BUILD)/cuda/matmul_lowp
+# The wgmma attention's checks, where the build has sm_90a code (NVCC_ARCH=sm_90).
+WGMMA_CHECKS = $(if $(filter sm_90,$(NVCC_ARCH)),$(ATTENTION_HARNESS) --wgmma && ./test_gptcu tiny wgmma && ./test_gptcu tiny recompute wgmma)
 test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS) $(GPU_LOWP_HARNESSES)
 	./test_gptcu small
 	./test_gptcu d12
 	./test_gptcu small recompute
 	set -e; for h in $(GPU_KERNEL_HARNESSES) $(GPU_LOWP_HARNESSES); do $$h; done
 	$(ATTENTION_HARNESS)
-	$(ATTENTION_HARNESS) --wgmma
-	./test_gptcu tiny wgmma
-	./test_gptcu tiny recompute wgmma
+	$(WGMMA_CHECKS)
 	$(SANITIZER) --tool memcheck --error-exitcode 1 ./test_gptcu tiny
 	$(SANITIZER) --tool racecheck --error-exitcode 1 ./test_gptcu tiny

@@ -550,9 +550,8 @@ static uint64_t gpu_rounding_seed(uint64_t run_seed) { return run_seed ^ 0x5eedb
 // How a GPU model computes, beside its shape: the precision of the four block linears
 // (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history, gelu_fusion and attention as
 // the flags --fp8-wgrad, --amax-history, --gelu-fusion and --attention, the L layers' recompute
-// policies (NULL: keep
-// everything), the rows of the output head at once (llmc/trainer.h; 0: all B*T) and the ZeRO
-// stage over host's ranks (host NULL: one process).
+// policies (NULL: keep everything), the rows of the output head at once (llmc/trainer.h; 0: all
+// B*T) and the ZeRO stage over host's ranks (host NULL: one process).
 typedef struct {
     matmul_precision precision;
     int fp8_wgrad, amax_history, gelu_fusion, attention;

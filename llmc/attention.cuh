@@ -5,7 +5,7 @@
 //
 // The forward, and the backward at head size 64, also exist in wgmma versions for sm_90a
 // (attention_forward_wgmma, attention_backward_wgmma; llmc/wgmma.cuh): written and compiled only,
-// NOT RUN on a GPU, not used by the trainer until they are verified.
+// NOT RUN on a GPU; the trainer uses them only under --attention wgmma (default mma).
 //
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): dev/cuda/attention.cu
 // checks it against an fp64 CPU reference and for bit-reproducibility (memcheck and racecheck

@@ -4,8 +4,9 @@
 # d12 benchmark, the recompute checks and memory/speed table (phase recompute), the ZeRO checks
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
 # every block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
-# step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside PyTorch at d12 B
-# 16 and 32, also with --attention wgmma, and the tokens/s and MFU of d24, d36 and d48 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
+# step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside
+# PyTorch at d12 B 16 and 32, also with --attention wgmma, and the tokens/s and MFU of d24, d36 and
+# d48 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
 # (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss curves of bf16, fp8
 # and int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
 # machine's python3 has matplotlib; else dev/bench/plot_curves.py makes it from the CSV). Each step
@@ -19,9 +20,10 @@ out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
 # torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes (2026-11-23,
-# H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3 (now ~5: d48 B 8 added), torch ~2
-# (now ~5.5: --attention wgmma, d24, d36, d48 added),
-# curves ~2.5; profile, now at d48, not yet timed: its step limits add up to 680 s).
+# H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5),
+# estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), bench2 ~5 (d48 B 8), torch ~5.5
+# (wgmma, d24, d36, d48); profile not yet timed: its step limits add up to 1020 s, more than one
+# call, so run it under `timeout 590` alone (profile.md grows table by table, d12 first).
 phases=" ${*:-all} "
 for p in $phases; do
     case $p in checks | sanitize | recompute | zero | bench | bench2 | torch | profile | curves | all) ;;
@@ -60,6 +62,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
     echo "== $name: $result"; tail -n 25 "$work/logs/$name.log"
 }
 tokens_per_s() { awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/$1.log" 2>/dev/null; }  # tokens_per_s STEP_NAME
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "-" }'; }  # ratio A B: A / B
 # MFU of a --bench step: tokens/s * mfu_flops_per_token / mfu_peak_flops (train_gptcu prints both at startup)
 mfu() { awk '/^mfu_flops_per_token/ {f=$2} /^mfu_peak_flops/ {p=$2} /^bench_tokens_per_s/ {t=$2}
              END { if (t > 0 && p > 0) printf "%.1f%%", 100 * t * f / p }' "$work/logs/$1.log" 2>/dev/null; }  # mfu STEP_NAME
@@ -137,7 +140,7 @@ if wants bench2; then  # d48 with accumulation; GELU fusion at d12
       for run in accum4 b8; do
           a=$(tokens_per_s "bench_d48_${run}_bf16") b=$(tokens_per_s "bench_d48_${run}_fp8wgrad")
           label="B 4, 4 micro-steps per step"; [ $run = b8 ] && label="B 8"
-          echo "| $label | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", b / a; else print "-" }') |"
+          echo "| $label | $a | $b | $(ratio "$b" "$a") |"
       done; } >> "$summary"
     # GELU in the cuBLASLt epilogues (--gelu-fusion; off by default, see README)
     for f in 0 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
@@ -152,7 +155,6 @@ if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the sam
         step "bench_d12_wgmma_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 --attention wgmma
         step "torch_d12_b$B" 300 env B=$B python3 dev/bench/torch_gpu_baseline.py
     done
-    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "-" }'; }
     { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s | --attention wgmma | PyTorch (torch.compile, SDPA) tokens/s | ratio | wgmma ratio |"
       echo "|---|---|---|---|---|---|"
       for B in 16 32; do

@@ -12,7 +12,8 @@
 // With --wgmma, the wgmma kernels (attention_forward_wgmma, and at HS 64 attention_backward_wgmma
 // from its out and lse; sm_90a, this harness is built for sm_90a when NVCC_ARCH is sm_90) instead:
 // first their building blocks on one tile each, exactly, with values that name the element read
-// (check_wgmma_units: a failure prints which element each wrong output came from); then per case, out, lse (and dq, dk, dv) against fp64 with the same tolerances, and row by row (each
+// (check_wgmma_units: a failure prints which element each wrong output came from); then per case,
+// out, lse (and dq, dk, dv) against fp64 with the same tolerances, and row by row (each
 // tensor's worst row against TOL_ROW or twice the default kernels' worst row), no NaN/Inf or
 // unwritten element, identical bits over 2 runs, and the same bits from the variant with one
 // warpgroup per CTA; the many-heads case; the benchmark table with their times (and the one-
@@ -258,13 +259,13 @@ static Outputs run_poisoned(const Buffers &b, const Shape &sh) {
     return {to_host(b.out, sh.out_count()), to_host(b.dqkv, sh.qkv_count()), to_host(b.lse, sh.lse_count())};
 }
 
-// The wgmma forward, and at HS 64 the wgmma backward from its out and lse, into NaN-filled
-// outputs; returns their host copies (dqkv empty at HS 128, which has no wgmma backward yet).
+// The host copies of a wgmma run's outputs (dqkv empty at HS 128, which has no wgmma backward yet).
 static Outputs wgmma_outputs(const Buffers &b, const Shape &sh) {
     cuda_check(cudaDeviceSynchronize());
     return {to_host(b.out, sh.out_count()), sh.HS == 64 ? to_host(b.dqkv, sh.qkv_count()) : std::vector<bf16>(),
             to_host(b.lse, sh.lse_count())};
 }
+// The wgmma forward, and at HS 64 the wgmma backward from its out and lse, into NaN-filled outputs.
 static Outputs run_wgmma_poisoned(const Buffers &b, const Shape &sh) {
     poison_outputs(b, sh);
     attention_forward_wgmma(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, sh.HS, 0);
@@ -478,7 +479,8 @@ static Buffers case_inputs(const Case &c, std::vector<bf16> &qkv, std::vector<bf
 
 // One case. The default kernels: forward and backward three times, bit-identical results, the
 // other RT and BS variants' bits, every output against the reference. With wgmma: the wgmma
-// forward twice, out and lse against the reference, identical bits.
+// kernels twice (identical bits), once with one warpgroup per CTA (the same bits), and the
+// default kernels once; check_wgmma compares with the reference.
 static bool check_case(const Case &c, bool wgmma) {
     const Shape &sh = c.shape;
     std::vector<bf16> qkv, dout;

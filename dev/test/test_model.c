@@ -118,8 +118,9 @@ static int run_case(const char *prefix) {
     // small in some step, so the weights carry amplified rounding noise: this trainer against the
     // same reference at 1, 2, 3 and 4 OpenMP threads (whose sums differ in order) measured worst
     // per-tensor differences of 1.0e-6..5.9e-6 (lr 6e-4) and 2.9e-6..1.05e-5 (lr 3e-3, c64_full_t).
-    // Tolerance 5e-5: five times that spread; a wrong optimizer term (bias correction, decay,
-    // clipping, the schedule) moves the weights by about lr per step, 1e-3 relative and more.
+    // Tolerance 5e-5: five times that spread. Still caught (mutations of llmc/optimizer.c, run by
+    // hand): the first moment's bias correction one step off gives 5.8e-2; weight decay 10% too
+    // strong gives 1.0e-4 (at wpe, lr 6e-4), which the losses alone (3.8e-5) would miss.
     double worst_w = 0.0;
     char worst_w_label[64] = "";
     for (int s = 0; s < gpt2_num_slots(&cfg); s++) {

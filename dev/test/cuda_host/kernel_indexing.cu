@@ -104,7 +104,9 @@ static void check_wgmma_descriptors(void) {
     // variants) that each warpgroup's 64 rows read as A (forward Q; backward K, V, Q, dO), and
     // streamed tiles of 64 rows read as B, K-major (forward K; backward Q, dO, K, V) or MN-major
     // (forward V; backward dO, Q, K).
-    const int a_rows[] = {fwd::query_rows<2>(), bwd::resident_rows<2>(), fwd::query_rows<1>(), bwd::resident_rows<1>()};
+    static_assert(fwd::query_rows<2>() == bwd::resident_rows<2>() && fwd::query_rows<1>() == bwd::resident_rows<1>(),
+                  "the forward's and the backward's resident tiles have the same heights");
+    const int a_rows[] = {fwd::query_rows<2>(), fwd::query_rows<1>()};
     const int b_rows[] = {fwd::KEYS, bwd::TILE};
     bool ok_a = true, ok_b = true, ok_mn = true, ok_mode = true;
     for (uint32_t base : {0u, 37u * 1024u})  // any 1024-byte boundary

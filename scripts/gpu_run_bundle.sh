@@ -5,7 +5,7 @@
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
 # every block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
 # step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside
-# PyTorch at d12 B 16 and 32, also with --attention wgmma, and the tokens/s and MFU of d24, d36 and
+# PyTorch at d12 B 16, 32 and 64, also with --attention wgmma, and the tokens/s and MFU of d24, d36 and
 # d48 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
 # (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss curves of bf16, fp8
 # and int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
@@ -21,8 +21,8 @@ mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
 # torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes (2026-11-23,
 # H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5),
-# estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), bench2 ~5 (d48 B 8), torch ~5.5
-# (wgmma, d24, d36, d48); profile not yet timed: its step limits add up to 1020 s, more than one
+# estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), bench2 ~5 (d48 B 8), torch ~7.5
+# (wgmma, B 64, d24, d36, d48); profile not yet timed: its step limits add up to 1020 s, more than one
 # call, so run it under `timeout 590` alone (profile.md grows table by table, d12 first).
 phases=" ${*:-all} "
 for p in $phases; do
@@ -150,14 +150,16 @@ if wants bench2; then  # d48 with accumulation; GELU fusion at d12
       echo "$row"; } >> "$summary"
 fi
 if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the same call
-    for B in 16 32; do
+    # up to B 64: issue 4 asks for the largest micro-batch that fits; with the output head in chunks
+    # d12 B 64 should keep about 19 GB of activations here (a failed step shows which side ran out)
+    for B in 16 32 64; do
         step "bench_d12_bf16_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12
         step "bench_d12_wgmma_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 --attention wgmma
         step "torch_d12_b$B" 300 env B=$B python3 dev/bench/torch_gpu_baseline.py
     done
     { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s | --attention wgmma | PyTorch (torch.compile, SDPA) tokens/s | ratio | wgmma ratio |"
       echo "|---|---|---|---|---|---|"
-      for B in 16 32; do
+      for B in 16 32 64; do
           ours=$(tokens_per_s "bench_d12_bf16_b$B") wg=$(tokens_per_s "bench_d12_wgmma_b$B")
           theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
           echo "| B $B | $ours | $wg | $theirs | $(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |"

@@ -62,7 +62,7 @@ phase bench2 bench_d48_accum4_bf16 bench_d48_b8_bf16 bench_d48_accum4_fp8wgrad b
     bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
 check "bench2: the d48 ratios are computed" grep -q "^| B 8 | 12345 | 12345 | 1.000 |" "$d/out_bench2/summary.md"
 phase torch bench_d12_bf16_b16 bench_d12_wgmma_b16 torch_d12_b16 bench_d12_bf16_b32 bench_d12_wgmma_b32 torch_d12_b32 \
-    bench_d24_bf16_b16 bench_d36_bf16_b8 bench_d48_bf16_b4
+    bench_d12_bf16_b64 bench_d12_wgmma_b64 torch_d12_b64 bench_d24_bf16_b16 bench_d36_bf16_b8 bench_d48_bf16_b4
 check "torch: the sizes' MFU is computed" grep -q "^| d36 | 8 | 12345 | 1.2% |" "$d/out_torch/summary.md"
 check "torch: the ratios are computed" grep -q "^| B 32 | 12345 | 12345 | 23456 | 0.526 | 0.526 |" "$d/out_torch/summary.md"
 phase profile profile_d12_bf16 profile_summary_d12_bf16 profile_d48_bf16 profile_summary_d48_bf16 profile_d48_fp8 \

@@ -13,12 +13,13 @@
 //         same precision), then a second step's loss; determinism; delayed scaling (fp8).
 //   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list
 //      and a --mem-budget plan give bit-identical losses, gradients and weights to keeping
-//      everything over 5 steps (bf16, also with --gelu-fusion 2 at the levels that recompute no
-//      GELU alone, which excludes the budget plan; fp8 with delayed scaling; int8),
+//      everything over 5 steps (bf16 with the default --gelu-fusion 1, also with 2 at the levels that
+//      recompute no GELU alone, which excludes the budget plan; fp8 with delayed scaling; int8),
 //      and allocate exactly the activation bytes the plan predicts; an FP8 forward replayed after
 //      its amax grew gives its bits.
-//   8. GELU in cuBLASLt's epilogues (--gelu-fusion 1, 2): logits, loss and gradients against the
-//      CPU reference with the tolerances of 1 and 2; determinism.
+//   8. GELU in cuBLASLt's epilogues, the levels other than the default (--gelu-fusion 0, 2): logits,
+//      loss and gradients against the CPU reference with the tolerances of 1 and 2; determinism.
+// Checks 1-5 run the trainer's defaults for bf16 (gpu_model_options: --gelu-fusion 1).
 // Usage: test_gptcu tiny|small|d12 [recompute] [wgmma] (configurations below; recompute: check 7
 // alone, else 1-6 and 8; wgmma: every model here with --attention wgmma, head size 64 only, so tiny
 // or d12; it fails where the wgmma kernels cannot run). Exits 1 if any check fails.
@@ -26,7 +27,9 @@
 // STATUS: tiny, small and d12, and check 7 on tiny and small, pass on an H100 (2026-11-23, commit
 // 7c74e66 with the fixes of the commit after it; dev/gpu_report.md). Since then (compiled only):
 // check 7 runs 5 steps (was 3) with the output head in chunks of T/3 + 1 rows; check 2b is new;
-// the argument wgmma (--attention wgmma) has NOT RUN.
+// the argument wgmma (--attention wgmma) has NOT RUN; checks 1-5 and 7's first bf16 run take the
+// new default --gelu-fusion 1 (the GELU's backward in the epilogue, which ran at 7c74e66 as part of
+// level 2), and check 8 levels 0 and 2.
 //
 // Both trainers start from the same weights: the seeded initialization rounded to bf16, so the
 // GPU's bf16 parameters and fp32 master weights and the CPU's fp32 parameters are the same numbers.
@@ -481,9 +484,10 @@ static void check_forward_again(int N, int IC, int OC) {
 // ---------------------------------------------------------------------------------------------
 // 8. GELU in cuBLASLt's epilogues
 
-// --gelu-fusion 1 and 2 against the CPU reference with checks 1 and 2's tolerances (the
-// epilogue's GELU is the same tanh approximation in fp32 as gelu.cuh; only roundings differ, and
-// the fused input gradient rounds once where the unfused one rounds twice), then determinism.
+// --gelu-fusion 0 and 2 (checks 1-5 ran the default, 1) against the CPU reference with checks 1
+// and 2's tolerances (the epilogue's GELU is the same tanh approximation in fp32 as gelu.cuh; only
+// roundings differ, and the fused input gradient rounds once where the unfused one rounds twice),
+// then determinism.
 // A wrong aux leading dimension or a GELU applied to the wrong matrix gives errors of order 1.
 // The biases (zero at initialization) and the LayerNorm weights are set to random bf16 values
 // first, so that an epilogue that drops the bias, or adds it after the aux is written, fails too.
@@ -509,7 +513,7 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
     const std::vector<float> cpu_logits(cpu_model_logits(cpu), cpu_model_logits(cpu) + (size_t)N * Vp);
     cpu_model_zero_grads(cpu);
     cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
-    for (int fusion = 1; fusion <= 2; fusion++) {
+    for (int fusion : {GELU_UNFUSED, GELU_FUSED_BOTH}) {
         GPUModelOptions opt = test_options(MATMUL_BF16);
         opt.gelu_fusion = fusion;
         GPUModel g;
@@ -580,12 +584,12 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
 // Every level against keeping everything, in `precision` (fp8: with delayed scaling over a
 // history of 2 micro-steps, so the later steps take their scales from the history that the forward
 // has updated by the time the backward recomputes) and with GELU in the matmul epilogues
-// (gelu_fusion, bf16). Bit-identical is the requirement: the recompute runs the forward's kernels
-// on the same inputs (and FP8 casts with the forward's stored scales), and every kernel is
-// deterministic. Under gelu_fusion the levels are those where no layer recomputes the GELU alone:
-// such a layer runs its fc forward unfused (gelu_fused_forward), whose rounding differs from the
-// fused "none" by design (check 8 measures both against the CPU); the unfused path's recompute is
-// what the gelu_fusion = 0 run checks.
+// (gelu_fusion, enum GeluFusion, bf16). Bit-identical is the requirement: the recompute runs the
+// forward's kernels on the same inputs (and FP8 casts with the forward's stored scales), and every
+// kernel is deterministic. Under GELU_FUSED_BOTH the levels are those where no layer recomputes the
+// GELU alone: such a layer runs its fc forward unfused (gelu_fused_forward), whose rounding differs
+// from the fused "none" by design (check 8 measures both against the CPU); that layer's recompute
+// is what the GELU_FUSED_BACKWARD run (the default: the fc forward unfused everywhere) checks.
 // Why this fails when a recompute is wrong: a step left out (say recompute_steps forgetting
 // RC_STEP_GELU under RC_GELU) leaves the backward reading the poisoned scratch, NaN gradients;
 // without the poison it would read another layer's values, wrong gradients for every layer
@@ -598,13 +602,14 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
     const GPT2Config *cfg = &tc.cfg;
     const int L = cfg->num_layers, history = precision == MATMUL_FP8 ? 2 : 0;
     // The mixed list: layer l gets kinds[l % 4], e.g. "0:block,1:attn+gelu,2:mlp".
-    const char *const kinds[] = {"block", gelu_fusion ? "attn" : "attn+gelu", "mlp", "norm"};
+    const bool fused_forward = gelu_fusion == GELU_FUSED_BOTH;
+    const char *const kinds[] = {"block", fused_forward ? "attn" : "attn+gelu", "mlp", "norm"};
     std::string mixed;
     for (int l = 0; l < L; l++) mixed += (l ? "," : "") + std::to_string(l) + ":" + kinds[l % 4];
     std::vector<std::string> levels = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", "attn+mlp+norm",
                                        mixed, "budget"};
     // (the budget plan recomputes a GELU alone on some layers at every configuration here)
-    if (gelu_fusion) levels = {"none", "norm", "attn", "mlp", "block", "attn+mlp+norm", mixed};
+    if (fused_forward) levels = {"none", "norm", "attn", "mlp", "block", "attn+mlp+norm", mixed};
     if (precision != MATMUL_BF16) levels = {"none", "mlp", "block", mixed};  // the levels that rerun block linears
     std::vector<int> policies(L);
     RecomputeRun ref;
@@ -632,7 +637,8 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
         }
         bool gelu_alone = false;
         for (int l = 0; l < L; l++) gelu_alone = gelu_alone || recomputes_gelu_alone(policies[l]);
-        if (gelu_fusion && gelu_alone) die("check 7: level %s recomputes a GELU alone under --gelu-fusion", level.c_str());
+        if (fused_forward && gelu_alone)
+            die("check 7: level %s recomputes a GELU alone under --gelu-fusion %d", level.c_str(), GELU_FUSED_BOTH);
         const RecomputeRun run = recompute_run(tc, hp, weights, precision, history, gelu_fusion, policies.data());
         const double predicted = gpu_predicted_activation_bytes(cfg, tc.B, tc.T, policies.data());
         if (level == "none") ref = run;
@@ -643,7 +649,7 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
                             (level != "budget" || predicted <= budget_bytes);
         check(same && memory, "recompute %s%s%s %-28s %d steps' losses, gradients, weights bit-identical to none: %s; "
               "activations %zu B (predicted %.0f%s)", precision_name(precision), history ? "+delayed" : "",
-              gelu_fusion ? "+gelu-fusion" : "",
+              gelu_fusion == GELU_FUSED_BACKWARD ? "+gelu-bwd" : fused_forward ? "+gelu-both" : "",
               level.size() > 28 ? "list" : level.c_str(), RECOMPUTE_STEPS, same ? "yes" : "NO", run.kept_bytes, predicted,
               level == "budget" ? ", within the budget" : "");
     }
@@ -678,10 +684,10 @@ int main(int argc, char **argv) {
     if (recompute_only) {
         gpu_model_free(&g);
         check_forward_again(64, cfg->channels, 4 * cfg->channels);  // fc's shape
-        check_recompute(tc, hp, weights, MATMUL_BF16, 0);
-        check_recompute(tc, hp, weights, MATMUL_BF16, 2);
-        check_recompute(tc, hp, weights, MATMUL_FP8, 0);
-        check_recompute(tc, hp, weights, MATMUL_INT8, 0);
+        check_recompute(tc, hp, weights, MATMUL_BF16, GELU_FUSED_BACKWARD);  // the default
+        check_recompute(tc, hp, weights, MATMUL_BF16, GELU_FUSED_BOTH);
+        check_recompute(tc, hp, weights, MATMUL_FP8, GELU_UNFUSED);
+        check_recompute(tc, hp, weights, MATMUL_INT8, GELU_UNFUSED);
         printf("%s recompute: %d check(s) failed\n", tc.name, g_failures);
         return g_failures ? 1 : 0;
     }

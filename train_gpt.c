@@ -1045,7 +1045,7 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
-    if (tc.gelu_fusion)
+    if (tc.gelu_fusion > 0)
         usage_error("--gelu-fusion belongs to the GPU trainer (cuBLASLt epilogues); this CPU trainer computes GELU "
                     "in its own loop");
     if (tc.attention != ATTENTION_MMA)

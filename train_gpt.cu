@@ -146,7 +146,7 @@ typedef struct {
     bf16 *encoded;                // (N, C)
     GPUBlockActs *blocks;         // L of them (host array of device pointers)
     int *policy;                  // L recompute policies (llmc/recompute.h)
-    int gelu_fusion;              // --gelu-fusion: 0, 1 (fc forward), 2 (and fc projection's input gradient)
+    int gelu_fusion;              // --gelu-fusion: enum GeluFusion
     int attention;                // --attention: enum AttentionKernel (llmc/args.h)
     size_t kept_bytes;            // the activations kept for backward (exact sizes, no alignment)
     GPUBlockActs work;            // recompute scratch: one block's dropped buffers, shared by all layers
@@ -547,6 +547,16 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
 // The stochastic rounding of the bf16 weights is keyed by the run's --seed (kept by its checkpoints).
 static uint64_t gpu_rounding_seed(uint64_t run_seed) { return run_seed ^ 0x5eedb16f0a7ULL; }
 
+// --gelu-fusion, bf16 block matmuls only: where cuBLASLt's epilogues compute the MLP's GELU.
+// GELU_FUSED_BACKWARD multiplies by gelu'(pre-activation) in the fc projection's input gradient
+// (DGELU) before its single rounding: it saves a bf16 tensor of N x 4C written and read twice, and
+// reads the pre-activation that every recompute policy keeps or recomputes, so every policy keeps
+// the bits of keeping everything; it is the default. GELU_FUSED_BOTH also writes gelu(fc) from the
+// fc forward's epilogue (gelu_fused_forward: not in layers that recompute the GELU alone). On an
+// H100 (2026-11-23, d12 B 16) fusing both was about 1.3% faster than neither and the forward
+// alone gained nothing, so the gain is the backward's.
+enum GeluFusion { GELU_UNFUSED, GELU_FUSED_BACKWARD, GELU_FUSED_BOTH };
+
 // How a GPU model computes, beside its shape: the precision of the four block linears
 // (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history, gelu_fusion and attention as
 // the flags --fp8-wgrad, --amax-history, --gelu-fusion and --attention, the L layers' recompute
@@ -561,12 +571,13 @@ typedef struct {
     const Comm *host;
 } GPUModelOptions;
 
-// One process, every layer keeps everything, no fusion, the mma.sync attention: the options to
-// start from.
+// The defaults to start from: one process, every layer keeps everything, the GELU's backward in
+// the epilogue with bf16 block matmuls (the default of --gelu-fusion), the mma.sync attention.
 static GPUModelOptions gpu_model_options(matmul_precision precision) {
     GPUModelOptions o;
     memset(&o, 0, sizeof(o));
     o.precision = precision;
+    o.gelu_fusion = precision == MATMUL_BF16 ? GELU_FUSED_BACKWARD : GELU_UNFUSED;
     return o;
 }
 
@@ -690,7 +701,7 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
         if (tok[i] < 0 || tok[i] >= V) die("train_gptcu: %s token %d at position %d is outside the vocabulary [0, %d)", what, tok[i], i, V);
 }
 
-// Whether layer l's fc forward writes the GELU output from cuBLASLt's epilogue (--gelu-fusion >= 1,
+// Whether layer l's fc forward writes the GELU output from cuBLASLt's epilogue (GELU_FUSED_BOTH,
 // bf16 block matmuls). Not for a layer whose policy recomputes the GELU alone from the kept
 // pre-activation: that recompute runs gelu.cuh, whose bits may differ from the epilogue's, and the
 // backward must see the forward's bits (a policy that reruns fc reruns the fused call: the same).
@@ -699,12 +710,14 @@ static bool recomputes_gelu_alone(int policy) {
     return (recomputed & RC_STEP_GELU) && !(recomputed & RC_STEP_FC);
 }
 static bool gelu_fused_forward(const GPUModel *g, int l) {
-    return g->gelu_fusion >= 1 && g->lp.precision == MATMUL_BF16 && !recomputes_gelu_alone(g->policy[l]);
+    return g->gelu_fusion >= GELU_FUSED_BOTH && g->lp.precision == MATMUL_BF16 && !recomputes_gelu_alone(g->policy[l]);
 }
 
-// Whether the fc projection's input gradient applies gelu' in its epilogue (--gelu-fusion 2, bf16):
-// from the kept or recomputed pre-activation, as gelu_backward_inplace does, rounded once.
-static bool gelu_fused_backward(const GPUModel *g) { return g->gelu_fusion >= 2 && g->lp.precision == MATMUL_BF16; }
+// Whether the fc projection's input gradient applies gelu' in its epilogue (GELU_FUSED_BACKWARD and
+// up, bf16): from the kept or recomputed pre-activation, as gelu_backward_inplace does, rounded once.
+static bool gelu_fused_backward(const GPUModel *g) {
+    return g->gelu_fusion >= GELU_FUSED_BACKWARD && g->lp.precision == MATMUL_BF16;
+}
 
 static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias,
                          int N, int IC, int OC, int layer, int linear) {
@@ -1112,8 +1125,9 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
-    if (tc.gelu_fusion && gpu_block_precision(&tc) != MATMUL_BF16)
-        usage_error("--gelu-fusion needs bf16 block matmuls (--matmul bf16 or auto): its epilogues are bf16 cuBLASLt's");
+    if (tc.gelu_fusion > 0 && gpu_block_precision(&tc) != MATMUL_BF16)
+        usage_error("--gelu-fusion %d needs bf16 block matmuls (--matmul bf16 or auto): its epilogues are bf16 cuBLASLt's",
+                    tc.gelu_fusion);
     Comm comm;
     comm_init(&comm, &argc, &argv);  // MPI under mpirun; the device communicator wraps it (GPUZero)
 
@@ -1131,7 +1145,7 @@ int main(int argc, char **argv) {
     GPUModelOptions opt = gpu_model_options(gpu_block_precision(&tc));
     opt.fp8_wgrad = tc.fp8_wgrad;
     opt.amax_history = tc.amax_history;
-    opt.gelu_fusion = tc.gelu_fusion;
+    if (tc.gelu_fusion >= 0) opt.gelu_fusion = tc.gelu_fusion;  // -1: the default for the precision
     opt.attention = tc.attention;
     opt.policies = policies;
     opt.head_rows = trainer_head_rows(&tc);
@@ -1173,12 +1187,13 @@ int main(int argc, char **argv) {
                g.lp.precision == MATMUL_FP8 ? "fp8" : g.lp.precision == MATMUL_INT8 ? "int8" : "bf16",
                g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",
                g.lp.history_len > 0 ? ", delayed scaling" : "", (double)g.lp.bytes * mib);
-        const char *const fusion[] = {"off", "fc forward", "fc forward and fc projection's input gradient"};
+        const char *const fusion[] = {"off", "fc projection's input gradient", "fc projection's input gradient and fc forward"};
         int fused_layers = 0;
         for (int l = 0; l < cfg.num_layers; l++) fused_layers += gelu_fused_forward(&g, l);
         printf("gelu in cuBLASLt epilogues: %s", fusion[g.gelu_fusion]);
-        if (g.gelu_fusion) printf(" (fc forward fused in %d of %d layers: not where the GELU alone is recomputed)",
-                                  fused_layers, cfg.num_layers);
+        if (g.gelu_fusion == GELU_FUSED_BOTH)
+            printf(" (fc forward fused in %d of %d layers: not where the GELU alone is recomputed)", fused_layers,
+                   cfg.num_layers);
         printf("\n");
         printf("attention kernels: %s\n", g.attention == ATTENTION_WGMMA ? "wgmma (sm_90a)" : "mma.sync");
     }

@@ -142,7 +142,7 @@ if wants bench2; then  # d48 with accumulation; GELU fusion at d12
           label="B 4, 4 micro-steps per step"; [ $run = b8 ] && label="B 8"
           echo "| $label | $a | $b | $(ratio "$b" "$a") |"
       done; } >> "$summary"
-    # GELU in the cuBLASLt epilogues (--gelu-fusion; off by default, see README)
+    # GELU in the cuBLASLt epilogues (--gelu-fusion: 0 off, 1 backward (the default), 2 both; see README)
     for f in 0 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
     { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"
       row="| tokens/s |"

@@ -37,7 +37,7 @@ expect 2 "-d \(--total-batch\): 100 is not a multiple of B\*T\*ranks = 16" -- "$
 expect 2 "-e \(--model\) 'L2C30NH4'" -- -e L2C30NH4
 expect 2 "needs an output directory" -- "${tiny[@]}" -y 1 -i "$dir/good.bin"
 expect 2 "--gelu-fusion belongs to the GPU trainer" -- "${tiny[@]}" --gelu-fusion 2 -i "$dir/good.bin"
-expect 2 "--gelu-fusion: .3. is not an integer in \[0, 2\]" -- --gelu-fusion 3
+expect 2 "--gelu-fusion: .3. is not an integer in \[-1, 2\]" -- --gelu-fusion 3
 
 # Files.
 expect 2 "'missing.bin' is not d<depth>, L<layers>C<channels>NH<heads> or an existing checkpoint file" -- -e missing.bin

@@ -3,10 +3,10 @@
 # the CPU reference, every kernel harness (attention beside PyTorch's SDPA), compute-sanitizer, the
 # d12 benchmark, the recompute checks and memory/speed table (phase recompute), the ZeRO checks
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
-# every block-matmul precision at d12 and d48 (phase bench; phase bench2: d48 with 4 micro-steps per
-# step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2 at d12), train_gptcu beside
-# PyTorch at d12 B 16, 32 and 64, also with --attention wgmma, and the tokens/s and MFU of d24, d36 and
-# d48 (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
+# every block-matmul precision, and bf16's MFU, at d12 and d48 (phase bench) and at d24 and d36
+# (phase bench3), d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and
+# --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
+# with --attention wgmma (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
 # (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss curves of bf16, fp8
 # and int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
 # machine's python3 has matplotlib; else dev/bench/plot_curves.py makes it from the CSV). Each step
@@ -19,15 +19,15 @@ cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
-# torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes (2026-11-23,
-# H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5),
-# estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), bench2 ~5 (d48 B 8), torch ~7.5
-# (wgmma, B 64, d24, d36, d48); profile not yet timed: its step limits add up to 1020 s, more than one
-# call, so run it under `timeout 590` alone (profile.md grows table by table, d12 first).
+# bench3, torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes
+# (2026-11-23, H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3, torch ~2,
+# curves ~2.5), estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), bench2 ~5 (d48 B 8),
+# bench3 ~4, torch ~6 (wgmma, B 64); profile not yet timed: its step limits add up to 1020 s, more
+# than one call, so run it under `timeout 590` alone (profile.md grows table by table, d12 first).
 phases=" ${*:-all} "
 for p in $phases; do
-    case $p in checks | sanitize | recompute | zero | bench | bench2 | torch | profile | curves | all) ;;
-    *) echo "gpu_run_bundle.sh: no phase '$p' (checks sanitize recompute zero bench bench2 torch profile curves all)" >&2
+    case $p in checks | sanitize | recompute | zero | bench | bench2 | bench3 | torch | profile | curves | all) ;;
+    *) echo "gpu_run_bundle.sh: no phase '$p' (checks sanitize recompute zero bench bench2 bench3 torch profile curves all)" >&2
        exit 2 ;;
     esac
 done
@@ -106,8 +106,11 @@ fi
 if wants zero; then
     step zero 300 bash scripts/gpu_zero_check.sh $bin gpu_carry/zero_data "$work/zero"
 fi
-if wants bench; then  # tokens/s of each precision, same settings as gpu_report.md's table
-    for run in "d12 16" "d48 4"; do
+# precision_table "MODEL B"...: tokens/s of each block-matmul precision at each size, T 1024, and
+# bf16's MFU (issue 4's figure; issue 8's ratios), same settings as gpu_report.md's table
+precision_table() {
+    local sizes=("$@") run m
+    for run in "${sizes[@]}"; do
         set -- $run
         for m in bf16 fp8 int8; do step "bench_$1_$m" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul $m; done
         # delayed scaling: the cast records the amax, so no separate amax pass reads each operand
@@ -116,15 +119,16 @@ if wants bench; then  # tokens/s of each precision, same settings as gpu_report.
         # cannot be reached with the bf16 weight gradient's third left at bf16 speed)
         step "bench_$1_fp8wgrad" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 --amax-history 16 --fp8-wgrad 1
     done
-    { echo; echo "| model | B | bf16 tokens/s | fp8 tokens/s | int8 tokens/s | fp8, --amax-history 16 | fp8, history 16, --fp8-wgrad 1 |"
-      echo "|---|---|---|---|---|---|---|"
-      for run in "d12 16" "d48 4"; do
+    { echo; echo "| model | B | bf16 tokens/s | bf16 MFU | fp8 tokens/s | int8 tokens/s | fp8, --amax-history 16 | fp8, history 16, --fp8-wgrad 1 |"
+      echo "|---|---|---|---|---|---|---|---|"
+      for run in "${sizes[@]}"; do
           set -- $run
-          row="| $1 | $2 |"
-          for m in bf16 fp8 int8 fp8delayed fp8wgrad; do row+=" $(tokens_per_s "bench_$1_$m") |"; done
+          row="| $1 | $2 | $(tokens_per_s "bench_$1_bf16") | $(mfu "bench_$1_bf16") |"
+          for m in fp8 int8 fp8delayed fp8wgrad; do row+=" $(tokens_per_s "bench_$1_$m") |"; done
           echo "$row"
       done; } >> "$summary"
-fi
+}
+if wants bench; then precision_table "d12 16" "d48 4"; fi
 if wants bench2; then  # d48 with accumulation; GELU fusion at d12
     # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates: at d48 B 4 one
     # step's AdamW and gradient norm (about 30 bytes per parameter, ~15 ms) otherwise dilute
@@ -149,6 +153,7 @@ if wants bench2; then  # d48 with accumulation; GELU fusion at d12
       for f in 0 1 2; do row+=" $(tokens_per_s "bench_d12_bf16_gelu$f") |"; done
       echo "$row"; } >> "$summary"
 fi
+if wants bench3; then precision_table "d24 16" "d36 8"; fi  # issue 8 asks for d12, d24, d36 and d48
 if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the same call
     # up to B 64: issue 4 asks for the largest micro-batch that fits; with the output head in chunks
     # d12 B 64 should keep about 19 GB of activations here (a failed step shows which side ran out)
@@ -164,16 +169,7 @@ if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the sam
           theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
           echo "| B $B | $ours | $wg | $theirs | $(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |"
       done; } >> "$summary"
-    # issue 4's other sizes, bf16 with the default kernels (d12: B 16 above)
-    for run in "d24 16" "d36 8" "d48 4"; do
-        set -- $run
-        step "bench_$1_bf16_b$2" 120 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12
-    done
-    { echo; echo "| bf16 T 1024 | B | tokens/s | MFU |"; echo "|---|---|---|---|"
-      for run in "d12 16" "d24 16" "d36 8" "d48 4"; do
-          set -- $run
-          echo "| $1 | $2 | $(tokens_per_s "bench_$1_bf16_b$2") | $(mfu "bench_$1_bf16_b$2") |"
-      done; } >> "$summary"
+    # (issue 4's d24, d36 and d48 tokens/s and MFU: phases bench and bench3)
 fi
 if wants profile; then  # GPU time per kernel over two steps (ncu serializes kernels), into $out/profile.md
     # d12 B 16 bf16, issue 4's comparison with PyTorch; d48 B 4, where issue 8's goal (fp8 1.3x

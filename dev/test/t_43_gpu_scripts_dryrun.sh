@@ -34,10 +34,13 @@ tar -cJf "$d/repo/gpu_carry/nlpcorpus.tar.xz" -C "$d" nlpcorpus
 
 # phase NAME STEPS...: runs the phase; it must exit 0, every one of its steps must be in
 # summary.md with PASS, and no table cell may be empty (a figure the phase could not read).
+bundle() {  # bundle OUT PHASE...: the script as the device runs it, with the stand-ins
+    PATH="$d/tools:$PATH" OUT="$1" WORK="$d/work" PYTHON=/usr/bin/python3 DRYRUN_TRAIN_GPT="$root/train_gpt" \
+        OMP_NUM_THREADS=1 bash "$d/repo/scripts/gpu_run_bundle.sh" "${@:2}"
+}
 phase() {
     local name=$1 out=$d/out_$1; shift
-    PATH="$d/tools:$PATH" OUT="$out" WORK="$d/work" PYTHON=/usr/bin/python3 DRYRUN_TRAIN_GPT="$root/train_gpt" \
-        OMP_NUM_THREADS=1 bash "$d/repo/scripts/gpu_run_bundle.sh" "$name" > "$d/$name.log" 2>&1
+    bundle "$out" "$name" > "$d/$name.log" 2>&1
     local rc=$?
     check "$name: exit 0 (got $rc; log $d/$name.log)" test $rc -eq 0
     local missing=() s
@@ -73,5 +76,16 @@ check "profile: the three kernel tables are returned in profile.md" \
     test "$(grep -c "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile.md")" = 3
 phase curves curves
 check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curves/curves.csv")" = 1001
+# The wgmma gate: once attention --wgmma fails, the later wgmma steps of this call and of later
+# calls on the same machine are skipped, not run; WGMMA=0 skips them all.
+DRYRUN_FAIL_WGMMA=1 bundle "$d/out_gate" checks torch > "$d/gate.log" 2>&1
+check "wgmma gate: attention_wgmma's failure is recorded" grep -q "^| attention_wgmma | FAIL (exit 1) |" "$d/out_gate/summary.md"
+check "wgmma gate: the other 6 wgmma steps of checks and torch are skipped" \
+    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 6
+check "wgmma gate: the torch table shows the skipped column as -" grep -q "^| B 64 | 12345 | - | 23456 | 0.526 | - |" "$d/out_gate/summary.md"
+rm -f "$d/work/wgmma_did_not_pass"
+WGMMA=0 bundle "$d/out_nowgmma" sanitize > "$d/nowgmma.log" 2>&1
+check "WGMMA=0: sanitize's 3 wgmma steps are skipped, its 4 others pass" \
+    test "$(grep -c "wgmma.* | SKIPPED (WGMMA=0) |" "$d/out_nowgmma/summary.md") $(grep -c "| PASS |" "$d/out_nowgmma/summary.md")" = "3 4"
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

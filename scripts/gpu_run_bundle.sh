@@ -85,6 +85,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a 
 # MFU of a --bench step: tokens/s * mfu_flops_per_token / mfu_peak_flops (train_gptcu prints both at startup)
 mfu() { awk '/^mfu_flops_per_token/ {f=$2} /^mfu_peak_flops/ {p=$2} /^bench_tokens_per_s/ {t=$2}
              END { if (t > 0 && p > 0) printf "%.1f%%", 100 * t * f / p }' "$work/logs/$1.log" 2>/dev/null; }  # mfu STEP_NAME
+with_mfu() { local t=$(tokens_per_s "$1"); [ -n "$t" ] && echo "$t ($(mfu "$1"))" || echo "-"; }  # with_mfu STEP_NAME
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 # Every step's log comes back even when the device call's time limit ends this script.
 trap 'tar -czf "$out/logs.tar.gz" -C "$work" logs' EXIT
@@ -181,12 +182,13 @@ if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the sam
         wgmma_step "bench_d12_wgmma_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 --attention wgmma
         step "torch_d12_b$B" 300 env B=$B python3 dev/bench/torch_gpu_baseline.py
     done
-    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s | --attention wgmma | PyTorch (torch.compile, SDPA) tokens/s | ratio | wgmma ratio |"
+    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s (MFU) | --attention wgmma (MFU) | PyTorch (torch.compile, SDPA) tokens/s | ratio | wgmma ratio |"
       echo "|---|---|---|---|---|---|"
       for B in 16 32 64; do
           ours=$(tokens_per_s "bench_d12_bf16_b$B") wg=$(tokens_per_s "bench_d12_wgmma_b$B")
           theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
-          echo "| B $B | ${ours:--} | ${wg:--} | ${theirs:--} | $(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |"
+          echo "| B $B | $(with_mfu "bench_d12_bf16_b$B") | $(with_mfu "bench_d12_wgmma_b$B") | ${theirs:--} |" \
+               "$(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |"
       done; } >> "$summary"
     # (issue 4's d24, d36 and d48 tokens/s and MFU: phases bench and bench3)
 fi

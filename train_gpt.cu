@@ -1188,12 +1188,13 @@ int main(int argc, char **argv) {
                g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",
                g.lp.history_len > 0 ? ", delayed scaling" : "", (double)g.lp.bytes * mib);
         const char *const fusion[] = {"off", "fc projection's input gradient", "fc projection's input gradient and fc forward"};
-        int fused_layers = 0;
-        for (int l = 0; l < cfg.num_layers; l++) fused_layers += gelu_fused_forward(&g, l);
         printf("gelu in cuBLASLt epilogues: %s", fusion[g.gelu_fusion]);
-        if (g.gelu_fusion == GELU_FUSED_BOTH)
+        if (g.gelu_fusion == GELU_FUSED_BOTH) {
+            int fused_layers = 0;
+            for (int l = 0; l < cfg.num_layers; l++) fused_layers += gelu_fused_forward(&g, l);
             printf(" (fc forward fused in %d of %d layers: not where the GELU alone is recomputed)", fused_layers,
                    cfg.num_layers);
+        }
         printf("\n");
         printf("attention kernels: %s\n", g.attention == ATTENTION_WGMMA ? "wgmma (sm_90a)" : "mma.sync");
     }

@@ -2,9 +2,10 @@
 # Builds the GPU programs here (sm_90, which mk/gpu.mk builds as sm_90a) and bundles them with the
 # shared libraries the GPU machine lacks (json-c, pcre2, OpenMP OpenBLAS, Open MPI's libraries)
 # into gpu_carry/ (ignored by git, under the device tool's 64 MiB limit with the repository), for
-# scripts/gpu_run_bundle.sh on a machine that cannot build. NCCL comes from the GPU machine's CUDA toolkit (like cuBLAS: paths with "cuda" are
-# not copied). Open MPI's launcher (mpirun, orted, its plugins and help files) is not carried, so
-# the 2- and 3-rank ZeRO checks need mpirun installed there.
+# scripts/gpu_run_bundle.sh on a machine that cannot build. NCCL comes from the GPU machine's CUDA
+# toolkit (like cuBLAS: paths with "cuda" are not copied). Open MPI's launcher (mpirun, orted, its
+# plugins and help files) is not carried, so the 2- and 3-rank ZeRO checks need mpirun installed
+# there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -j2 cuda NVCC_ARCH=sm_90

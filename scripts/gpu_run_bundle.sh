@@ -6,11 +6,11 @@
 # every block-matmul precision, and bf16's MFU, at d12 and d48 (phase bench) and at d24 and d36
 # (phase bench3), d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and
 # --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
-# with --attention wgmma (phase torch), where a training step's time goes, kernel by kernel, under Nsight Compute
-# (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss curves of bf16, fp8
-# and int8 over 1000 steps of the nlp-corpus shards (phase curves: $OUT/curves.csv, and .png when the
-# machine's python3 has matplotlib; else dev/bench/plot_curves.py makes it from the CSV). Each step
-# has a time limit. $OUT (or build/gpu_run) receives at most 6 files (the device tool returns 8):
+# with --attention wgmma (phase torch), where a training step's time goes, kernel by kernel, under
+# Nsight Compute (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
+# curves of bf16, fp8 and int8 over 1000 steps of the nlp-corpus shards (phase curves:
+# $OUT/curves.csv, and .png when the machine's python3 has matplotlib; else
+# dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT (or build/gpu_run) receives at most 6 files (the device tool returns 8):
 # device.txt, summary.md (a row per step), logs.tar.gz (every step's log), and the phases' results
 # (profile.md, curves.csv, curves.png). Bulky work (ZeRO runs, ncu's raw CSV, the curves' per-run
 # logs) stays in $WORK (/tmp/gpu_run_work). WGMMA=0 skips the steps of the wgmma attention (see

@@ -10,7 +10,8 @@
 # Nsight Compute (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
 # curves of bf16, fp8 and int8 over 1000 steps of the nlp-corpus shards (phase curves:
 # $OUT/curves.csv, and .png when the machine's python3 has matplotlib; else
-# dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT (or build/gpu_run) receives at most 6 files (the device tool returns 8):
+# dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT (or
+# build/gpu_run) receives at most 6 files (the device tool returns 8):
 # device.txt, summary.md (a row per step), logs.tar.gz (every step's log), and the phases' results
 # (profile.md, curves.csv, curves.png). Bulky work (ZeRO runs, ncu's raw CSV, the curves' per-run
 # logs) stays in $WORK (/tmp/gpu_run_work). WGMMA=0 skips the steps of the wgmma attention (see

@@ -29,7 +29,7 @@
 // check 7 runs 5 steps (was 3) with the output head in chunks of T/3 + 1 rows; check 2b is new;
 // the argument wgmma (--attention wgmma) has NOT RUN; checks 1-5 and 7's first bf16 run take the
 // new default --gelu-fusion 1 (the GELU's backward in the epilogue, which ran at 7c74e66 as part of
-// level 2), and check 8 levels 0 and 2.
+// level 2), and check 8 all three levels.
 //
 // Both trainers start from the same weights: the seeded initialization rounded to bf16, so the
 // GPU's bf16 parameters and fp32 master weights and the CPU's fp32 parameters are the same numbers.
@@ -484,10 +484,9 @@ static void check_forward_again(int N, int IC, int OC) {
 // ---------------------------------------------------------------------------------------------
 // 8. GELU in cuBLASLt's epilogues
 
-// --gelu-fusion 0 and 2 (checks 1-5 ran the default, 1) against the CPU reference with checks 1
-// and 2's tolerances (the epilogue's GELU is the same tanh approximation in fp32 as gelu.cuh; only
-// roundings differ, and the fused input gradient rounds once where the unfused one rounds twice),
-// then determinism.
+// --gelu-fusion 0, 1 and 2 against the CPU reference with checks 1 and 2's tolerances (the
+// epilogue's GELU is the same tanh approximation in fp32 as gelu.cuh; only roundings differ, and
+// the fused input gradient rounds once where the unfused one rounds twice), then determinism.
 // A wrong aux leading dimension or a GELU applied to the wrong matrix gives errors of order 1.
 // The biases (zero at initialization) and the LayerNorm weights are set to random bf16 values
 // first, so that an epilogue that drops the bias, or adds it after the aux is written, fails too.
@@ -513,7 +512,7 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
     const std::vector<float> cpu_logits(cpu_model_logits(cpu), cpu_model_logits(cpu) + (size_t)N * Vp);
     cpu_model_zero_grads(cpu);
     cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
-    for (int fusion : {GELU_UNFUSED, GELU_FUSED_BOTH}) {
+    for (int fusion : {GELU_UNFUSED, GELU_FUSED_BACKWARD, GELU_FUSED_BOTH}) {
         GPUModelOptions opt = test_options(MATMUL_BF16);
         opt.gelu_fusion = fusion;
         GPUModel g;

@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 make -j2 cuda NVCC_ARCH=sm_90
 rm -rf gpu_carry && mkdir -p gpu_carry/bin gpu_carry/lib
+git describe --always --dirty --abbrev=7 > gpu_carry/commit.txt  # into device.txt with every result
 cp train_gptcu test_gptcu build/dev/cuda/{attention,classifier,encoder,gelu,layernorm,matmul,optimizer} \
    build/cuda/{quant,matmul_lowp} gpu_carry/bin/
 for b in gpu_carry/bin/*; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u |

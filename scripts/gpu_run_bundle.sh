@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the bundle of scripts/gpu_bundle.sh: the GPU trainer's checks against
 # the CPU reference, every kernel harness (attention beside PyTorch's SDPA), compute-sanitizer, the
-# d12 benchmark, the recompute checks and memory/speed table (phase recompute), the ZeRO checks
+# d12 benchmark, the recompute checks and d12's memory/speed table (phase recompute; d48's table:
+# phase recompute_d48), the ZeRO checks
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
 # every block-matmul precision, and bf16's MFU, at d12 and d48 (phase bench) and at d24 and d36
 # (phase bench3), d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and
@@ -12,34 +13,45 @@
 # $OUT/curves.csv, and .png when the machine's python3 has matplotlib; else
 # dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT (or
 # build/gpu_run) receives at most 6 files (the device tool returns 8):
-# device.txt, summary.md (a row per step), logs.tar.gz (every step's log), and the phases' results
-# (profile.md, curves.csv, curves.png). Bulky work (ZeRO runs, ncu's raw CSV, the curves' per-run
-# logs) stays in $WORK (/tmp/gpu_run_work). WGMMA=0 skips the steps of the wgmma attention (see
-# wgmma_step below).
+# device.txt (the GPU, the bundle's commit, the machine's kernel and torch), summary.md (a row per
+# step, and the tables), logs.tar.gz (every step's log, the ZeRO runs' outputs and logs, ncu's raw
+# CSVs), and the phases' results (profile.md, curves.csv, curves.png). Bulky work (ZeRO
+# checkpoints, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work). WGMMA=0 skips the
+# steps of the wgmma attention (see wgmma_step below).
+# The script keeps its own deadline, BUNDLE_SECONDS (default 570) after it starts: no step runs
+# past it, and a step that would start with less than 20 s left is recorded as SKIPPED, so the
+# logs are packed and returned before the device tool's limit (600 s a call) kills the call. (An
+# outer `timeout` cannot do this: it signals bash, which waits for the step in progress, since
+# each step runs under its own timeout in another process group.) Give a call that the device
+# runs under a shorter limit (less device time left) BUNDLE_SECONDS = that limit - 30.
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
-# The phases to run, in the order written below: any of checks, sanitize, recompute, zero, bench, bench2,
-# bench3, torch, profile, curves, or all (the default). Each phase alone takes under 10 minutes
-# (2026-11-23, H100: checks ~1.5, sanitize ~4, recompute ~9, zero ~0.5, bench ~5, bench2 ~3, torch ~2,
-# curves ~2.5), estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), bench2 ~5 (d48 B 8),
-# bench3 ~4, torch ~6 (wgmma, B 64); profile not yet timed: its step limits add up to 1020 s, more
-# than one call, so run it under `timeout 590` alone (profile.md grows table by table, d12 first).
+# The phases to run, in the order written below: any of checks, sanitize, recompute, recompute_d48,
+# zero, bench, bench2, bench3, torch, profile, curves, or all (the default). Measured on an H100
+# (2026-11-23): checks ~1.5, sanitize ~4, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5
+# minutes; estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), recompute ~6 (5 steps
+# per policy, d12's 8 runs), recompute_d48 ~6 (8 runs of ~45 s), bench2 ~5 (d48 B 8), bench3 ~4,
+# torch ~6 (wgmma, B 64); profile not yet timed (its step limits add up to 1020 s: it ends at the
+# deadline, and profile.md grows table by table, d12 first).
 phases=" ${*:-all} "
 for p in $phases; do
-    case $p in checks | sanitize | recompute | zero | bench | bench2 | bench3 | torch | profile | curves | all) ;;
-    *) echo "gpu_run_bundle.sh: no phase '$p' (checks sanitize recompute zero bench bench2 bench3 torch profile curves all)" >&2
+    case $p in checks | sanitize | recompute | recompute_d48 | zero | bench | bench2 | bench3 | torch | profile | curves | all) ;;
+    *) echo "gpu_run_bundle.sh: no phase '$p' (checks sanitize recompute recompute_d48 zero bench bench2 bench3 torch profile curves all)" >&2
        exit 2 ;;
     esac
 done
+deadline=${BUNDLE_SECONDS:-570}
+[[ $deadline =~ ^[0-9]+$ ]] || { echo "gpu_run_bundle.sh: BUNDLE_SECONDS=$deadline is not a number of seconds" >&2; exit 2; }
 wants() { [[ $phases == *" $1 "* || $phases == *" all "* ]]; }  # wants PHASE
 # The programs and their libraries, unpacked once per machine from gpu_bundle.sh's archive.
 if [ ! -x "$work/carry/bin/train_gptcu" ] || [ gpu_carry/programs.tar.xz -nt "$work/carry/bin/train_gptcu" ]; then
     rm -rf "$work/carry" && mkdir -p "$work/carry" && xz -dc gpu_carry/programs.tar.xz | tar -xf - -C "$work/carry" ||
         { echo "cannot unpack gpu_carry/programs.tar.xz (run scripts/gpu_bundle.sh here, carry gpu_carry)" >&2; exit 1; }
 fi
-export LD_LIBRARY_PATH="$work/carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+# (PYTHONUNBUFFERED: a Python step cut by its time limit still leaves what it printed in its log)
+export LD_LIBRARY_PATH="$work/carry/lib:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)} PYTHONUNBUFFERED=1
 bin=$work/carry/bin
 # NCCL (linked by train_gptcu and test_gptcu; 218 MB, too large to carry): the system's, else the
 # one PyTorch's pip package nvidia-nccl-cu13 installs.
@@ -53,8 +65,15 @@ ldd $bin/train_gptcu | grep -q 'libnccl.so.2 => not found' && echo "warning: lib
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 summary="$out/summary.md"
 { echo "| step | result | seconds |"; echo "|---|---|---|"; } > "$summary"
-step() {  # step NAME LIMIT_SECONDS COMMAND...
+step() {  # step NAME LIMIT_SECONDS COMMAND...: LIMIT_SECONDS, or what is left before the deadline
     local name=$1 limit=$2; shift 2
+    local left=$(( deadline - SECONDS ))
+    if (( left < 20 )); then
+        echo "| $name | SKIPPED (call deadline) | 0 |" >> "$summary"; echo "== $name: SKIPPED (call deadline)"
+        echo "SKIPPED (call deadline: BUNDLE_SECONDS=$deadline)" > "$work/logs/$name.log"
+        return 0
+    fi
+    (( limit > left )) && limit=$left
     local t0=$(date +%s)
     timeout "$limit" "$@" > "$work/logs/$name.log" 2>&1
     local rc=$? result=PASS
@@ -87,9 +106,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a 
 mfu() { awk '/^mfu_flops_per_token/ {f=$2} /^mfu_peak_flops/ {p=$2} /^bench_tokens_per_s/ {t=$2}
              END { if (t > 0 && p > 0) printf "%.1f%%", 100 * t * f / p }' "$work/logs/$1.log" 2>/dev/null; }  # mfu STEP_NAME
 with_mfu() { local t=$(tokens_per_s "$1"); [ -n "$t" ] && echo "$t ($(mfu "$1"))" || echo "-"; }  # with_mfu STEP_NAME
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-# Every step's log comes back even when the device call's time limit ends this script.
-trap 'tar -czf "$out/logs.tar.gz" -C "$work" logs' EXIT
+# What ran where: the GPU, the commit the bundle was built from (gpu_bundle.sh), the kernel (4.4.0 is
+# gVisor, where compute-sanitizer and ncu do not work), torch, and any library the programs lack.
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "bundle built from: $(cat gpu_carry/commit.txt 2>/dev/null || echo unknown)"
+  echo "kernel: $(uname -r)"
+  echo "torch: $(python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -n 1)"
+  ldd $bin/* 2>/dev/null | grep 'not found' | sort -u | sed 's/^\s*/missing library: /'; } | tee "$out/device.txt"
+# Every step's log, and the ZeRO runs' outputs and logs and ncu's raw CSVs (what a FAIL line
+# points to), come back even when the deadline or the device call's limit ends this script.
+trap '(cd "$work" && find logs zero profile_*.csv \( -name "*.log" -o -name "*.out" -o -name "*.csv" \) 2>/dev/null |
+      tar -czf "$out/logs.tar.gz" -T -)' EXIT
 trap 'exit 143' TERM
 if wants checks; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
@@ -104,26 +131,34 @@ if wants checks; then
     step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
     wgmma_step bench_d12_quick_wgmma 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma
 fi
-if wants sanitize; then
+if wants sanitize; then  # the default kernels' proofs first, then the wgmma ones (never run so far)
     step test_gptcu_d12 400 $bin/test_gptcu d12
-    wgmma_step test_gptcu_d12_wgmma 400 $bin/test_gptcu d12 wgmma
     if [ -n "$sanitizer" ]; then
         step memcheck_test_tiny 200 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
         step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
         step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check-small
-        wgmma_step memcheck_attention_wgmma 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
-        wgmma_step racecheck_attention_wgmma 150 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
     else
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi
+    wgmma_step test_gptcu_d12_wgmma 400 $bin/test_gptcu d12 wgmma
+    if [ -n "$sanitizer" ]; then
+        wgmma_step memcheck_attention_wgmma 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
+        wgmma_step racecheck_attention_wgmma 150 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
+    fi
 fi
+# recompute_table NAME MODEL: bench_recompute_gpu.sh's table for MODEL, also into summary.md
+recompute_table() {
+    step "$1" 560 dev/bench/bench_recompute_gpu.sh $bin/train_gptcu "$2"
+    { echo; cat "$work/logs/$1.log"; } >> "$summary"
+}
 if wants recompute; then  # selective recomputation
     step test_gptcu_recompute_small 150 $bin/test_gptcu small recompute
     if [ -n "$sanitizer" ]; then
         step memcheck_recompute_tiny 240 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny recompute
     fi
-    step bench_recompute 560 dev/bench/bench_recompute_gpu.sh $bin/train_gptcu
+    recompute_table bench_recompute_d12 d12
 fi
+if wants recompute_d48; then recompute_table bench_recompute_d48 d48; fi
 if wants zero; then
     step zero 300 bash scripts/gpu_zero_check.sh $bin gpu_carry/zero_data "$work/zero"
 fi

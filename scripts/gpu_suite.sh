@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# The GPU suite, one command on a GPU machine (about 8 minutes on an H100):
+# The GPU suite, one command on a GPU machine that can build the programs (about 8 minutes on an
+# H100). Not for the device tool's machines: they lack the libraries the build links (json-c,
+# pcre2, OpenBLAS, MPI) and return only $OUT, so there scripts/gpu_bundle.sh builds here and
+# scripts/gpu_run_bundle.sh runs there.
 #   1. builds every CUDA target for sm_90 (NVCC_ARCH overrides) with warnings as errors
 #   2. make test-gpu: test_gptcu (small odd config, d12), the kernel harnesses, the attention
 #      harness, compute-sanitizer memcheck and racecheck on test_gptcu's tiny config

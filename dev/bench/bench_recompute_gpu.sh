@@ -7,10 +7,14 @@
 # planner must be no slower: a row more than 2% slower, beyond run-to-run noise, says SLOWER).
 # Every level runs the output head in chunks of 8192 rows (llmc/trainer.h's default); the row
 # "none/1" at d12 (16384 rows) runs it in one chunk, which prices the chunks.
-# Usage: dev/bench/bench_recompute_gpu.sh [path to train_gptcu]   (default ./train_gptcu)
+# Usage: dev/bench/bench_recompute_gpu.sh [path to train_gptcu [d12|d48 ...]]   (default ./train_gptcu,
+# both models; d48's 8 runs take about 6 minutes on an H100, so a GPU session runs one per call)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin=${1:-./train_gptcu}
+models=" ${*:2} "; [ "$models" = "  " ] && models=" d12 d48 "
+for m in $models; do [[ $m == d12 || $m == d48 ]] || { echo "bench_recompute_gpu.sh: no model '$m' (d12, d48)" >&2; exit 2; }; done
+wanted() { [[ $models == *" $1 "* ]]; }  # wanted MODEL
 steps=${RECOMPUTE_BENCH_STEPS:-8}
 fail=0  # a run that fails, or kept activations that differ from the prediction, fail the script
 printf '| model | B | policy | kept MiB | predicted MiB | scratch MiB | device MiB | step ms | tokens/s | time vs none |\n'
@@ -19,6 +23,7 @@ declare -A kept_of ms_of  # "model level" -> kept MiB, step ms (the uniform leve
 for run in "d12 16" "d48 4"; do
     set -- $run
     model=$1 B=$2 base=""
+    wanted "$model" || continue
     for level in none none/1 gelu norm attn mlp block; do
         [[ $level == none/1 && $((B * 1024)) -le 8192 ]] && continue  # one chunk already: the same run as none
         flags=(-r "${level%/*}")
@@ -47,6 +52,7 @@ printf '|---|---|---|---|---|---|---|---|---|\n'
 for run in "d12 16 4" "d48 4 6" "d48 4 3"; do
     set -- $run
     model=$1 B=$2 budget=$3
+    wanted "$model" || continue
     out=$("$bin" --bench -e "$model" -b "$B" -t 1024 -x "$steps" --mem-budget "$budget" 2>&1)
     if [ $? -ne 0 ]; then
         printf '| %s | %s | %s | FAIL: %s |\n' "$model" "$B" "$budget" "$(echo "$out" | tail -n 1)"

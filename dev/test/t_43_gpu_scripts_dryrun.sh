@@ -4,8 +4,9 @@
 # shell mistake (an unset variable, a wrong path, a table that cannot fill, a file not returned)
 # shows here rather than in a session's few device minutes. The zero phase runs
 # scripts/gpu_zero_check.sh for real, the CPU trainer standing in for train_gptcu (2 and 3 ranks
-# under mpirun). The stand-ins' figures are made up: this proves the plumbing, no GPU result.
-# About 25 s.
+# under mpirun). Then the wgmma gate and the call's own deadline (a stand-in that sleeps). The
+# stand-ins' figures are made up: this proves the plumbing, no GPU result. About 50 s (21 of them
+# the deadline's).
 set -u
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -26,6 +27,7 @@ for p in test_gptcu attention encoder layernorm gelu classifier optimizer matmul
 done
 cp dev/test/gpu_dryrun/train_gptcu "$d/carry/bin/"
 tar -cf - -C "$d/carry" bin lib | xz -T1 -1 > "$d/repo/gpu_carry/programs.tar.xz"
+echo "dryrun-commit" > "$d/repo/gpu_carry/commit.txt"
 mkdir -p "$d/repo/gpu_carry/zero_data" "$d/nlpcorpus"
 for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py "$d/repo/gpu_carry/zero_data/train_00000$i.bin" 5000 512 $((70 + i)); done
 /usr/bin/python3 dev/test/make_shard.py "$d/repo/gpu_carry/zero_data/val_000000.bin" 3000 512 72
@@ -49,15 +51,23 @@ phase() {
     check "$name: no failed, timed-out or missing step" bash -c "! grep -E 'FAIL|TIMEOUT|not found' '$out/summary.md'"
     check "$name: every table cell filled" bash -c "! grep -E '\\|\\s*\\|' '$out/summary.md'"
     check "$name: logs.tar.gz and device.txt returned" test -s "$out/logs.tar.gz" -a -s "$out/device.txt"
+    check "$name: device.txt names the bundle's commit" grep -q "^bundle built from: dryrun-commit$" "$out/device.txt"
 }
+returned() { tar -tzf "$d/out_$1/logs.tar.gz" | grep -q -x "$2"; }  # returned PHASE PATH: PATH is in logs.tar.gz
 phase checks test_gptcu_tiny test_gptcu_small attention attention_wgmma test_gptcu_tiny_wgmma \
     test_gptcu_tiny_recompute_wgmma torch_sdpa harness_encoder harness_layernorm harness_gelu harness_classifier \
     harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick bench_d12_quick_wgmma
 phase sanitize test_gptcu_d12 test_gptcu_d12_wgmma memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
     racecheck_attention_wgmma
-phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute
+phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute_d12
+check "recompute: d12's table (and no d48 row) in summary.md" \
+    bash -c "grep -q '^| d12 | 16 | block |' '$d/out_recompute/summary.md' && ! grep -q '^| d48 ' '$d/out_recompute/summary.md'"
+phase recompute_d48 bench_recompute_d48
+check "recompute_d48: d48's table and budget rows in summary.md" \
+    bash -c "grep -q '^| d48 | 4 | block |' '$d/out_recompute_d48/summary.md' && grep -q '^| d48 | 4 | 3 |' '$d/out_recompute_d48/summary.md'"
 phase zero zero
 check "zero: gpu_zero_check.sh's 33 checks passed" test "$(tar -xzOf "$d/out_zero/logs.tar.gz" logs/zero.log | grep -c '^PASS zero:')" = 33
+check "zero: the runs' outputs and logs come back" bash -c "$(declare -f returned); d='$d'; returned zero zero/one.out && returned zero zero/one/main.log"
 phase bench bench_d12_bf16 bench_d12_fp8 bench_d12_int8 bench_d12_fp8delayed bench_d12_fp8wgrad bench_d48_bf16 \
     bench_d48_fp8 bench_d48_int8 bench_d48_fp8delayed bench_d48_fp8wgrad
 check "bench: the precision table has its figures" grep -q "^| d48 | 4 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench/summary.md"
@@ -74,6 +84,7 @@ phase profile profile_d12_bf16 profile_summary_d12_bf16 profile_d48_bf16 profile
     profile_summary_d48_fp8
 check "profile: the three kernel tables are returned in profile.md" \
     test "$(grep -c "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile.md")" = 3
+check "profile: ncu's raw CSVs come back" returned profile profile_d48_fp8.csv
 phase curves curves
 check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curves/curves.csv")" = 1001
 # The wgmma gate: once attention --wgmma fails, the later wgmma steps of this call and of later
@@ -87,5 +98,13 @@ rm -f "$d/work/wgmma_did_not_pass"
 WGMMA=0 bundle "$d/out_nowgmma" sanitize > "$d/nowgmma.log" 2>&1
 check "WGMMA=0: sanitize's 3 wgmma steps are skipped, its 4 others pass" \
     test "$(grep -c "wgmma.* | SKIPPED (WGMMA=0) |" "$d/out_nowgmma/summary.md") $(grep -c "| PASS |" "$d/out_nowgmma/summary.md")" = "3 4"
+# The deadline: a step that outlasts BUNDLE_SECONDS is cut there, the steps after it are skipped,
+# and the logs still come back, well before a device call's limit.
+t0=$SECONDS
+DRYRUN_SLEEP=60 BUNDLE_SECONDS=21 bundle "$d/out_deadline" checks > "$d/deadline.log" 2>&1
+check "deadline: the call ends at BUNDLE_SECONDS (took $((SECONDS - t0)) s of 21)" test $((SECONDS - t0)) -lt 30
+check "deadline: the step in progress is cut" grep -q "^| test_gptcu_tiny | TIMEOUT (2[01]s) |" "$d/out_deadline/summary.md"
+check "deadline: the 16 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 16
+check "deadline: logs.tar.gz returned" returned deadline logs/test_gptcu_tiny.log
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

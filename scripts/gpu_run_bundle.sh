@@ -134,7 +134,7 @@ fi
 if wants sanitize; then  # the default kernels' proofs first, then the wgmma ones (never run so far)
     step test_gptcu_d12 400 $bin/test_gptcu d12
     if [ -n "$sanitizer" ]; then
-        step memcheck_test_tiny 200 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
+        step memcheck_test_tiny 300 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
         step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
         step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check-small
     else
@@ -154,7 +154,7 @@ recompute_table() {
 if wants recompute; then  # selective recomputation
     step test_gptcu_recompute_small 150 $bin/test_gptcu small recompute
     if [ -n "$sanitizer" ]; then
-        step memcheck_recompute_tiny 240 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny recompute
+        step memcheck_recompute_tiny 300 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny recompute
     fi
     recompute_table bench_recompute_d12 d12
 fi

@@ -97,6 +97,13 @@ static uint32_t wgmma_read_address(uint64_t desc, bool mn_major, int mn, int k) 
     return addr ^ (((addr >> 7) & 7) << 4);
 }
 
+// The fields the PTX ISA leaves zero for these tiles: bits 14-15, 30-31 and 46-61 (the base offset,
+// bits 49-51, is 0 for tiles on 1024-byte boundaries); the swizzle mode, bits 62-63, is 1 (128 B).
+static bool wgmma_desc_mode_ok(uint64_t desc) {
+    const uint64_t zero_bits = (3ull << 14) | (3ull << 30) | (0xFFFFull << 46);
+    return (desc >> 62) == 1 && (desc & zero_bits) == 0;
+}
+
 static void check_wgmma_descriptors(void) {
     namespace fwd = attention_detail::fwd_wgmma;
     namespace bwd = attention_detail::bwd_wgmma;
@@ -115,7 +122,7 @@ static void check_wgmma_descriptors(void) {
                 for (int w = 0; w < rows / 64; w++)
                     for (int kk = 0; kk < HS / 16; kk++) {
                         const uint64_t d = wgmma::desc_k_major(base, rows, 64 * w, kk);
-                        ok_mode = ok_mode && (d >> 62) == 1;
+                        ok_mode = ok_mode && wgmma_desc_mode_ok(d);
                         for (int m = 0; m < 64; m++)
                             for (int k = 0; k < 16; k++)
                                 ok_a = ok_a && wgmma_read_address(d, false, m, k) ==
@@ -124,20 +131,21 @@ static void check_wgmma_descriptors(void) {
             for (int rows : b_rows) {
                 for (int kk = 0; kk < HS / 16; kk++) {  // B, K-major: N = the tile's rows
                     const uint64_t d = wgmma::desc_k_major(base, rows, 0, kk);
+                    ok_mode = ok_mode && wgmma_desc_mode_ok(d);
                     for (int n = 0; n < rows; n++)
                         for (int k = 0; k < 16; k++)
                             ok_b = ok_b && wgmma_read_address(d, false, n, k) == base + wgmma::sw128_offset(rows, n, 16 * kk + k);
                 }
                 for (int kk = 0; kk < rows / 16; kk++) {  // B, MN-major: N = HS, contraction down the rows
                     const uint64_t d = wgmma::desc_mn_major(base, rows, kk);
-                    ok_mode = ok_mode && (d >> 62) == 1;
+                    ok_mode = ok_mode && wgmma_desc_mode_ok(d);
                     for (int n = 0; n < HS; n++)
                         for (int k = 0; k < 16; k++)
                             ok_mn = ok_mn && wgmma_read_address(d, true, n, k) == base + wgmma::sw128_offset(rows, 16 * kk + k, n);
                 }
             }
         }
-    check(ok_mode, "wgmma descriptors: 128-byte swizzle mode");
+    check(ok_mode, "wgmma descriptors: 128-byte swizzle mode, the unused fields and the base offset zero");
     check(ok_a, "wgmma attention: A descriptors (K-major, resident tiles) read what the loader wrote, HS 64 and 128");
     check(ok_b, "wgmma attention: B descriptors (K-major, streamed tiles) read what the loader wrote, HS 64 and 128");
     check(ok_mn, "wgmma attention: B descriptors (MN-major, streamed tiles) read what the loader wrote, HS 64 and 128");

@@ -433,6 +433,9 @@ int trainer_run(Trainer *t) {
     if (writes_files && main_rank) {
         make_output_dir(tc->output_dir);
         remove_stale_temporaries(tc->output_dir);
+        // A run killed between a checkpoint's marker and the pruning after it left one checkpoint
+        // more than -nk; without this, each such kill in a row would leave another.
+        if (tc->resume && tc->keep_ckpts > 0) prune_checkpoints(tc->output_dir, tc->keep_ckpts);
     }
     comm->barrier(comm);
     if (tc->resume) {

@@ -5,8 +5,9 @@
 #   - the newest complete checkpoint (DONE marker) has its model and state, and a run resumed
 #     from it (in a copy of the directory) reports that step and trains the next step to exactly
 #     the loss an uninterrupted run has there;
-#   - the resumed run removed the killed writer's temporaries; at most 3 markers remain (-nk 2,
-#     plus one if the kill fell between a marker and the pruning).
+#   - the resumed run removed the killed writer's temporaries; at most 3 complete markers remain
+#     (-nk 2, plus one if the kill fell between a marker and the pruning: the next start prunes
+#     it, so kills in a row never leave more).
 # It counts where the kills landed (inside a file being written, between the files of one
 # checkpoint, elsewhere) and requires that most landed inside a checkpoint. About 30 s.
 cd "$(dirname "$0")/../.."
@@ -34,7 +35,7 @@ for trial in $(seq $trials); do
     elif ls "$run" | sed -n 's/^\(model\|state\)_\([0-9]\{8\}\).*/\2/p' | awk -v s="$s" '$1 + 0 > s { f = 1 } END { exit !f }'; then
         landed[between-files]=$((landed[between-files] + 1))
     else landed[elsewhere]=$((landed[elsewhere] + 1)); fi
-    markers=$(ls "$run" | grep -cE '^DONE_')
+    markers=$(ls "$run" | grep -cE '^DONE_[0-9]{8}$')  # complete ones: not a killed writer's DONE_*.tmp.*
     if [ "$s" -ge 0 ]; then
         p=$(printf %08d $s)
         [ -f "$run/model_$p.bin" ] && [ -f "$run/state_${p}_00000.bin" ] && [ "$markers" -le 3 ] ||
@@ -67,4 +68,12 @@ check "$trials trials" test "$(wc -l < "$dir/resumed.losses")" -eq $trials
 inside=$((landed[inside-a-file] + landed[between-files]))
 echo "kills: ${landed[inside-a-file]} inside a file being written, ${landed[between-files]} between the files of a checkpoint, ${landed[elsewhere]} elsewhere"
 check "most kills ($inside of $trials) landed inside checkpoint writing" test $inside -ge $((trials / 2))
+
+# The start of a resumed run prunes to -nk by itself (here no checkpoint is written after it):
+# the one a kill before the pruning left, and any more such kills in a row would add, go.
+./train_gpt "${tiny[@]}" -x 4 -n 1 -o "$dir/extra" > /dev/null
+./train_gpt "${tiny[@]}" -x 5 -n 0 -nk 2 -y 1 -o "$dir/extra" > /dev/null
+check "a resumed run's start keeps the newest -nk 2 of 4 checkpoints" \
+    test "$(ls "$dir/extra" | grep -v main.log | tr '\n' ' ')" = \
+    "DONE_00000003 DONE_00000004 model_00000003.bin model_00000004.bin state_00000003_00000.bin state_00000004_00000.bin "
 finish

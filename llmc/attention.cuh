@@ -4,15 +4,17 @@
 // log-sum-exp, backward recomputes the probabilities tile by tile from it.
 //
 // The forward, and the backward at head size 64, also exist in wgmma versions for sm_90a
-// (attention_forward_wgmma, attention_backward_wgmma; llmc/wgmma.cuh): written and compiled only,
-// NOT RUN on a GPU; the trainer uses them only under --attention wgmma (default mma).
+// (attention_forward_wgmma, attention_backward_wgmma; llmc/wgmma.cuh): NOT RUN on a GPU; they pass
+// the harness's checks in the CPU emulator of dev/emu (t_44), which executes the instructions as
+// we read the PTX ISA; the trainer uses them only under --attention wgmma (default mma).
 //
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): dev/cuda/attention.cu
 // checks it against an fp64 CPU reference and for bit-reproducibility (memcheck and racecheck
 // clean), and times it: correct, about 0.7x the speed of PyTorch's flash attention at T 1024 HS 64.
 // Changed since, compiled only: the HS 64 defaults (2 forward row tiles, backward capped for 3
 // CTAs per SM, both measured faster and bit-identical in that run) and the removal of the slower
-// fused-dQ backward variant (the remaining kernels compile to the same code).
+// fused-dQ backward variant (the remaining kernels compile to the same code). The harness's small
+// cases also pass in the CPU emulator of dev/emu (make test, t_44).
 //
 // Layouts (all row-major, C = NH * HS):
 //   qkv   bf16 (B, T, 3, NH, HS)  the fused qkv matmul output: each token's 3C channels are
@@ -42,6 +44,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 #include <string.h>
+#include "launch.cuh"
 #include "utils.h"
 #include "wgmma.cuh"
 
@@ -98,6 +101,8 @@ template <int HS> __host__ __device__ constexpr int backward_min_ctas() { return
 // different 16 B bank groups: conflict-free without a swizzle.
 template <int HS> __host__ __device__ constexpr int ld() { return HS + SMEM_PAD; }
 
+// The instructions (the CPU emulator of dev/emu supplies its own versions of these wrappers).
+#ifndef LLMC_EMULATE_PTX
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
@@ -149,6 +154,7 @@ __device__ __forceinline__ float exp2_ftz(float x) {
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
+#endif  // LLMC_EMULATE_PTX
 
 // Two floats rounded to bf16 (nearest even), the first in the low half: one A-fragment register.
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
@@ -378,7 +384,7 @@ __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ lse,
                          const __nv_bfloat16 *__restrict__ qkv, int T, int NH, float scale) {
     constexpr int BK = FWD_KEYS, LD = ld<HS>(), QROWS = RT * ROWS_PER_CTA;
-    extern __shared__ __align__(16) unsigned char smem[];
+    LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sK = sQ + QROWS * LD;  // [2][BK][LD]
     __nv_bfloat16 *sV = sK + 2 * BK * LD; // [2][BK][LD]
@@ -563,7 +569,7 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
     constexpr int THREADS = cta_threads<WG>(), QROWS = query_rows<WG>();
     constexpr uint32_t QB = q_bytes<HS, WG>(), KVB = kv_bytes<HS>();
     static_assert(QB % wgmma::SWIZZLE_ALIGN == 0 && KVB % wgmma::SWIZZLE_ALIGN == 0, "tiles on 1024-byte boundaries");
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    LLMC_DYNAMIC_SMEM(smem_raw);
     unsigned char *smem = swizzle_aligned(smem_raw);
     __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem + QB);            // [2] tiles
@@ -724,7 +730,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                              const float *__restrict__ delta, int T, int NH, float scale) {
     constexpr int BQ = BS, LD = ld<HS>();
-    extern __shared__ __align__(16) unsigned char smem[];
+    LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sV = sK + ROWS_PER_CTA * LD;
     __nv_bfloat16 *sQ = sV + ROWS_PER_CTA * LD;  // [2][BQ][LD]
@@ -825,7 +831,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                              const float *__restrict__ delta, int T, int NH, float scale) {
     constexpr int BK = BS, LD = ld<HS>();
-    extern __shared__ __align__(16) unsigned char smem[];
+    LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
     __nv_bfloat16 *sdO = sQ + ROWS_PER_CTA * LD;
     __nv_bfloat16 *sK = sdO + ROWS_PER_CTA * LD;  // [2][BK][LD]
@@ -961,7 +967,7 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     static_assert(HS == 64, "registers: dK, dV, S^T, dP^T accumulators are 4 x HS / 2 floats per thread");
     constexpr int THREADS = cta_threads<WG>(), ROWS = resident_rows<WG>();
     constexpr uint32_t TB = tile_bytes<HS>();
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    LLMC_DYNAMIC_SMEM(smem_raw);
     const Tiles<HS, WG> tiles(swizzle_aligned(smem_raw));
     __nv_bfloat16 *sK = tiles.resident[0], *sV = tiles.resident[1], *sQ = tiles.streamed[0], *sdO = tiles.streamed[1];
     float *sLse = tiles.lse, *sDelta = tiles.delta;
@@ -1061,7 +1067,7 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     static_assert(HS == 64, "registers: dQ, S, dP accumulators");
     constexpr int THREADS = cta_threads<WG>(), ROWS = resident_rows<WG>();
     constexpr uint32_t TB = tile_bytes<HS>();
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    LLMC_DYNAMIC_SMEM(smem_raw);
     const Tiles<HS, WG> tiles(swizzle_aligned(smem_raw));
     __nv_bfloat16 *sQ = tiles.resident[0], *sdO = tiles.resident[1], *sK = tiles.streamed[0], *sV = tiles.streamed[1];
     const uint32_t q_addr = tiles.resident_addr[0], do_addr = tiles.resident_addr[1];
@@ -1164,7 +1170,7 @@ static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat1
     const size_t smem = forward_smem_bytes<HS, RT>();
     launch_config(attention_forward_kernel<HS, MIN_CTAS, RT>, smem);
     const dim3 grid(B * NH, (T + RT * ROWS_PER_CTA - 1) / (RT * ROWS_PER_CTA));
-    attention_forward_kernel<HS, MIN_CTAS, RT><<<grid, NTHREADS, smem, stream>>>(out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
+    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_forward_kernel<HS, MIN_CTAS, RT>)(out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
 }
 
@@ -1175,7 +1181,7 @@ static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_b
     launch_config(attention_forward_wgmma_kernel<HS, WG>, smem);
     constexpr int QROWS = fwd_wgmma::query_rows<WG>();
     const dim3 grid(B * NH, (T + QROWS - 1) / QROWS);
-    attention_forward_wgmma_kernel<HS, WG><<<grid, fwd_wgmma::cta_threads<WG>(), smem, stream>>>(
+    LLMC_LAUNCH(grid, fwd_wgmma::cta_threads<WG>(), smem, stream, attention_forward_wgmma_kernel<HS, WG>)(
         out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
 }
@@ -1186,7 +1192,7 @@ static inline float *backward_delta(void *scratch, const __nv_bfloat16 *dout, co
                                     int NH, cudaStream_t stream) {
     const int64_t rows = (int64_t)B * T * NH;
     float *delta = (float *)scratch;
-    attention_delta_kernel<HS><<<(unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream>>>(
+    LLMC_LAUNCH((unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream, attention_delta_kernel<HS>)(
         delta, dout, out, B, T, NH);
     attention_cuda_check(cudaGetLastError());
     return delta;
@@ -1202,11 +1208,11 @@ static inline void backward_wgmma_hs(__nv_bfloat16 *dqkv, void *scratch, const _
     const dim3 grid(B * NH, (T + ROWS - 1) / ROWS);
     const size_t smem = bwd_wgmma::smem_bytes<HS, WG>();
     launch_config(attention_backward_kv_wgmma_kernel<HS, WG>, smem);
-    attention_backward_kv_wgmma_kernel<HS, WG><<<grid, THREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH,
+    LLMC_LAUNCH(grid, THREADS, smem, stream, attention_backward_kv_wgmma_kernel<HS, WG>)(dqkv, dout, qkv, lse, delta, T, NH,
                                                                                 scale);
     attention_cuda_check(cudaGetLastError());
     launch_config(attention_backward_dq_wgmma_kernel<HS, WG>, smem);
-    attention_backward_dq_wgmma_kernel<HS, WG><<<grid, THREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T, NH,
+    LLMC_LAUNCH(grid, THREADS, smem, stream, attention_backward_dq_wgmma_kernel<HS, WG>)(dqkv, dout, qkv, lse, delta, T, NH,
                                                                                 scale);
     attention_cuda_check(cudaGetLastError());
 }
@@ -1221,11 +1227,11 @@ static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bf
     const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
     const size_t smem = backward_smem_bytes<HS, BS>();
     launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS>, smem);
-    attention_backward_kv_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
+    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_backward_kv_kernel<HS, MIN_CTAS, BS>)(dqkv, dout, qkv, lse, delta, T,
                                                                                       NH, scale);
     attention_cuda_check(cudaGetLastError());
     launch_config(attention_backward_dq_kernel<HS, MIN_CTAS, BS>, smem);
-    attention_backward_dq_kernel<HS, MIN_CTAS, BS><<<grid, NTHREADS, smem, stream>>>(dqkv, dout, qkv, lse, delta, T,
+    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_backward_dq_kernel<HS, MIN_CTAS, BS>)(dqkv, dout, qkv, lse, delta, T,
                                                                                     NH, scale);
     attention_cuda_check(cudaGetLastError());
 }
@@ -1254,7 +1260,7 @@ static inline bool attention_wgmma_available(void) {
         if (major == 9 && minor == 0) {
             int *flag;
             attention_cuda_check(cudaMalloc(&flag, sizeof(int)));
-            attention_detail::wgmma_probe_kernel<<<1, 1>>>(flag);
+            LLMC_LAUNCH(1, 1, 0, 0, attention_detail::wgmma_probe_kernel)(flag);
             attention_cuda_check(cudaGetLastError());
             attention_cuda_check(cudaMemcpy(&available, flag, sizeof(int), cudaMemcpyDeviceToHost));
             attention_cuda_check(cudaFree(flag));

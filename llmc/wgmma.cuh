@@ -3,8 +3,10 @@
 //
 // STATUS: compiled for sm_90a only; has NOT RUN on a GPU. dev/test/cuda_host/kernel_indexing.cu
 // checks on the host that every descriptor below addresses the element the tile loader wrote, under
-// the PTX ISA's canonical layouts (section 9.7.15.5.1.2); that is a check of this file against our
-// reading of the ISA, not of the hardware.
+// the PTX ISA's canonical layouts (section 9.7.15.5.1.2), and the CPU emulator of dev/emu runs the
+// wgmma attention kernels with the wrappers below replaced by its own (t_44); both check this
+// file against our reading of the ISA (dev/emu/ptx_isa.h), not against the hardware, and neither
+// sees the asm strings themselves.
 //
 // The instructions exist only in code built for the arch-specific target sm_90a
 // (-gencode arch=compute_90a,code=sm_90a); their wrappers compile to nothing elsewhere, and a
@@ -75,6 +77,9 @@ __host__ __device__ constexpr uint64_t desc_mn_major(uint32_t tile_addr, int row
 //   accumulator d[n][e] (N/8 blocks of 4 floats): row g + 8 (e / 2), column 8 n + 2 t + (e % 2);
 //   A in registers a[0..3]: (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..), bf16 pairs.
 // An accumulator that feeds the next step as A is therefore packed pairwise, as mma.sync's is.
+
+// The instructions (the CPU emulator of dev/emu supplies its own versions of these wrappers).
+#ifndef LLMC_EMULATE_PTX
 
 // Issue order: fence() before the first wgmma that reads registers other instructions wrote
 // (accumulators, A fragments); commit() closes a group; wait<N>() returns when at most N groups
@@ -184,6 +189,8 @@ __host__ __device__ constexpr int wgmma_compiled_in() {
     return 0;
 #endif
 }
+
+#endif  // LLMC_EMULATE_PTX
 
 }  // namespace wgmma
 

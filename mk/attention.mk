@@ -6,7 +6,7 @@
 ATTENTION_HARNESS := $(BUILD)/dev/cuda/attention
 CUDA_TARGETS += $(ATTENTION_HARNESS)
 
-$(ATTENTION_HARNESS): dev/cuda/attention.cu dev/cuda/common.h llmc/attention.cuh llmc/wgmma.cuh llmc/utils.h $(BUILD)/llmc/utils.o
+$(ATTENTION_HARNESS): dev/cuda/attention.cu dev/cuda/common.h llmc/attention.cuh llmc/wgmma.cuh llmc/launch.cuh llmc/utils.h $(BUILD)/llmc/utils.o
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_NVCCFLAGS) dev/cuda/attention.cu $(BUILD)/llmc/utils.o -o $@
 
@@ -20,6 +20,6 @@ attention-gpu: $(ATTENTION_HARNESS)
 KERNEL_INDEXING_TEST := $(BUILD)/test/cuda_host/kernel_indexing
 CUDA_TARGETS += $(KERNEL_INDEXING_TEST)
 
-$(KERNEL_INDEXING_TEST): dev/test/cuda_host/kernel_indexing.cu dev/test/check.h llmc/attention.cuh llmc/wgmma.cuh llmc/quant.cuh llmc/utils.h $(BUILD)/llmc/utils.o
+$(KERNEL_INDEXING_TEST): dev/test/cuda_host/kernel_indexing.cu dev/test/check.h dev/emu/ptx_isa.h llmc/attention.cuh llmc/wgmma.cuh llmc/quant.cuh llmc/utils.h $(BUILD)/llmc/utils.o
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_NVCCFLAGS) dev/test/cuda_host/kernel_indexing.cu $(BUILD)/llmc/utils.o -o $@

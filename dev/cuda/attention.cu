@@ -31,7 +31,8 @@
 // STATUS: ran and passed on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md), then with
 // a fused-dQ backward variant that has since been removed (slower); the many-heads case in its
 // present form (the default alone, no variant to compare with) and every wgmma check and timing
-// have NOT RUN on a GPU.
+// have NOT RUN on a GPU. The same source also builds against the CPU emulator of dev/emu
+// (build/emu/attention, mk/emu.mk), where --check-small passes with and without --wgmma (t_44).
 #include "../../llmc/attention.cuh"
 #include "common.h"
 
@@ -334,7 +335,7 @@ template <int HS, int WG>
 __global__ void wgmma_unit_kernel(bf16 *s_out, bf16 *o_out, const bf16 *a, const bf16 *b, const bf16 *v) {
     using namespace attention_detail;
     constexpr int ROWS = 64 * WG, THREADS = 128 * WG;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    LLMC_DYNAMIC_SMEM(smem_raw);
     unsigned char *smem = swizzle_aligned(smem_raw);
     bf16 *sA = reinterpret_cast<bf16 *>(smem), *sB = sA + ROWS * HS, *sV = sB + 64 * HS;
     load_tile_async<ROWS, HS, true, THREADS>(sA, a, HS, 0, ROWS);
@@ -414,7 +415,7 @@ static bool check_wgmma_unit(int koff) {
     cuda_check(cudaMemset(d_o, 0xFF, o_want.size() * sizeof(bf16)));
     const size_t smem = wgmma::SWIZZLE_ALIGN + (size_t)(ROWS + 128) * HS * sizeof(bf16);
     attention_detail::launch_config(wgmma_unit_kernel<HS, WG>, smem);
-    wgmma_unit_kernel<HS, WG><<<1, 128 * WG, smem>>>(d_s, d_o, d_a, d_b, d_v);
+    LLMC_LAUNCH(1, 128 * WG, smem, 0, wgmma_unit_kernel<HS, WG>)(d_s, d_o, d_a, d_b, d_v);
     cuda_check(cudaGetLastError());
     cuda_check(cudaDeviceSynchronize());
     printf("  wgmma unit HS %d, %d warpgroup(s), A one-hot in columns %d..%d\n", HS, WG, koff, koff + 63);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <algorithm>
 #include <vector>
+#include "../../llmc/launch.cuh"
 #include "../../llmc/utils.h"
 
 #define cuda_check(call) cuda_check_at((call), #call, __FILE__, __LINE__)
@@ -96,7 +97,7 @@ static __global__ void fill_uniform_bf16_kernel(__nv_bfloat16 *dst, size_t n, ui
 // Device: n values uniform in [lo, hi), rounded to bf16 (for benchmark inputs too large to make
 // on the host quickly).
 static inline void fill_uniform_bf16(__nv_bfloat16 *dst, size_t n, uint64_t seed, float lo, float hi) {
-    fill_uniform_bf16_kernel<<<1024, 256>>>(dst, n, seed, lo, hi);
+    LLMC_LAUNCH(1024, 256, 0, 0, fill_uniform_bf16_kernel)(dst, n, seed, lo, hi);
     cuda_check(cudaGetLastError());
 }
 

@@ -10,7 +10,7 @@
 //   3. wgmma's operand descriptors (llmc/wgmma.cuh) against the tiles the attention loader writes
 //      (llmc/attention.cuh's wgmma kernels): for every operand and k16 step, the address each
 //      element is read from, worked out from the descriptor's fields by the PTX ISA's canonical
-//      layouts and the hardware's address swizzle (an emulation written here, independently of
+//      layouts and the hardware's address swizzle (dev/emu/ptx_isa.h, written independently of
 //      wgmma.cuh's layout function), is where the loader put that element; and the swizzled
 //      layout is a bijection whose 8-row groups of one 16-byte column are bank-conflict free.
 //      This checks our code against our reading of the ISA; only a GPU checks the reading.
@@ -18,10 +18,14 @@
 #include "../../../llmc/attention.cuh"
 #include "../../../llmc/quant.cuh"
 #include "../check.h"
+#include "../../emu/ptx_isa.h"
 
 #include <stdio.h>
 #include <set>
 #include <vector>
+
+using ptx_isa::wgmma_desc_mode_ok;
+using ptx_isa::wgmma_read_address;
 
 using attention_detail::kv_first_query_tile;
 using attention_detail::ROWS_PER_CTA;
@@ -78,30 +82,6 @@ static void check_transpose_swizzle(void) {
             for (const auto &w : words) worst = w.size() > (size_t)worst ? (int)w.size() : worst;
         }
     check(worst == 1, "quant transpose swizzle: pass 2 reads conflict-free (worst %d-way)", worst);
-}
-
-// The shared-memory byte from which wgmma reads element (mn, k) of a bf16 operand (mn: its row of
-// A or column of B; k: the contraction index, 0..15 within the instruction), decoded from the
-// descriptor as PTX ISA 9.7.15.5.1.2 defines it for the 128-byte swizzle, T = 8 bf16 per 16 bytes:
-//   K-major  ((8, m), (T, 2)) : ((8T, SBO), (1, T))
-//   MN-major ((T, 8, m), (8, k)) : ((1, T, LBO), (8T, SBO))
-// then the swizzle on the address: bits [4,7) ^= bits [7,10).
-static uint32_t wgmma_read_address(uint64_t desc, bool mn_major, int mn, int k) {
-    const uint32_t start = (uint32_t)(desc & 0x3FFF) << 4, lbo = (uint32_t)((desc >> 16) & 0x3FFF) << 4,
-                   sbo = (uint32_t)((desc >> 32) & 0x3FFF) << 4;
-    uint32_t addr;
-    if (!mn_major)
-        addr = start + (mn % 8) * 128 + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * 16;
-    else
-        addr = start + (mn % 8) * 2 + (mn / 8 % 8) * 16 + (mn / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo;
-    return addr ^ (((addr >> 7) & 7) << 4);
-}
-
-// The fields the PTX ISA leaves zero for these tiles: bits 14-15, 30-31 and 46-61 (the base offset,
-// bits 49-51, is 0 for tiles on 1024-byte boundaries); the swizzle mode, bits 62-63, is 1 (128 B).
-static bool wgmma_desc_mode_ok(uint64_t desc) {
-    const uint64_t zero_bits = (3ull << 14) | (3ull << 30) | (0xFFFFull << 46);
-    return (desc >> 62) == 1 && (desc & zero_bits) == 0;
 }
 
 static void check_wgmma_descriptors(void) {

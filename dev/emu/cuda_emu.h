@@ -1,0 +1,738 @@
+// A CPU emulator of the CUDA execution model, enough to run the attention kernels of
+// llmc/attention.cuh, the mma.sync ones and the wgmma ones, and their harness dev/cuda/attention.cu
+// on a machine without a GPU. A program is built from the same sources by g++, with this header
+// forced in first (-include dev/emu/cuda_emu.h; mk/emu.mk): it defines LLMC_EMULATE_PTX, under
+// which llmc/attention.cuh and llmc/wgmma.cuh leave their PTX wrappers to the versions here and
+// llmc/launch.cuh turns launches and dynamic shared memory into calls of this emulator.
+//
+// Execution: the CTAs of a grid run one after another; the threads of a CTA are fibers (stackful
+// coroutines) in one OS thread, each running the kernel's own code, switched only where a thread
+// waits for others: __syncthreads, and every warp or warpgroup collective (shuffle, ldmatrix,
+// mma.sync, the wgmma instructions), which completes when the last thread of its warp or
+// warpgroup arrives. Scheduling is deterministic, so a run is reproducible bit for bit.
+// The instructions follow dev/emu/ptx_isa.h (the ISA's fragment layouts and wgmma's descriptor
+// decoding); products are exact and each instruction's sum is formed in double and rounded once
+// to fp32 (the tensor cores round differently: the same tolerances apply, not the same bits).
+//
+// What it checks, dying with one line that names the thread and the instruction:
+//   - collectives of one warp (warpgroup) that disagree (divergence), and deadlock (every thread
+//     waiting at a barrier that cannot complete);
+//   - a launch's configuration: block size, grid, dynamic shared memory above 48 KiB without
+//     cudaFuncSetAttribute, or above the 227 KiB a CTA may have;
+//   - the asynchronous semantics, by executing late: cp.async writes shared memory at the
+//     thread's cp.async.wait_group, and a wgmma reads its operands and writes its accumulators at
+//     wgmma.wait_group, so code that reads too early sees stale values (and fails its checks);
+//   - in shared memory, 4 bytes at a time, for the accesses made through the instructions above
+//     (cp.async writes, ldmatrix and wgmma reads; plain loads and stores are not seen): a read of
+//     bytes whose cp.async is still in flight or completed since the last __syncthreads, a
+//     cp.async onto bytes another warp read since the last __syncthreads, a wgmma read of bytes
+//     that their writer did not pass through fence.proxy.async, and any access outside the
+//     launch's dynamic shared memory;
+//   - wgmma.mma_async with operands that differ across the warpgroup, or without a wgmma.fence
+//     since the thread's last wgmma.wait_group.
+// What it cannot check: timing, plain shared or global loads and stores (races and bounds there:
+// compute-sanitizer on a GPU), and whether the real instructions agree with ptx_isa.h.
+#ifndef DEV_EMU_CUDA_EMU_H
+#define DEV_EMU_CUDA_EMU_H
+
+#define LLMC_EMULATE_PTX 1
+
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <vector>
+#include "../../llmc/utils.h"
+#include "ptx_isa.h"
+
+// Device-code keywords the host compiler does not know (cuda_runtime.h already empties
+// __global__, __device__, __host__ and __shared__ for it).
+#define __launch_bounds__(...)
+using std::max;
+using std::min;
+
+namespace emu {
+
+// ---------------------------------------------------------------------------------------------
+// Fibers: emu_switch_stack saves the callee-saved registers and the FP control words on the
+// current stack, stores the stack pointer in *save_sp and resumes the fiber whose stack pointer is
+// load_sp (System V x86-64).
+extern "C" void emu_switch_stack(void **save_sp, void *load_sp);
+asm(R"(
+    .text
+    .p2align 4
+    .globl emu_switch_stack
+    .type emu_switch_stack, @function
+emu_switch_stack:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size emu_switch_stack, .-emu_switch_stack
+)");
+
+constexpr size_t STACK_BYTES = 256 * 1024;
+constexpr size_t SMEM_LIMIT = 227 * 1024, SMEM_DEFAULT_LIMIT = 48 * 1024;
+constexpr int NO_THREAD = -1;
+
+struct AsyncCopy {
+    uint32_t dst;  // shared address
+    const void *src;
+    int bytes;
+    bool valid;  // false: zero-fill, no read
+};
+
+// A wgmma.mma_async of one warpgroup, executed at its wgmma.wait_group.
+struct WgmmaOp {
+    int n;                  // N of m64nNk16
+    bool a_in_registers, b_mn_major, accumulate;
+    uint64_t desc_a, desc_b;
+    float (*d[128])[4];     // each thread's accumulators
+    const uint32_t *a[128]; // each thread's A fragment (a_in_registers)
+};
+
+struct Barrier {
+    int expected = 0, arrived = 0;
+    uint64_t generation = 0;
+    const char *what = nullptr;
+};
+
+struct Thread {
+    void *sp = nullptr;
+    unsigned char *stack = nullptr;
+    uint3 idx;
+    int id;  // linear thread index in the CTA
+    bool done = false;
+    const char *waiting_at = nullptr;
+    std::vector<AsyncCopy> uncommitted;
+    std::deque<std::vector<AsyncCopy>> copy_groups;
+    std::vector<uint32_t> unfenced;  // shared words this thread's completed copies wrote, not yet fenced
+    bool wgmma_fenced = false;       // a wgmma.fence since the last wgmma.wait_group
+    // Operands a thread hands to a collective, and what the collective hands back.
+    uint64_t in[8];
+    const void *in_ptr[2];
+    uint32_t out[4];
+};
+
+// The bookkeeping of one 4-byte shared-memory word (see the checks above).
+struct Word {
+    uint64_t write_epoch = UINT64_MAX, read_epoch = UINT64_MAX;
+    int writer = NO_THREAD, pending = 0;
+    bool fenced = true;
+    uint64_t reader_warps = 0;
+};
+
+struct Cta {
+    std::vector<Thread> threads;
+    std::vector<Barrier> warp, warpgroup;
+    Barrier block;
+    uint64_t epoch = 0;  // __syncthreads passed so far
+    std::vector<WgmmaOp> wgmma_uncommitted[8];
+    std::deque<std::vector<WgmmaOp>> wgmma_groups[8];
+};
+
+struct State {
+    alignas(1024) unsigned char smem[SMEM_LIMIT];
+    std::vector<Word> words = std::vector<Word>(SMEM_LIMIT / 4);
+    size_t smem_bytes = 0;  // this launch's dynamic shared memory
+    Cta cta;
+    Thread *cur = nullptr;
+    void *scheduler_sp = nullptr;
+    const std::function<void()> *body = nullptr;
+    uint64_t progress = 0;
+    dim3 block_idx, block_dim, grid_dim;
+    std::vector<unsigned char *> stacks;
+    std::map<const void *, int> max_dynamic_smem;  // cudaFuncSetAttribute
+};
+inline State &state() {
+    static State *s = new State();
+    return *s;
+}
+
+[[noreturn]] inline void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+inline void fail(const char *fmt, ...) {
+    State &s = state();
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (s.cur)
+        die("emulator: block (%u,%u,%u) thread %d (warp %d lane %d): %s", s.block_idx.x, s.block_idx.y, s.block_idx.z,
+            s.cur->id, s.cur->id / 32, s.cur->id % 32, msg);
+    die("emulator: %s", msg);
+}
+
+inline void yield() { emu_switch_stack(&state().cur->sp, state().scheduler_sp); }
+
+// Arrive at b; the last thread to arrive runs on_complete() (with every thread's operands in place)
+// and releases the others.
+template <typename F> inline void arrive(Barrier &b, const char *what, F on_complete) {
+    State &s = state();
+    if (b.arrived == 0) b.what = what;
+    else if (strcmp(b.what, what) != 0)
+        fail("divergence: arrives at %s while its group waits at %s", what, b.what);
+    s.progress++;
+    if (++b.arrived == b.expected) {
+        on_complete();
+        b.arrived = 0;
+        b.generation++;
+        return;
+    }
+    const uint64_t generation = b.generation;
+    s.cur->waiting_at = what;
+    while (b.generation == generation) yield();
+    s.cur->waiting_at = nullptr;
+}
+inline void arrive(Barrier &b, const char *what) { arrive(b, what, [] {}); }
+
+inline int warp_of(const Thread &t) { return t.id / 32; }
+inline Thread *warp_lanes() { return &state().cta.threads[32 * warp_of(*state().cur)]; }
+
+// A collective of the current thread's whole warp (all 32 lanes must be alive).
+template <typename F> inline void warp_collective(const char *what, F on_complete) {
+    State &s = state();
+    Barrier &b = s.cta.warp[warp_of(*s.cur)];
+    if (b.expected != 32) fail("%s in a warp with exited lanes", what);
+    arrive(b, what, on_complete);
+}
+template <typename F> inline void warpgroup_collective(const char *what, F on_complete) {
+    State &s = state();
+    if (s.cta.threads.size() % 128 != 0) fail("%s in a CTA of %zu threads (not whole warpgroups)", what, s.cta.threads.size());
+    Barrier &b = s.cta.warpgroup[s.cur->id / 128];
+    if (b.expected != 128) fail("%s in a warpgroup with exited threads", what);
+    arrive(b, what, on_complete);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared memory
+
+inline uint32_t shared_address(const void *p) {
+    State &s = state();
+    const unsigned char *c = (const unsigned char *)p;
+    if (c < s.smem || c >= s.smem + SMEM_LIMIT) fail("address %p is not in shared memory", p);
+    return (uint32_t)(c - s.smem);
+}
+
+inline void check_range(uint32_t addr, int bytes, const char *what) {
+    if ((size_t)addr + bytes > state().smem_bytes)
+        fail("%s of shared bytes %u..%u, outside the launch's %zu bytes of dynamic shared memory", what, addr,
+             addr + bytes - 1, state().smem_bytes);
+}
+
+// A read of shared bytes [addr, addr + bytes) by the warps in reader_warps (an ldmatrix, or a
+// wgmma: async_proxy).
+inline void check_read(uint32_t addr, int bytes, uint64_t reader_warps, bool async_proxy, const char *what) {
+    State &s = state();
+    check_range(addr, bytes, what);
+    for (uint32_t w = addr / 4; w <= (addr + bytes - 1) / 4; w++) {
+        Word &word = s.words[w];
+        if (word.pending)
+            fail("%s reads shared byte %u while a cp.async to it (thread %d) is in flight", what, 4 * w, word.writer);
+        if (word.write_epoch == s.cta.epoch)
+            fail("%s reads shared byte %u, which thread %d's cp.async wrote since the last __syncthreads", what, 4 * w,
+                 word.writer);
+        if (async_proxy && !word.fenced)
+            fail("%s reads shared byte %u, written by thread %d's cp.async without fence.proxy.async", what, 4 * w,
+                 word.writer);
+        if (word.read_epoch != s.cta.epoch) word.read_epoch = s.cta.epoch, word.reader_warps = 0;
+        word.reader_warps |= reader_warps;
+    }
+}
+
+inline void copy_complete(const AsyncCopy &c) {
+    State &s = state();
+    if (c.valid) memcpy(s.smem + c.dst, c.src, c.bytes);
+    else memset(s.smem + c.dst, 0, c.bytes);
+    for (uint32_t w = c.dst / 4; w < (c.dst + c.bytes) / 4; w++) {
+        Word &word = s.words[w];
+        word.pending--;
+        word.write_epoch = s.cta.epoch, word.writer = s.cur->id, word.fenced = false;
+        s.cur->unfenced.push_back(w);
+    }
+}
+
+inline void cp_async(void *dst, const void *src, int bytes, bool valid) {
+    State &s = state();
+    const uint32_t a = shared_address(dst);
+    if (a % bytes) fail("cp.async of %d bytes to shared byte %u: misaligned", bytes, a);
+    if (valid && (uintptr_t)src % bytes) fail("cp.async of %d bytes from %p: misaligned", bytes, src);
+    check_range(a, bytes, "cp.async");
+    const uint64_t my_warp = 1ull << warp_of(*s.cur);
+    for (uint32_t w = a / 4; w < (a + bytes) / 4; w++) {
+        Word &word = s.words[w];
+        if (word.read_epoch == s.cta.epoch && (word.reader_warps & ~my_warp))
+            fail("cp.async overwrites shared byte %u, which another warp read since the last __syncthreads", 4 * w);
+        word.pending++, word.writer = s.cur->id;
+    }
+    s.cur->uncommitted.push_back({a, src, bytes, valid});
+}
+
+inline void cp_async_commit() {
+    Thread &t = *state().cur;
+    t.copy_groups.push_back(std::move(t.uncommitted));
+    t.uncommitted.clear();
+}
+
+inline void cp_async_wait(int pending) {
+    Thread &t = *state().cur;
+    while ((int)t.copy_groups.size() > pending) {
+        for (const AsyncCopy &c : t.copy_groups.front()) copy_complete(c);
+        t.copy_groups.pop_front();
+    }
+}
+
+inline void fence_proxy_async() {
+    State &s = state();
+    for (uint32_t w : s.cur->unfenced) s.words[w].fenced = true;
+    s.cur->unfenced.clear();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp instructions
+
+inline float bf16_bits_to_float(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+inline uint16_t half_of(uint32_t reg, int h) { return (uint16_t)(h ? reg >> 16 : reg & 0xFFFF); }
+
+inline void ldmatrix_x4(uint32_t r[4], const void *p, bool trans) {
+    State &s = state();
+    s.cur->in_ptr[0] = p;
+    warp_collective(trans ? "ldmatrix.x4.trans" : "ldmatrix.x4", [trans] {
+        Thread *lanes = warp_lanes();
+        const uint64_t warp = 1ull << warp_of(lanes[0]);
+        uint32_t rows[32];
+        for (int l = 0; l < 32; l++) {
+            rows[l] = shared_address(lanes[l].in_ptr[0]);
+            if (rows[l] % 16) fail("ldmatrix: lane %d's row address (shared byte %u) is not 16-byte aligned", l, rows[l]);
+            check_read(rows[l], 16, warp, false, "ldmatrix");
+        }
+        for (int l = 0; l < 32; l++)
+            for (int m = 0; m < 4; m++) {
+                uint32_t reg = 0;
+                for (int h = 0; h < 2; h++) {
+                    const ptx_isa::RowCol e = ptx_isa::ldmatrix_element(l, h, trans);
+                    uint16_t v;
+                    memcpy(&v, state().smem + rows[8 * m + e.row] + 2 * e.col, 2);
+                    reg |= (uint32_t)v << (16 * h);
+                }
+                lanes[l].out[m] = reg;
+            }
+    });
+    memcpy(r, s.cur->out, 4 * sizeof(uint32_t));
+}
+
+// c += a b, m16n8k16, bf16 inputs, fp32 accumulators.
+inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    Thread &me = *state().cur;
+    for (int i = 0; i < 4; i++) me.in[i] = a[i];
+    me.in[4] = b0, me.in[5] = b1;
+    for (int e = 0; e < 4; e++) {
+        uint32_t u;
+        memcpy(&u, &c[e], 4);
+        me.in[6 + e / 2] = e % 2 ? (me.in[6 + e / 2] | (uint64_t)u << 32) : u;
+    }
+    warp_collective("mma.sync.m16n8k16", [] {
+        Thread *lanes = warp_lanes();
+        float A[16][16], B[16][8];
+        for (int l = 0; l < 32; l++) {
+            for (int r = 0; r < 4; r++)
+                for (int h = 0; h < 2; h++) {
+                    const ptx_isa::RowCol e = ptx_isa::mma_a_element(l, r, h);
+                    A[e.row][e.col] = bf16_bits_to_float(half_of((uint32_t)lanes[l].in[r], h));
+                }
+            for (int r = 0; r < 2; r++)
+                for (int h = 0; h < 2; h++) {
+                    const ptx_isa::RowCol e = ptx_isa::mma_b_element(l, r, h);
+                    B[e.row][e.col] = bf16_bits_to_float(half_of((uint32_t)lanes[l].in[4 + r], h));
+                }
+        }
+        for (int l = 0; l < 32; l++)
+            for (int e = 0; e < 4; e++) {
+                const ptx_isa::RowCol rc = ptx_isa::mma_c_element(l, e);
+                double sum = 0.0;
+                for (int k = 0; k < 16; k++) sum += (double)A[rc.row][k] * B[k][rc.col];
+                const uint32_t cu = (uint32_t)(lanes[l].in[6 + e / 2] >> (32 * (e % 2)));
+                float cf;
+                memcpy(&cf, &cu, 4);
+                const float d = (float)((double)cf + sum);
+                memcpy(&lanes[l].out[e], &d, 4);
+            }
+    });
+    memcpy(c, me.out, 4 * sizeof(float));
+}
+
+template <typename T> inline T shfl_xor(unsigned mask, T v, int lane_mask) {
+    static_assert(sizeof(T) <= 8, "shuffled values fit 8 bytes");
+    if (mask != 0xffffffffu) fail("__shfl_xor_sync with mask %08x (only full warps are emulated)", mask);
+    Thread &me = *state().cur;
+    memcpy(&me.in[0], &v, sizeof(T));
+    me.in[1] = (uint64_t)lane_mask;
+    warp_collective("shfl.sync.bfly", [] {
+        Thread *lanes = warp_lanes();
+        for (int l = 0; l < 32; l++) {
+            if (lanes[l].in[1] != lanes[0].in[1]) fail("__shfl_xor_sync: lanes disagree on the lane mask");
+            const uint64_t v = lanes[l ^ (int)(lanes[l].in[1] & 31)].in[0];
+            memcpy(lanes[l].out, &v, 8);
+        }
+    });
+    T r;
+    memcpy(&r, me.out, sizeof(T));
+    return r;
+}
+
+inline float exp2_ftz(float x) {
+    const float y = exp2f(x);
+    return fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
+}
+
+// ---------------------------------------------------------------------------------------------
+// wgmma
+
+inline void wgmma_fence() { state().cur->wgmma_fenced = true; }
+
+// Issue: every thread of the warpgroup hands its accumulator (and A fragment) pointers and the
+// descriptors; the op joins the warpgroup's open group.
+inline void wgmma_issue(int n, bool a_in_registers, bool b_mn_major, bool accumulate, uint64_t desc_a, uint64_t desc_b,
+                        float (*d)[4], const uint32_t *a) {
+    Thread &me = *state().cur;
+    if (!me.wgmma_fenced) fail("wgmma.mma_async without a wgmma.fence since the last wgmma.wait_group");
+    me.in[0] = desc_a, me.in[1] = desc_b, me.in[2] = (uint64_t)n | (uint64_t)a_in_registers << 16 |
+                                                     (uint64_t)b_mn_major << 17 | (uint64_t)accumulate << 18;
+    me.in_ptr[0] = d, me.in_ptr[1] = a;
+    warpgroup_collective("wgmma.mma_async", [] {
+        State &s = state();
+        const int wg = s.cur->id / 128;
+        Thread *threads = &s.cta.threads[128 * wg];
+        WgmmaOp op;
+        const uint64_t shape = threads[0].in[2];
+        op.n = (int)(shape & 0xFFFF), op.a_in_registers = shape >> 16 & 1, op.b_mn_major = shape >> 17 & 1,
+        op.accumulate = shape >> 18 & 1, op.desc_a = threads[0].in[0], op.desc_b = threads[0].in[1];
+        for (int i = 0; i < 128; i++) {
+            if (threads[i].in[2] != shape || threads[i].in[1] != op.desc_b ||
+                (!op.a_in_registers && threads[i].in[0] != op.desc_a))
+                fail("wgmma.mma_async: thread %d of the warpgroup has other operands than thread 0", i);
+            op.d[i] = (float (*)[4])threads[i].in_ptr[0];
+            op.a[i] = (const uint32_t *)threads[i].in_ptr[1];
+        }
+        s.cta.wgmma_uncommitted[wg].push_back(op);
+    });
+}
+
+inline void wgmma_commit() {
+    warpgroup_collective("wgmma.commit_group", [] {
+        State &s = state();
+        const int wg = s.cur->id / 128;
+        s.cta.wgmma_groups[wg].push_back(std::move(s.cta.wgmma_uncommitted[wg]));
+        s.cta.wgmma_uncommitted[wg].clear();
+    });
+}
+
+inline float smem_bf16(uint32_t addr) {
+    uint16_t v;
+    memcpy(&v, state().smem + addr, 2);
+    return bf16_bits_to_float(v);
+}
+
+inline void wgmma_execute(const WgmmaOp &op, int wg) {
+    const uint64_t warps = 0xFull << (4 * wg);
+    float A[64][16], B[256][16];
+    for (int m = 0; m < 64; m++)
+        for (int k = 0; k < 16; k++)
+            if (!op.a_in_registers) {
+                const uint32_t addr = ptx_isa::wgmma_read_address(op.desc_a, false, m, k);
+                check_read(addr, 2, warps, true, "wgmma (A)");
+                A[m][k] = smem_bf16(addr);
+            }
+    if (op.a_in_registers)
+        for (int i = 0; i < 128; i++)
+            for (int r = 0; r < 4; r++)
+                for (int h = 0; h < 2; h++) {
+                    const ptx_isa::RowCol e = ptx_isa::wgmma_a_element(i, r, h);
+                    A[e.row][e.col] = bf16_bits_to_float(half_of(op.a[i][r], h));
+                }
+    for (int n = 0; n < op.n; n++)
+        for (int k = 0; k < 16; k++) {
+            const uint32_t addr = ptx_isa::wgmma_read_address(op.desc_b, op.b_mn_major, n, k);
+            check_read(addr, 2, warps, true, "wgmma (B)");
+            B[n][k] = smem_bf16(addr);
+        }
+    for (int i = 0; i < 128; i++)
+        for (int nb = 0; nb < op.n / 8; nb++)
+            for (int e = 0; e < 4; e++) {
+                const ptx_isa::RowCol rc = ptx_isa::wgmma_d_element(i, nb, e);
+                double sum = 0.0;
+                for (int k = 0; k < 16; k++) sum += (double)A[rc.row][k] * B[rc.col][k];
+                float &d = op.d[i][nb][e];
+                d = (float)((op.accumulate ? (double)d : 0.0) + sum);
+            }
+}
+
+inline void wgmma_wait(int pending) {
+    warpgroup_collective("wgmma.wait_group", [pending] {
+        State &s = state();
+        const int wg = s.cur->id / 128;
+        while ((int)s.cta.wgmma_groups[wg].size() > pending) {
+            for (const WgmmaOp &op : s.cta.wgmma_groups[wg].front()) wgmma_execute(op, wg);
+            s.cta.wgmma_groups[wg].pop_front();
+        }
+    });
+    state().cur->wgmma_fenced = false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch
+
+inline void syncthreads() {
+    State &s = state();
+    arrive(s.cta.block, "__syncthreads", [&s] { s.cta.epoch++; });
+}
+
+// A finished thread leaves its barriers; one that leaves a warp or warpgroup collective waiting is
+// an error (the collectives here need every lane).
+inline void thread_exit() {
+    State &s = state();
+    Thread &t = *s.cur;
+    t.done = true;
+    s.progress++;
+    Barrier *groups[2] = {&s.cta.warp[warp_of(t)], s.cta.warpgroup.empty() ? nullptr : &s.cta.warpgroup[t.id / 128]};
+    for (Barrier *b : groups)
+        if (b) {
+            if (b->arrived) fail("exits while its warp or warpgroup waits at %s", b->what);
+            b->expected--;
+        }
+    s.cta.block.expected--;
+    if (s.cta.block.arrived && s.cta.block.arrived == s.cta.block.expected) {
+        s.cta.block.arrived = 0, s.cta.block.generation++, s.cta.epoch++;
+    }
+}
+
+[[noreturn]] inline void fiber_main() {
+    (*state().body)();
+    thread_exit();
+    emu_switch_stack(&state().cur->sp, state().scheduler_sp);
+    abort();  // a finished fiber is never resumed
+}
+
+inline void run_cta(int n_threads) {
+    State &s = state();
+    Cta &cta = s.cta;
+    const int n_warps = (n_threads + 31) / 32;
+    cta.threads.assign(n_threads, Thread());
+    cta.warp.assign(n_warps, Barrier());
+    cta.warpgroup.assign(n_threads % 128 == 0 ? n_threads / 128 : 0, Barrier());
+    cta.block = Barrier();
+    cta.block.expected = n_threads;
+    cta.epoch = 0;
+    for (int w = 0; w < n_warps; w++) cta.warp[w].expected = std::min(32, n_threads - 32 * w);
+    for (Barrier &b : cta.warpgroup) b.expected = 128;
+    for (int i = 0; i < 8; i++) cta.wgmma_uncommitted[i].clear(), cta.wgmma_groups[i].clear();
+    std::fill(s.words.begin(), s.words.end(), Word());
+    memset(s.smem, 0xA5, s.smem_bytes);  // garbage, as a GPU's shared memory starts
+    while (s.stacks.size() < (size_t)n_threads) s.stacks.push_back((unsigned char *)aligned_alloc(64, STACK_BYTES));
+    for (int i = 0; i < n_threads; i++) {
+        Thread &t = cta.threads[i];
+        t.id = i;
+        t.idx = {(unsigned)(i % s.block_dim.x), (unsigned)(i / s.block_dim.x % s.block_dim.y),
+                 (unsigned)(i / (s.block_dim.x * s.block_dim.y))};
+        // Initial frame, popped by emu_switch_stack: FP control words, six registers, the entry
+        // as return address, and a slot that keeps the stack 16-byte aligned as at a call.
+        uint64_t *top = (uint64_t *)(s.stacks[i] + STACK_BYTES);
+        top[-1] = 0;
+        top[-2] = (uint64_t)(uintptr_t)&fiber_main;
+        for (int r = 3; r <= 8; r++) top[-r] = 0;
+        const uint32_t control[2] = {0x1F80, 0x037F};  // MXCSR and x87 control word at reset
+        memcpy(&top[-9], control, 8);
+        t.sp = &top[-9];
+    }
+    int live = n_threads;
+    while (live > 0) {
+        const uint64_t before = s.progress;
+        for (Thread &t : cta.threads) {
+            if (t.done) continue;
+            s.cur = &t;
+            emu_switch_stack(&s.scheduler_sp, t.sp);
+            if (t.done) live--;
+        }
+        s.cur = nullptr;
+        if (live > 0 && s.progress == before) {
+            for (const Thread &t : cta.threads)
+                if (!t.done) die("emulator: block (%u,%u,%u): deadlock: thread %d waits at %s (and %d others)",
+                                 s.block_idx.x, s.block_idx.y, s.block_idx.z, t.id, t.waiting_at, live - 1);
+        }
+    }
+}
+
+inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const void *kernel, const std::function<void()> &body) {
+    State &s = state();
+    const size_t n_threads = (size_t)block.x * block.y * block.z;
+    if (n_threads == 0 || n_threads > 1024) fail("launch with %zu threads per block", n_threads);
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535)
+        fail("launch with grid (%u,%u,%u)", grid.x, grid.y, grid.z);
+    const auto set = s.max_dynamic_smem.find(kernel);
+    const size_t allowed = set == s.max_dynamic_smem.end() ? SMEM_DEFAULT_LIMIT : (size_t)set->second;
+    if (smem_bytes > allowed)
+        fail("launch with %zu bytes of dynamic shared memory, above the kernel's limit of %zu (cudaFuncSetAttribute)",
+             smem_bytes, allowed);
+    s.smem_bytes = smem_bytes;
+    s.body = &body;
+    s.grid_dim = grid, s.block_dim = block;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                s.block_idx = {x, y, z};
+                run_cta((int)n_threads);
+            }
+    s.body = nullptr;
+}
+
+// LLMC_LAUNCH(grid, block, smem, stream, kernel)(args...) (llmc/launch.cuh).
+template <typename... Params> struct Launcher {
+    dim3 grid, block;
+    size_t smem;
+    void (*kernel)(Params...);
+    template <typename... Args> void operator()(Args &&...args) const {
+        void (*k)(Params...) = kernel;
+        const std::function<void()> body = [&] { k(args...); };
+        launch(grid, block, smem, (const void *)k, body);
+    }
+};
+template <typename... Params>
+inline Launcher<Params...> launcher(dim3 grid, dim3 block, size_t smem, cudaStream_t, void (*kernel)(Params...)) {
+    return {grid, block, smem, kernel};
+}
+
+inline unsigned char *dynamic_smem() { return state().smem; }
+
+}  // namespace emu
+
+// ---------------------------------------------------------------------------------------------
+// What kernels see
+
+#define threadIdx (emu::state().cur->idx)
+#define blockIdx (emu::state().block_idx)
+#define blockDim (emu::state().block_dim)
+#define gridDim (emu::state().grid_dim)
+inline void __syncthreads() { emu::syncthreads(); }
+template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) { return emu::shfl_xor(mask, v, lane_mask); }
+
+// The PTX wrappers of llmc/attention.cuh (same names and contracts).
+namespace attention_detail {
+inline uint32_t smem_addr(const void *p) { return emu::shared_address(p); }
+inline void cp_async_16(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 16, valid); }
+inline void cp_async_4(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 4, valid); }
+inline void cp_async_commit() { emu::cp_async_commit(); }
+template <int PENDING> inline void cp_async_wait() { emu::cp_async_wait(PENDING); }
+inline void ldmatrix_x4(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r, p, false); }
+inline void ldmatrix_x4_trans(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r, p, true); }
+inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) { emu::mma_16816(c, a, b0, b1); }
+inline float exp2_ftz(float x) { return emu::exp2_ftz(x); }
+}  // namespace attention_detail
+
+// The instruction wrappers of llmc/wgmma.cuh (same names and contracts).
+namespace wgmma {
+inline void fence() { emu::wgmma_fence(); }
+inline void commit() { emu::wgmma_commit(); }
+template <int N> inline void wait() { emu::wgmma_wait(N); }
+template <int BLOCKS> inline void hold_registers(float (*)[4]) {}
+template <int BLOCKS> inline void hold_registers(uint32_t (*)[4]) {}
+inline void fence_proxy_async_shared() { emu::fence_proxy_async(); }
+inline void mma_ss_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+    emu::wgmma_issue(64, false, false, accumulate, desc_a, desc_b, d, nullptr);
+}
+template <int N> inline void mma_rs_mn_major_b(float (*d)[4], const uint32_t a[4], uint64_t desc_b) {
+    emu::wgmma_issue(N, true, true, true, 0, desc_b, d, a);
+}
+constexpr int wgmma_compiled_in() { return 1; }
+}  // namespace wgmma
+
+// ---------------------------------------------------------------------------------------------
+// The CUDA runtime calls the attention code and its harness make, on host memory.
+
+struct CUevent_st {
+    std::chrono::steady_clock::time_point at;
+};
+
+extern "C" {
+cudaError_t cudaMalloc(void **p, size_t bytes) {
+    *p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFree(void *p) { return free(p), cudaSuccess; }
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind) {
+    return memcpy(dst, src, bytes), cudaSuccess;
+}
+cudaError_t cudaMemset(void *dst, int value, size_t bytes) { return memset(dst, value, bytes), cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+const char *cudaGetErrorString(cudaError_t err) { return err == cudaSuccess ? "no error" : "emulated error"; }
+cudaError_t cudaGetDevice(int *device) { return *device = 0, cudaSuccess; }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int) {
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "CPU emulator of compute capability 9.0 (dev/emu)");
+    prop->major = 9, prop->minor = 0, prop->multiProcessorCount = 1;
+    prop->sharedMemPerBlockOptin = emu::SMEM_LIMIT;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
+    switch (attr) {
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrMultiProcessorCount: *value = 1; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)emu::SMEM_LIMIT; break;
+    default: emu::fail("cudaDeviceGetAttribute(%d) is not emulated", (int)attr);
+    }
+    return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) emu::fail("cudaFuncSetAttribute(%d) is not emulated", (int)attr);
+    if (value < 0 || (size_t)value > emu::SMEM_LIMIT) return cudaErrorInvalidValue;
+    emu::state().max_dynamic_smem[func] = value;
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t *e) { return *e = new CUevent_st(), cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) { return delete e, cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+    return e->at = std::chrono::steady_clock::now(), cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop) {
+    return *ms = std::chrono::duration<float, std::milli>(stop->at - start->at).count(), cudaSuccess;
+}
+}
+// cuda_runtime.h's overload for a kernel, which it declares for nvcc only.
+template <typename... Params> cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attr, int value) {
+    return cudaFuncSetAttribute((const void *)kernel, attr, value);
+}
+
+#endif  // DEV_EMU_CUDA_EMU_H

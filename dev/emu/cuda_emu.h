@@ -685,7 +685,7 @@ struct CUevent_st {
 
 extern "C" {
 cudaError_t cudaMalloc(void **p, size_t bytes) {
-    *p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+    *p = aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);  // cudaMalloc's alignment, no slack
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFree(void *p) { return free(p), cudaSuccess; }

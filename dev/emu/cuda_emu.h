@@ -125,7 +125,6 @@ struct Barrier {
 
 struct Thread {
     void *sp = nullptr;
-    unsigned char *stack = nullptr;
     uint3 idx;
     int id;  // linear thread index in the CTA
     bool done = false;
@@ -210,7 +209,6 @@ template <typename F> inline void arrive(Barrier &b, const char *what, F on_comp
     while (b.generation == generation) yield();
     s.cur->waiting_at = nullptr;
 }
-inline void arrive(Barrier &b, const char *what) { arrive(b, what, [] {}); }
 
 inline int warp_of(const Thread &t) { return t.id / 32; }
 inline Thread *warp_lanes() { return &state().cta.threads[32 * warp_of(*state().cur)]; }

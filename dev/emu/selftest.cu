@@ -9,8 +9,8 @@
 
 using namespace attention_detail;
 
-// 64 threads, two warps; shared memory: a 16 x 8 bf16 tile (256 bytes, one 16-byte row per 8
-// values) and a wgmma tile of 64 x 64 bf16 at byte 1024.
+// 64 threads, two warps, 4096 bytes of shared memory: a 16 x 8 bf16 tile at byte 0 (one 16-byte row
+// per 8 values), read by ldmatrix and refilled by cp.async.
 enum Fault { CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS };
 static const char *FAULT_NAMES[] = {"clean",          "in_flight",  "no_barrier", "war",          "no_proxy_fence",
                                     "no_wgmma_fence", "divergence", "deadlock",   "out_of_bounds"};

@@ -203,14 +203,13 @@ static int zero_scratch_of(const GPUZero *z, int seg) {
 // misplaced wait then makes a stream read the other's data too early, every time, as NaN or
 // different bits (scripts/gpu_zero_check.sh compares such runs with the undelayed ones).
 __global__ void zero_debug_delay_kernel(uint64_t ns) {
-    uint64_t start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    while (now - start < ns);
+    const uint64_t start = global_timer_ns();
+    while (global_timer_ns() - start < ns) {
+    }
 }
 static void zero_debug_delay(const GPUZero *z, cudaStream_t stream) {
     if (!z->debug_delay_ns) return;
-    zero_debug_delay_kernel<<<1, 1, 0, stream>>>(z->debug_delay_ns);
+    LLMC_LAUNCH(1, 1, 0, stream, zero_debug_delay_kernel)(z->debug_delay_ns);
     kernelCheck();
 }
 static void zero_debug_poison(const GPUZero *z, void *p, size_t bytes) {
@@ -328,7 +327,7 @@ static void zero_grads_release(GPUModel *g, int seg) {
     z->comm->reduce_scatter_sum_f32(z->comm, scratch, z->counts);
     const size_t n = own.end - own.begin;
     if (n > 0) {
-        add_into_kernel<<<ceil_div((int64_t)n, 256), 256, 0, z->comm_stream>>>(
+        LLMC_LAUNCH(ceil_div((int64_t)n, 256), 256, 0, z->comm_stream, add_into_kernel)(
             g->grads + (own.begin - zero_slice(&z->plan, z->plan.rank).begin), scratch + (own.begin - r.begin), n);
         kernelCheck();
     }

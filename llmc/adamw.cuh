@@ -197,11 +197,12 @@ static inline int adamw_update(AdamW *opt, float *master, bf16 *params, float *m
     const int slot_grid = ceil_div(opt->nslots, 128);
     cudaCheck(cudaMemsetAsync(opt->clipped, 0, sizeof(int), stream));
     if (opt->nchunks > 0) {
-        adamw_moments_kernel<<<opt->nchunks, ADAMW_BLOCK, 0, stream>>>(opt->rms_partial, m, v, grads, opt->chunks,
-                                                                       grad_scale, b1, b2, bc2, eps);
+        LLMC_LAUNCH(opt->nchunks, ADAMW_BLOCK, 0, stream, adamw_moments_kernel)(
+            opt->rms_partial, m, v, grads, opt->chunks, grad_scale, b1, b2, bc2, eps);
         kernelCheck();
     }
-    adamw_slot_sums_kernel<<<slot_grid, 128, 0, stream>>>(opt->slot_sum, opt->rms_partial, opt->slots, opt->nslots);
+    LLMC_LAUNCH(slot_grid, 128, 0, stream, adamw_slot_sums_kernel)(
+        opt->slot_sum, opt->rms_partial, opt->slots, opt->nslots);
     kernelCheck();
     if (allreduce) {
         const size_t bytes = (size_t)opt->nslots * sizeof(double);
@@ -210,12 +211,12 @@ static inline int adamw_update(AdamW *opt, float *master, bf16 *params, float *m
         allreduce(opt->h_slot_sum, opt->nslots, ctx);
         cudaCheck(cudaMemcpyAsync(opt->slot_sum, opt->h_slot_sum, bytes, cudaMemcpyHostToDevice, stream));
     }
-    adamw_lr_kernel<<<slot_grid, 128, 0, stream>>>(opt->slot_lr, opt->clipped, opt->slot_sum, opt->slots, opt->nslots,
-                                                   lr, update_clip);
+    LLMC_LAUNCH(slot_grid, 128, 0, stream, adamw_lr_kernel)(
+        opt->slot_lr, opt->clipped, opt->slot_sum, opt->slots, opt->nslots, lr, update_clip);
     kernelCheck();
     if (opt->nchunks > 0) {
-        adamw_params_kernel<<<opt->nchunks, ADAMW_BLOCK, 0, stream>>>(master, params, m, v, opt->chunks, opt->slots,
-                                                                      opt->slot_lr, bc1, bc2, eps, seed, t, opt->begin);
+        LLMC_LAUNCH(opt->nchunks, ADAMW_BLOCK, 0, stream, adamw_params_kernel)(
+            master, params, m, v, opt->chunks, opt->slots, opt->slot_lr, bc1, bc2, eps, seed, t, opt->begin);
         kernelCheck();
     }
     cudaCheck(cudaMemcpyAsync(opt->h_clipped, opt->clipped, sizeof(int), cudaMemcpyDeviceToHost, stream));

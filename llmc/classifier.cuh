@@ -62,7 +62,8 @@ fused_classifier_kernel(bf16 *logits, float *losses, const int *targets, float d
 static inline void fused_classifier(bf16 *logits, float *losses, const int *targets, float dloss, int N, int V, int Vp,
                                     bool write_grad, cudaStream_t stream) {
     if (Vp % 8 != 0) die("fused_classifier: Vp = %d is not a multiple of 8", Vp);
-    fused_classifier_kernel<<<N, CLASSIFIER_BLOCK, 0, stream>>>(logits, losses, targets, dloss, V, Vp, write_grad);
+    LLMC_LAUNCH(N, CLASSIFIER_BLOCK, 0, stream, fused_classifier_kernel)(
+        logits, losses, targets, dloss, V, Vp, write_grad);
     kernelCheck();
 }
 

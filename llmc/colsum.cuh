@@ -90,10 +90,10 @@ static inline void colsum_launch(float *out0, float *out1, float *scratch, const
                                  const float *mean, const float *rstd, int N, int OC, cudaStream_t stream) {
     if (OC % 8 != 0) die("colsum: %d columns is not a multiple of 8", OC);
     const int rpc = colsum_rows_per_chunk(N), R = colsum_chunks(N);
-    colsum_partial_kernel<NSUMS><<<dim3(ceil_div(OC, COLSUM_COLS_PER_BLOCK), R), dim3(32, 8), 0, stream>>>(
+    LLMC_LAUNCH(dim3(ceil_div(OC, COLSUM_COLS_PER_BLOCK), R), dim3(32, 8), 0, stream, colsum_partial_kernel<NSUMS>)(
         scratch, dout, x, mean, rstd, N, OC, rpc);
     kernelCheck();
-    colsum_finish_kernel<NSUMS><<<ceil_div(NSUMS * OC, 256), 256, 0, stream>>>(out0, out1, scratch, R, OC);
+    LLMC_LAUNCH(ceil_div(NSUMS * OC, 256), 256, 0, stream, colsum_finish_kernel<NSUMS>)(out0, out1, scratch, R, OC);
     kernelCheck();
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "launch.cuh"
 #include "quant.h"
 #include "utils.h"
 
@@ -62,6 +63,15 @@ template <typename T> __device__ __forceinline__ Packed128<T> load128cs(const T 
 template <typename T> __device__ __forceinline__ void store128(T *p, const Packed128<T> &v) {
     *reinterpret_cast<int4 *>(p) = *reinterpret_cast<const int4 *>(&v);
 }
+
+// The GPU's nanosecond clock (%globaltimer); the CPU emulator of dev/emu supplies its own.
+#ifndef LLMC_EMULATE_PTX
+__device__ __forceinline__ uint64_t global_timer_ns() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
 
 // fp32 -> bf16 round to nearest even, the bits of llmc/quant.h's bf16_from_float (the CPU twin).
 __device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }

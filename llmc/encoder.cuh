@@ -32,7 +32,8 @@ __global__ void encoder_forward_kernel(bf16 *out, const int *inp, const bf16 *wt
 static inline void encoder_forward(bf16 *out, const int *inp, const bf16 *wte, const bf16 *wpe, int B, int T, int C,
                                    cudaStream_t stream) {
     const int block = 256;
-    encoder_forward_kernel<<<ceil_div((int64_t)B * T * C / 8, block), block, 0, stream>>>(out, inp, wte, wpe, B, T, C);
+    LLMC_LAUNCH(ceil_div((int64_t)B * T * C / 8, block), block, 0, stream, encoder_forward_kernel)(
+        out, inp, wte, wpe, B, T, C);
     kernelCheck();
 }
 
@@ -106,10 +107,12 @@ static inline void encoder_backward(float *dwte, float *dwpe, const bf16 *dout, 
                                     int T, int C, cudaStream_t stream) {
     const int block = 128, N = B * T;
     if (nb > 0) {
-        encoder_backward_wte_kernel<<<dim3(nb, ceil_div(C, 8 * block)), block, 0, stream>>>(dwte, dout, d_packed, N, C);
+        LLMC_LAUNCH(dim3(nb, ceil_div(C, 8 * block)), block, 0, stream, encoder_backward_wte_kernel)(
+            dwte, dout, d_packed, N, C);
         kernelCheck();
     }
-    encoder_backward_wpe_kernel<<<ceil_div((int64_t)T * C / 8, block), block, 0, stream>>>(dwpe, dout, B, T, C);
+    LLMC_LAUNCH(ceil_div((int64_t)T * C / 8, block), block, 0, stream, encoder_backward_wpe_kernel)(
+        dwpe, dout, B, T, C);
     kernelCheck();
 }
 

@@ -47,14 +47,14 @@ __global__ void gelu_backward_inplace_kernel(bf16 *d, const bf16 *inp, int64_t n
 static inline void gelu_forward(bf16 *out, const bf16 *inp, int64_t n, cudaStream_t stream) {
     if (n % 8 != 0) die("gelu_forward: %lld elements is not a multiple of 8", (long long)n);
     const int block = 256;
-    gelu_forward_kernel<<<ceil_div(n / 8, block), block, 0, stream>>>(out, inp, n);
+    LLMC_LAUNCH(ceil_div(n / 8, block), block, 0, stream, gelu_forward_kernel)(out, inp, n);
     kernelCheck();
 }
 
 static inline void gelu_backward_inplace(bf16 *d, const bf16 *inp, int64_t n, cudaStream_t stream) {
     if (n % 8 != 0) die("gelu_backward: %lld elements is not a multiple of 8", (long long)n);
     const int block = 256;
-    gelu_backward_inplace_kernel<<<ceil_div(n / 8, block), block, 0, stream>>>(d, inp, n);
+    LLMC_LAUNCH(ceil_div(n / 8, block), block, 0, stream, gelu_backward_inplace_kernel)(d, inp, n);
     kernelCheck();
 }
 

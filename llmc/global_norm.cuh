@@ -44,9 +44,9 @@ __global__ void __launch_bounds__(1024) sum_partials_kernel(double *out, const d
 static inline void global_sum_squares(double *out, double *scratch, const float *x, size_t n, cudaStream_t stream) {
     if (n % 4 != 0) die("global_sum_squares: %zu elements is not a multiple of 4", n);
     const int nchunks = global_norm_chunks(n);
-    sum_squares_chunks_kernel<<<nchunks, NORM_BLOCK, 0, stream>>>(scratch, x, (int64_t)n);
+    LLMC_LAUNCH(nchunks, NORM_BLOCK, 0, stream, sum_squares_chunks_kernel)(scratch, x, (int64_t)n);
     kernelCheck();
-    sum_partials_kernel<<<1, 1024, 0, stream>>>(out, scratch, nchunks);
+    LLMC_LAUNCH(1, 1024, 0, stream, sum_partials_kernel)(out, scratch, nchunks);
     kernelCheck();
 }
 

@@ -70,8 +70,8 @@ __global__ void layernorm_forward_kernel(bf16 *residual_out, bf16 *out, float *m
 static inline void layernorm_launch(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a,
                                     const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C, cudaStream_t stream) {
     const int block = 256, rows_per_block = block / 32;
-    layernorm_forward_kernel<<<ceil_div(N, rows_per_block), block, 0, stream>>>(residual_out, out, mean, rstd, a, b, w,
-                                                                                bias, N, C);
+    LLMC_LAUNCH(ceil_div(N, rows_per_block), block, 0, stream, layernorm_forward_kernel)(
+        residual_out, out, mean, rstd, a, b, w, bias, N, C);
     kernelCheck();
 }
 
@@ -125,7 +125,8 @@ static inline void layernorm_backward(bf16 *dinp, float *dw, float *db, float *s
                                       const bf16 *w, const float *mean, const float *rstd, int N, int C,
                                       cudaStream_t stream) {
     const int block = 256, rows_per_block = block / 32;
-    layernorm_backward_dx_kernel<<<ceil_div(N, rows_per_block), block, 0, stream>>>(dinp, dout, x, w, mean, rstd, N, C);
+    LLMC_LAUNCH(ceil_div(N, rows_per_block), block, 0, stream, layernorm_backward_dx_kernel)(
+        dinp, dout, x, w, mean, rstd, N, C);
     kernelCheck();
     layernorm_param_backward(dw, db, scratch, dout, x, mean, rstd, N, C, stream);
 }

@@ -211,8 +211,8 @@ static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, const 
     float *history = delayed ? lp->history + (size_t)op * H : nullptr;
     float *amax = recording ? history + slot : lp->amax + op;
     if (delayed && lp->history_steps > 0) {
-        lowp_delayed_scale_kernel<<<1, 1, 0, st>>>(scale, inv_scale, history, H, slot, quant_target_max(target),
-                                                    recording);
+        LLMC_LAUNCH(1, 1, 0, st, lowp_delayed_scale_kernel)(
+            scale, inv_scale, history, H, slot, quant_target_max(target), recording);
         kernelCheck();
     } else {
         quant_amax_gpu(amax, x, (size_t)rows * cols, st);

@@ -27,6 +27,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "launch.cuh"
 #include "quant.h"
 #include "utils.h"
 
@@ -335,7 +336,7 @@ static inline int quant_grid_1d(size_t n, int block) {
 template <typename Tin>
 static inline void quant_cast_gpu(uint8_t *out, float *amax, const Tin *in, size_t n, const float *scale,
                               quant_target target, cudaStream_t stream) {
-    quant_cast_kernel<<<quant_grid_1d(n, 256), 256, 0, stream>>>(out, amax, in, n, scale, target);
+    LLMC_LAUNCH(quant_grid_1d(n, 256), 256, 0, stream, quant_cast_kernel<Tin>)(out, amax, in, n, scale, target);
     quant_cuda_check(cudaGetLastError());
 }
 
@@ -343,13 +344,13 @@ static inline void quant_cast_gpu(uint8_t *out, float *amax, const Tin *in, size
 template <typename Tin>
 static inline void quant_amax_gpu(float *amax, const Tin *in, size_t n, cudaStream_t stream) {
     quant_cuda_check(cudaMemsetAsync(amax, 0, sizeof(float), stream));
-    quant_amax_kernel<<<quant_grid_1d(n, 256), 256, 0, stream>>>(amax, in, n);
+    LLMC_LAUNCH(quant_grid_1d(n, 256), 256, 0, stream, quant_amax_kernel<Tin>)(amax, in, n);
     quant_cuda_check(cudaGetLastError());
 }
 
 static inline void quant_scale_from_amax_gpu(float *scale, float *inv_scale, const float *amax, quant_target target,
                                          quant_scale_mode mode, cudaStream_t stream) {
-    quant_scale_kernel<<<1, 1, 0, stream>>>(scale, inv_scale, amax, quant_target_max(target), mode);
+    LLMC_LAUNCH(1, 1, 0, stream, quant_scale_kernel)(scale, inv_scale, amax, quant_target_max(target), mode);
     quant_cuda_check(cudaGetLastError());
 }
 
@@ -360,7 +361,8 @@ static inline void quant_transpose_gpu(uint8_t *q, uint8_t *qt, float *amax, con
     int tiles_y = (rows + QUANT_TILE - 1) / QUANT_TILE;
     if (tiles_y > 65535) die("quant_transpose_gpu: %d rows exceed the grid limit of %d", rows, 65535 * QUANT_TILE);
     dim3 grid((cols + QUANT_TILE - 1) / QUANT_TILE, tiles_y);
-    quant_transpose_kernel<<<grid, QUANT_TILE_THREADS, 0, stream>>>(q, qt, amax, x, rows, cols, scale, target);
+    LLMC_LAUNCH(grid, QUANT_TILE_THREADS, 0, stream, quant_transpose_kernel<Tin>)(
+        q, qt, amax, x, rows, cols, scale, target);
     quant_cuda_check(cudaGetLastError());
 }
 
@@ -368,7 +370,7 @@ template <typename Tin>
 static inline void int8_quantize_rows_gpu(int8_t *q, float *scales, const Tin *x, int rows, int cols,
                                           quant_scale_mode mode, cudaStream_t stream) {
     if (rows <= 0 || cols <= 0) die("int8_quantize_rows_gpu: bad shape %d x %d", rows, cols);
-    int8_quantize_rows_kernel<<<rows, 256, 0, stream>>>(q, scales, x, cols, mode);
+    LLMC_LAUNCH(rows, 256, 0, stream, int8_quantize_rows_kernel<Tin>)(q, scales, x, cols, mode);
     quant_cuda_check(cudaGetLastError());
 }
 
@@ -380,7 +382,8 @@ static inline void int8_dequantize_bias_gpu(__nv_bfloat16 *out, const int32_t *a
     // so that narrow rows do not leave most of each block idle; y strides over rows.
     const int groups = (cols + 7) / 8, threads = groups < 256 ? (groups + 31) / 32 * 32 : 256;
     const dim3 grid((unsigned)((groups + threads - 1) / threads), rows < 65535 ? rows : 65535);
-    int8_dequantize_bias_kernel<<<grid, threads, 0, stream>>>(out, acc, row_scales, col_scale, bias, rows, cols);
+    LLMC_LAUNCH(grid, threads, 0, stream, int8_dequantize_bias_kernel)(
+        out, acc, row_scales, col_scale, bias, rows, cols);
     quant_cuda_check(cudaGetLastError());
 }
 

@@ -1,17 +1,39 @@
-# The CPU emulator of the CUDA execution model (dev/emu/cuda_emu.h): the attention harness
-# dev/cuda/attention.cu, and the emulator's self-test, built by the host C++ compiler with the
-# emulator forced in, so that `make test` runs the attention kernels, the default mma.sync ones and
-# the wgmma ones, without a GPU (dev/test/t_44_emulated_attention.sh). They need the CUDA headers
-# (cuda_runtime.h, cuda_bf16.h), not nvcc's compiler, and link no CUDA library.
-EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest
+# The CPU emulator of the CUDA execution model (dev/emu/cuda_emu.h) and the programs it runs, built
+# by the host C++ compiler with the emulator forced in, so that `make test` runs CUDA code without
+# a GPU. They need the CUDA headers (cuda_runtime.h, cuda_bf16.h, cuda_fp8.h, cublasLt.h), not
+# nvcc's compiler, and link no CUDA library: the runtime calls and the cuBLASLt subset are
+# dev/emu/cuda_runtime.cc and dev/emu/cublaslt.cc.
+#   build/emu/selftest     the emulator's own checks, each shown to fire (t_44)
+#   build/emu/attention    the attention harness dev/cuda/attention.cu (t_44)
+#   build/emu/test_gptcu   test_gpt.cu: the whole GPU trainer against the CPU reference (t_45)
+#   build/emu/train_gptcu  the GPU trainer itself (t_45: ZeRO over MPI-staged ranks)
+# The GPU communicators (llmc/comm_nccl.cu) are built as for a GPU: NCCL (dev/emu/nccl.cc, over
+# MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
+EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/test_gptcu $(BUILD)/emu/train_gptcu
 CUDA_TARGETS += $(EMU_PROGRAMS)
-EMU_CXXFLAGS := -O2 -std=c++17 -Wall -Werror -Wno-unknown-pragmas -I$(CUDA_HOME)/include
-EMU_HEADERS  := dev/emu/cuda_emu.h dev/emu/ptx_isa.h llmc/attention.cuh llmc/wgmma.cuh llmc/launch.cuh llmc/utils.h
+EMU_CXXFLAGS := -O2 -std=c++17 -Wall -Werror -Wno-unknown-pragmas -ffp-contract=off -fno-strict-aliasing -DOMPI_SKIP_MPICXX -I$(CUDA_HOME)/include
+EMU_HEADERS  := dev/emu/cuda_emu.h dev/emu/ptx_isa.h $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
+EMU_RUNTIME  := $(BUILD)/emu/cuda_runtime.o $(BUILD)/emu/cublaslt.o
+EMU_NCCL     := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/emu/nccl.o)
+# Compiles $(1) as CUDA source with the emulator forced in.
+EMU_CUDA_SOURCE = $(CXX) $(EMU_CXXFLAGS) -x c++ -include dev/emu/cuda_emu.h $(1) -x none
 
-# $(1): the program's source.
-EMU_BUILD = mkdir -p $(dir $@) && $(CXX) $(EMU_CXXFLAGS) -x c++ -include dev/emu/cuda_emu.h $(1) -x none $(BUILD)/llmc/utils.o -o $@
+$(BUILD)/emu/%.o: dev/emu/%.cc dev/emu/cuda_emu.h dev/emu/ptx_isa.h llmc/utils.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) $(CPPFLAGS) -c $< -o $@
 
-$(BUILD)/emu/attention: dev/cuda/attention.cu dev/cuda/common.h $(EMU_HEADERS) $(BUILD)/llmc/utils.o
-	$(call EMU_BUILD,dev/cuda/attention.cu)
-$(BUILD)/emu/selftest: dev/emu/selftest.cu $(EMU_HEADERS) $(BUILD)/llmc/utils.o
-	$(call EMU_BUILD,dev/emu/selftest.cu)
+$(BUILD)/emu/attention: dev/cuda/attention.cu dev/cuda/common.h $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o
+	$(call EMU_CUDA_SOURCE,dev/cuda/attention.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@
+$(BUILD)/emu/selftest: dev/emu/selftest.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o
+	$(call EMU_CUDA_SOURCE,dev/emu/selftest.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@
+
+$(BUILD)/emu/comm_nccl.o: llmc/comm_nccl.cu $(EMU_HEADERS)
+	@mkdir -p $(dir $@)
+	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) $(if $(EMU_NCCL),-DLLMC_HAVE_NCCL) -c llmc/comm_nccl.cu) -o $@
+$(BUILD)/emu/test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/test/check.h $(EMU_HEADERS) $(EMU_RUNTIME) \
+                         $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS)
+	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) -fopenmp test_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(EMU_RUNTIME) \
+	    $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) -o $@ $(LDLIBS) -lgomp
+$(BUILD)/emu/train_gptcu: train_gpt.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(LLMC_OBJS)
+	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) -fopenmp train_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(EMU_RUNTIME) $(LLMC_OBJS) \
+	    -o $@ $(LDLIBS) -lgomp

@@ -1,9 +1,12 @@
-// A CPU emulator of the CUDA execution model, enough to run the attention kernels of
-// llmc/attention.cuh, the mma.sync ones and the wgmma ones, and their harness dev/cuda/attention.cu
-// on a machine without a GPU. A program is built from the same sources by g++, with this header
-// forced in first (-include dev/emu/cuda_emu.h; mk/emu.mk): it defines LLMC_EMULATE_PTX, under
-// which llmc/attention.cuh and llmc/wgmma.cuh leave their PTX wrappers to the versions here and
-// llmc/launch.cuh turns launches and dynamic shared memory into calls of this emulator.
+// A CPU emulator of the CUDA execution model, enough to run the GPU trainer (train_gpt.cu, every
+// kernel of llmc/*.cuh: the attention ones with mma.sync and with wgmma), its check against the
+// CPU reference (test_gpt.cu) and the attention harness (dev/cuda/attention.cu) on a machine
+// without a GPU. A program is built from the same sources by g++, with this header forced in
+// first (-include dev/emu/cuda_emu.h; mk/emu.mk): it defines LLMC_EMULATE_PTX, under which
+// llmc/attention.cuh, llmc/wgmma.cuh and llmc/cuda_common.cuh leave their PTX to the versions here
+// and llmc/launch.cuh turns launches and dynamic shared memory into calls of this emulator. The
+// host side is linked in: the CUDA runtime calls (cuda_runtime.cc), the cuBLASLt subset the
+// trainer uses (cublaslt.cc) and NCCL over MPI (nccl.cc).
 //
 // Execution: the CTAs of a grid run one after another; the threads of a CTA are fibers (stackful
 // coroutines) in one OS thread, each running the kernel's own code, switched only where a thread
@@ -31,7 +34,8 @@
 //   - wgmma.mma_async with operands that differ across the warpgroup, or without a wgmma.fence
 //     since the thread's last wgmma.wait_group.
 // What it cannot check: timing, plain shared or global loads and stores (races and bounds there:
-// compute-sanitizer on a GPU), and whether the real instructions agree with ptx_isa.h.
+// compute-sanitizer on a GPU; static __shared__ arrays are plain memory, below), whether the real
+// instructions agree with ptx_isa.h, and the order of streams (all work runs when enqueued).
 #ifndef DEV_EMU_CUDA_EMU_H
 #define DEV_EMU_CUDA_EMU_H
 
@@ -55,7 +59,7 @@
 #include "ptx_isa.h"
 
 // Device-code keywords the host compiler does not know (cuda_runtime.h already empties
-// __global__, __device__, __host__ and __shared__ for it).
+// __global__, __device__ and __host__ for it; __shared__ is below).
 #define __launch_bounds__(...)
 using std::max;
 using std::min;
@@ -65,37 +69,8 @@ namespace emu {
 // ---------------------------------------------------------------------------------------------
 // Fibers: emu_switch_stack saves the callee-saved registers and the FP control words on the
 // current stack, stores the stack pointer in *save_sp and resumes the fiber whose stack pointer is
-// load_sp (System V x86-64).
+// load_sp (System V x86-64). Defined once, in dev/emu/cuda_runtime.cc.
 extern "C" void emu_switch_stack(void **save_sp, void *load_sp);
-asm(R"(
-    .text
-    .p2align 4
-    .globl emu_switch_stack
-    .type emu_switch_stack, @function
-emu_switch_stack:
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    ret
-    .size emu_switch_stack, .-emu_switch_stack
-)");
 
 constexpr size_t STACK_BYTES = 256 * 1024;
 constexpr size_t SMEM_LIMIT = 227 * 1024, SMEM_DEFAULT_LIMIT = 48 * 1024;
@@ -409,6 +384,20 @@ template <typename T> inline T shfl_xor(unsigned mask, T v, int lane_mask) {
     return r;
 }
 
+// redux.sync.max.u32 over the warp.
+inline unsigned reduce_max(unsigned mask, unsigned v) {
+    if (mask != 0xffffffffu) fail("__reduce_max_sync with mask %08x (only full warps are emulated)", mask);
+    Thread &me = *state().cur;
+    me.in[0] = v;
+    warp_collective("redux.sync.max", [] {
+        Thread *lanes = warp_lanes();
+        uint32_t m = 0;
+        for (int l = 0; l < 32; l++) m = std::max(m, (uint32_t)lanes[l].in[0]);
+        for (int l = 0; l < 32; l++) lanes[l].out[0] = m;
+    });
+    return me.out[0];
+}
+
 inline float exp2_ftz(float x) {
     const float y = exp2f(x);
     return fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
@@ -555,7 +544,7 @@ inline void run_cta(int n_threads) {
     for (int w = 0; w < n_warps; w++) cta.warp[w].expected = std::min(32, n_threads - 32 * w);
     for (Barrier &b : cta.warpgroup) b.expected = 128;
     for (int i = 0; i < 8; i++) cta.wgmma_uncommitted[i].clear(), cta.wgmma_groups[i].clear();
-    std::fill(s.words.begin(), s.words.end(), Word());
+    std::fill(s.words.begin(), s.words.begin() + (s.smem_bytes + 3) / 4, Word());  // checked accesses stay below
     memset(s.smem, 0xA5, s.smem_bytes);  // garbage, as a GPU's shared memory starts
     while (s.stacks.size() < (size_t)n_threads) s.stacks.push_back((unsigned char *)aligned_alloc(64, STACK_BYTES));
     for (int i = 0; i < n_threads; i++) {
@@ -643,6 +632,49 @@ inline unsigned char *dynamic_smem() { return state().smem; }
 #define gridDim (emu::state().grid_dim)
 inline void __syncthreads() { emu::syncthreads(); }
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) { return emu::shfl_xor(mask, v, lane_mask); }
+inline unsigned __reduce_max_sync(unsigned mask, unsigned v) { return emu::reduce_max(mask, v); }
+
+// Static shared memory: a __shared__ variable exists once per CTA, and the CTAs of a launch run one
+// after another on one OS thread, so a function-local static is exactly that. (Its accesses are
+// plain loads and stores, not checked; it keeps the previous CTA's values instead of garbage.)
+#undef __shared__
+#define __shared__ static
+
+// Only one fiber runs at a time and none is switched out inside these: every read-modify-write is
+// atomic as written.
+template <typename T> inline T atomicAdd(T *p, T v) {
+    const T old = *p;
+    *p = old + v;
+    return old;
+}
+inline unsigned atomicMax(unsigned *p, unsigned v) {
+    const unsigned old = *p;
+    *p = std::max(old, v);
+    return old;
+}
+
+// Loads with cache hints are loads; the float intrinsics are IEEE fp32 operations rounded to
+// nearest even, which the host's SSE arithmetic is (built with -ffp-contract=off: no fused
+// multiply-adds where the kernels wrote none).
+template <typename T> inline T __ldcs(const T *p) { return *p; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __int2float_rn(int i) { return (float)i; }
+inline unsigned __float_as_uint(float f) {
+    unsigned u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+inline float __uint_as_float(unsigned u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+// llmc/cuda_common.cuh's %globaltimer read.
+inline uint64_t global_timer_ns() {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+}
 
 // The PTX wrappers of llmc/attention.cuh (same names and contracts).
 namespace attention_detail {
@@ -675,59 +707,8 @@ constexpr int wgmma_compiled_in() { return 1; }
 }  // namespace wgmma
 
 // ---------------------------------------------------------------------------------------------
-// The CUDA runtime calls the attention code and its harness make, on host memory.
+// The CUDA runtime: dev/emu/cuda_runtime.cc, linked into every emulated program.
 
-struct CUevent_st {
-    std::chrono::steady_clock::time_point at;
-};
-
-extern "C" {
-cudaError_t cudaMalloc(void **p, size_t bytes) {
-    *p = aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);  // cudaMalloc's alignment, no slack
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
-}
-cudaError_t cudaFree(void *p) { return free(p), cudaSuccess; }
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind) {
-    return memcpy(dst, src, bytes), cudaSuccess;
-}
-cudaError_t cudaMemset(void *dst, int value, size_t bytes) { return memset(dst, value, bytes), cudaSuccess; }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-const char *cudaGetErrorString(cudaError_t err) { return err == cudaSuccess ? "no error" : "emulated error"; }
-cudaError_t cudaGetDevice(int *device) { return *device = 0, cudaSuccess; }
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int) {
-    memset(prop, 0, sizeof *prop);
-    snprintf(prop->name, sizeof prop->name, "CPU emulator of compute capability 9.0 (dev/emu)");
-    prop->major = 9, prop->minor = 0, prop->multiProcessorCount = 1;
-    prop->sharedMemPerBlockOptin = emu::SMEM_LIMIT;
-    return cudaSuccess;
-}
-cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
-    switch (attr) {
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-    case cudaDevAttrMultiProcessorCount: *value = 1; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)emu::SMEM_LIMIT; break;
-    default: emu::fail("cudaDeviceGetAttribute(%d) is not emulated", (int)attr);
-    }
-    return cudaSuccess;
-}
-cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value) {
-    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) emu::fail("cudaFuncSetAttribute(%d) is not emulated", (int)attr);
-    if (value < 0 || (size_t)value > emu::SMEM_LIMIT) return cudaErrorInvalidValue;
-    emu::state().max_dynamic_smem[func] = value;
-    return cudaSuccess;
-}
-cudaError_t cudaEventCreate(cudaEvent_t *e) { return *e = new CUevent_st(), cudaSuccess; }
-cudaError_t cudaEventDestroy(cudaEvent_t e) { return delete e, cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
-    return e->at = std::chrono::steady_clock::now(), cudaSuccess;
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop) {
-    return *ms = std::chrono::duration<float, std::milli>(stop->at - start->at).count(), cudaSuccess;
-}
-}
 // cuda_runtime.h's overload for a kernel, which it declares for nvcc only.
 template <typename... Params> cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attr, int value) {
     return cudaFuncSetAttribute((const void *)kernel, attr, value);

@@ -6,12 +6,16 @@
 #   build/emu/selftest     the emulator's own checks, each shown to fire (t_44)
 #   build/emu/attention    the attention harness dev/cuda/attention.cu (t_44)
 #   build/emu/test_gptcu   test_gpt.cu: the whole GPU trainer against the CPU reference (t_45)
-#   build/emu/train_gptcu  the GPU trainer itself (t_45: ZeRO over MPI-staged ranks)
+#   build/emu/train_gptcu  the GPU trainer itself (t_45: ZeRO over NCCL with 2 ranks)
 # The GPU communicators (llmc/comm_nccl.cu) are built as for a GPU: NCCL (dev/emu/nccl.cc, over
 # MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
 EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/test_gptcu $(BUILD)/emu/train_gptcu
 CUDA_TARGETS += $(EMU_PROGRAMS)
-EMU_CXXFLAGS := -O2 -std=c++17 -Wall -Werror -Wno-unknown-pragmas -ffp-contract=off -fno-strict-aliasing -DOMPI_SKIP_MPICXX -I$(CUDA_HOME)/include
+# -fno-strict-aliasing: the kernels pun through int4 (128-bit loads), which nvcc allows;
+# -ffp-contract=off: no fused multiply-adds where the kernels wrote none; OMPI_SKIP_MPICXX: mpi.h
+# without Open MPI's C++ bindings (not linked).
+EMU_CXXFLAGS := -O2 -std=c++17 -Wall -Werror -Wno-unknown-pragmas -ffp-contract=off -fno-strict-aliasing \
+                -DOMPI_SKIP_MPICXX -I$(CUDA_HOME)/include
 EMU_HEADERS  := dev/emu/cuda_emu.h dev/emu/ptx_isa.h $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
 EMU_RUNTIME  := $(BUILD)/emu/cuda_runtime.o $(BUILD)/emu/cublaslt.o
 EMU_NCCL     := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/emu/nccl.o)

@@ -5,7 +5,9 @@
 # dev/emu/cuda_runtime.cc and dev/emu/cublaslt.cc.
 #   build/emu/selftest     the emulator's own checks, each shown to fire (t_44)
 #   build/emu/attention    the attention harness dev/cuda/attention.cu (t_44)
-#   build/emu/test_gptcu   test_gpt.cu: the whole GPU trainer against the CPU reference (t_45)
+#   build/emu/test_gptcu   test_gpt.cu: the whole GPU trainer against the CPU reference (t_45),
+#                          under AddressSanitizer and UBSan: a kernel's access past its cudaMalloc
+#                          allocation or a misaligned one is reported, as compute-sanitizer would
 #   build/emu/train_gptcu  the GPU trainer itself (t_45: ZeRO over NCCL with 2 ranks)
 # The GPU communicators (llmc/comm_nccl.cu) are built as for a GPU: NCCL (dev/emu/nccl.cc, over
 # MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
@@ -19,6 +21,7 @@ EMU_CXXFLAGS := -O2 -std=c++17 -Wall -Werror -Wno-unknown-pragmas -ffp-contract=
 EMU_HEADERS  := dev/emu/cuda_emu.h dev/emu/ptx_isa.h $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
 EMU_RUNTIME  := $(BUILD)/emu/cuda_runtime.o $(BUILD)/emu/cublaslt.o
 EMU_NCCL     := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/emu/nccl.o)
+EMU_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 # Compiles $(1) as CUDA source with the emulator forced in.
 EMU_CUDA_SOURCE = $(CXX) $(EMU_CXXFLAGS) -x c++ -include dev/emu/cuda_emu.h $(1) -x none
 
@@ -36,7 +39,7 @@ $(BUILD)/emu/comm_nccl.o: llmc/comm_nccl.cu $(EMU_HEADERS)
 	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) $(if $(EMU_NCCL),-DLLMC_HAVE_NCCL) -c llmc/comm_nccl.cu) -o $@
 $(BUILD)/emu/test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/test/check.h $(EMU_HEADERS) $(EMU_RUNTIME) \
                          $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS)
-	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) -fopenmp test_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(EMU_RUNTIME) \
+	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) $(EMU_SANITIZE) -fopenmp test_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(EMU_RUNTIME) \
 	    $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) -o $@ $(LDLIBS) -lgomp
 $(BUILD)/emu/train_gptcu: train_gpt.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(LLMC_OBJS)
 	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) -fopenmp train_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(EMU_RUNTIME) $(LLMC_OBJS) \

@@ -34,8 +34,9 @@
 //   - wgmma.mma_async with operands that differ across the warpgroup, or without a wgmma.fence
 //     since the thread's last wgmma.wait_group.
 // What it cannot check: timing, plain shared or global loads and stores (races and bounds there:
-// compute-sanitizer on a GPU; static __shared__ arrays are plain memory, below), whether the real
-// instructions agree with ptx_isa.h, and the order of streams (all work runs when enqueued).
+// compute-sanitizer on a GPU; static __shared__ arrays are plain memory, below; a program built
+// with AddressSanitizer sees global accesses past a cudaMalloc allocation, mk/emu.mk), whether the
+// real instructions agree with ptx_isa.h, and the order of streams (all work runs when enqueued).
 #ifndef DEV_EMU_CUDA_EMU_H
 #define DEV_EMU_CUDA_EMU_H
 

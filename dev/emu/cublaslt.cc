@@ -263,10 +263,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               cublasLtMatrixLayout_t a_layout, const void *B, cublasLtMatrixLayout_t b_layout,
                               const void *beta, const void *C, cublasLtMatrixLayout_t c_layout, void *D,
                               cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t *algo_opaque, void *,
-                              size_t, cudaStream_t) {
+                              size_t, cudaStream_t stream) {
     if (!handle || !handle->live) emu::fail("cublasLtMatmul: not a live handle");
-    const Desc &d = *desc_of(desc);
-    const Layout &a = *layout_of(a_layout), &b = *layout_of(b_layout), &c = *layout_of(c_layout), &dl = *layout_of(d_layout);
+    const Desc d = *desc_of(desc);
+    const Layout a = *layout_of(a_layout), b = *layout_of(b_layout), c = *layout_of(c_layout), dl = *layout_of(d_layout);
     const cublasStatus_t st = supported(d, a, b, c, dl);
     if (st != CUBLAS_STATUS_SUCCESS) return st;
     if (!algo_opaque) emu::fail("cublasLtMatmul without an algorithm (the emulator has no default)");
@@ -277,9 +277,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
         if (alignment_of(ptrs[i]) < algo.align[i]) return CUBLAS_STATUS_INVALID_VALUE;
 
     const bool ta = d.trans_a == CUBLAS_OP_T, tb = d.trans_b == CUBLAS_OP_T, integer = a.type == CUDA_R_8I;
-    const size_t m = dl.rows, n = dl.cols, k = ta ? a.rows : a.cols;
-    const double scale = (d.a_scale ? (double)*d.a_scale : 1.0) * (d.b_scale ? (double)*d.b_scale : 1.0);
-    double alpha_v, beta_v;
+    double alpha_v, beta_v;  // host scalars (the default pointer mode): read at the call
     if (integer) alpha_v = *(const int32_t *)alpha, beta_v = *(const int32_t *)beta;
     else alpha_v = *(const float *)alpha, beta_v = *(const float *)beta;
     const bool bias = d.epilogue == CUBLASLT_EPILOGUE_BIAS || d.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
@@ -288,35 +286,41 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     if ((bias && !d.bias) || ((gelu_aux || dgelu) && !d.aux)) emu::fail("cublasLtMatmul: the epilogue's pointer is not set");
     if ((gelu_aux || dgelu) && beta_v != 0.0) return CUBLAS_STATUS_NOT_SUPPORTED;
 
-    // op(A) row i and op(B) column j as doubles, then every output (i, j).
-    std::vector<double> opa(m * k), opb(k * n);
-    for (size_t i = 0; i < m; i++)
-        for (size_t p = 0; p < k; p++) opa[i * k + p] = element(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
-    for (size_t j = 0; j < n; j++)
-        for (size_t p = 0; p < k; p++) opb[j * k + p] = element(B, b.type, tb ? j + p * b.ld : p + j * b.ld);
-    for (size_t j = 0; j < n; j++)
-        for (size_t i = 0; i < m; i++) {
-            const size_t at = i + j * dl.ld;
-            if (integer) {
-                int64_t acc = 0;
-                for (size_t p = 0; p < k; p++) acc += (int64_t)opa[i * k + p] * (int64_t)opb[j * k + p];
-                int32_t *out = (int32_t *)D;
-                const double c_term = beta_v != 0.0 ? beta_v * ((const int32_t *)C)[at] : 0.0;
-                out[at] = (int32_t)(alpha_v * (double)(int32_t)acc + c_term);
-                continue;
+    // The descriptors are read at the call; device memory (operands, scales, bias, aux) when the
+    // stream runs the matmul.
+    emu::stream_enqueue(stream, [=] {
+        const size_t m = dl.rows, n = dl.cols, k = ta ? a.rows : a.cols;
+        const double scale = (d.a_scale ? (double)*d.a_scale : 1.0) * (d.b_scale ? (double)*d.b_scale : 1.0);
+        // op(A) row i and op(B) column j as doubles, then every output (i, j).
+        std::vector<double> opa(m * k), opb(k * n);
+        for (size_t i = 0; i < m; i++)
+            for (size_t p = 0; p < k; p++) opa[i * k + p] = element(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
+        for (size_t j = 0; j < n; j++)
+            for (size_t p = 0; p < k; p++) opb[j * k + p] = element(B, b.type, tb ? j + p * b.ld : p + j * b.ld);
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < m; i++) {
+                const size_t at = i + j * dl.ld;
+                if (integer) {
+                    int64_t acc = 0;
+                    for (size_t p = 0; p < k; p++) acc += (int64_t)opa[i * k + p] * (int64_t)opb[j * k + p];
+                    int32_t *out = (int32_t *)D;
+                    const double c_term = beta_v != 0.0 ? beta_v * ((const int32_t *)C)[at] : 0.0;
+                    out[at] = (int32_t)(alpha_v * (double)(int32_t)acc + c_term);
+                    continue;
+                }
+                double sum = 0.0;
+                for (size_t p = 0; p < k; p++) sum += opa[i * k + p] * opb[j * k + p];
+                float x = (float)(scale * sum);
+                x = (float)(alpha_v * x + (beta_v != 0.0 ? beta_v * element(C, c.type, at) : 0.0));
+                if (bias) x = (float)(x + element(d.bias, CUDA_R_16BF, i));
+                if (gelu_aux) {
+                    store(d.aux, CUDA_R_16BF, i + j * d.aux_ld, x);
+                    x = (float)gelu(x);
+                }
+                if (dgelu) x = (float)(x * gelu_grad(element(d.aux, CUDA_R_16BF, i + j * d.aux_ld)));
+                store(D, dl.type, at, x);
             }
-            double sum = 0.0;
-            for (size_t p = 0; p < k; p++) sum += opa[i * k + p] * opb[j * k + p];
-            float x = (float)(scale * sum);
-            x = (float)(alpha_v * x + (beta_v != 0.0 ? beta_v * element(C, c.type, at) : 0.0));
-            if (bias) x = (float)(x + element(d.bias, CUDA_R_16BF, i));
-            if (gelu_aux) {
-                store(d.aux, CUDA_R_16BF, i + j * d.aux_ld, x);
-                x = (float)gelu(x);
-            }
-            if (dgelu) x = (float)(x * gelu_grad(element(d.aux, CUDA_R_16BF, i + j * d.aux_ld)));
-            store(D, dl.type, at, x);
-        }
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -36,7 +36,9 @@
 // What it cannot check: timing, plain shared or global loads and stores (races and bounds there:
 // compute-sanitizer on a GPU; static __shared__ arrays are plain memory, below; a program built
 // with AddressSanitizer sees global accesses past a cudaMalloc allocation, mk/emu.mk), whether the
-// real instructions agree with ptx_isa.h, and the order of streams (all work runs when enqueued).
+// real instructions agree with ptx_isa.h, and any order of streams but the three of
+// cuda_runtime.cc (LLMC_EMU_STREAM_ORDER: at once, or deferred favouring the first or the last
+// stream; a missing wait between streams or a host read before a synchronization shows there).
 #ifndef DEV_EMU_CUDA_EMU_H
 #define DEV_EMU_CUDA_EMU_H
 
@@ -55,6 +57,8 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <tuple>
+#include <utility>
 #include <vector>
 #include "../../llmc/utils.h"
 #include "ptx_isa.h"
@@ -604,20 +608,31 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const void *kernel,
     s.body = nullptr;
 }
 
-// LLMC_LAUNCH(grid, block, smem, stream, kernel)(args...) (llmc/launch.cuh).
+// Work a stream runs in order: at once, or when the stream scheduler of cuda_runtime.cc reaches it
+// (LLMC_EMU_STREAM_ORDER). Stream 0 is the legacy default stream.
+void stream_enqueue(cudaStream_t stream, std::function<void()> work);
+
+// LLMC_LAUNCH(grid, block, smem, stream, kernel)(args...) (llmc/launch.cuh). The arguments are
+// converted to the kernel's parameters and copied at the launch, as CUDA copies them; the kernel
+// runs when its stream gets to it.
 template <typename... Params> struct Launcher {
     dim3 grid, block;
     size_t smem;
+    cudaStream_t stream;
     void (*kernel)(Params...);
     template <typename... Args> void operator()(Args &&...args) const {
         void (*k)(Params...) = kernel;
-        const std::function<void()> body = [&] { k(args...); };
-        launch(grid, block, smem, (const void *)k, body);
+        const dim3 g = grid, b = block;
+        const size_t bytes = smem;
+        stream_enqueue(stream, [=, values = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
+            const std::function<void()> body = [&] { std::apply(k, values); };
+            launch(g, b, bytes, (const void *)k, body);
+        });
     }
 };
 template <typename... Params>
-inline Launcher<Params...> launcher(dim3 grid, dim3 block, size_t smem, cudaStream_t, void (*kernel)(Params...)) {
-    return {grid, block, smem, kernel};
+inline Launcher<Params...> launcher(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, void (*kernel)(Params...)) {
+    return {grid, block, smem, stream, kernel};
 }
 
 inline unsigned char *dynamic_smem() { return state().smem; }

@@ -1,12 +1,34 @@
 // The CUDA runtime calls of the programs the emulator runs (dev/emu/cuda_emu.h), on host memory:
-// device memory is host memory, a copy is memcpy, and every stream is the host thread, so work
-// runs when it is enqueued, in program order (a stream never overtakes another: missing waits
-// between streams are not found here; scripts/gpu_zero_check.sh looks for them on a GPU).
-// Linked once into each emulated program (mk/emu.mk).
+// device memory is host memory and a copy is memcpy. Linked once into each emulated program
+// (mk/emu.mk).
+//
+// Streams. Each stream is a queue of work (kernels, copies, memsets, matmuls, collectives, event
+// records) that runs in order, after what it waits for: events (cudaStreamWaitEvent) and, for the
+// legacy default stream 0 and the blocking streams, each other (CUDA's legacy-stream rule: work on
+// stream 0 waits for all work enqueued before it on blocking streams, and their later work waits
+// for it; cudaStreamNonBlocking streams take no part). When the work runs is set by
+// LLMC_EMU_STREAM_ORDER:
+//   enqueue  (the default) it runs when it is enqueued, in program order;
+//   first    nothing runs until the host must see it (a synchronization, a blocking copy, cudaFree,
+//            a query); then, one piece at a time, the head of a stream whose waits are done runs,
+//            of the streams created first (stream 0, then in creation order);
+//   last     the same, of the streams created last.
+// Each order is one the hardware may choose, so a correct program computes the same bits under all
+// three. A missing wait between streams shows under one of the deferred orders: a consumer that
+// does not wait for its producer's stream runs before it under the order that prefers the
+// consumer's stream, and a producer that overwrites what another stream has still to read runs
+// first under the order that prefers the producer's. A host that reads what a copy or a kernel
+// writes without synchronizing reads it before it is written (both deferred orders). A query
+// (cudaStreamQuery, cudaEventQuery) runs one piece of work, as time passes on a GPU, so the host's
+// polling loops end. Copies follow CUDA's synchronization rules: a copy to the host returns when
+// done unless both the copy is async and the host memory pinned; a host source is read when an
+// async copy is enqueued unless pinned (then when it runs).
 //
 // Memory the trainer asks about (cudaMemGetInfo) is counted: "in use" is the bytes cudaMalloc
 // holds, of an 80 GiB device; the device count is 8 (below).
 #include "cuda_emu.h"
+
+#include <memory>
 
 // emu::emu_switch_stack (cuda_emu.h).
 namespace emu {
@@ -41,12 +63,107 @@ emu_switch_stack:
 )");
 }  // namespace emu
 
-struct CUevent_st {
-    std::chrono::steady_clock::time_point at;
+// Done once the stream has completed seq pieces of work.
+struct StreamPoint {
+    CUstream_st *stream;
+    uint64_t seq;
+};
+struct Work {
+    std::function<void()> run;
+    std::vector<StreamPoint> after;  // what it waits for on other streams
 };
 struct CUstream_st {
     unsigned flags;
+    uint64_t enqueued = 0, completed = 0;
+    std::deque<Work> queue;
 };
+struct CUevent_st {
+    bool recorded = false;
+    StreamPoint at;  // the last record
+    std::shared_ptr<std::chrono::steady_clock::time_point> when = std::make_shared<std::chrono::steady_clock::time_point>();
+};
+
+namespace {
+enum class Order { ENQUEUE, FIRST, LAST };
+Order order() {
+    static const Order o = [] {
+        const char *e = getenv("LLMC_EMU_STREAM_ORDER");
+        if (!e || !*e || !strcmp(e, "enqueue")) return Order::ENQUEUE;
+        if (!strcmp(e, "first")) return Order::FIRST;
+        if (!strcmp(e, "last")) return Order::LAST;
+        emu::fail("LLMC_EMU_STREAM_ORDER=%s: expected enqueue, first or last", e);
+    }();
+    return o;
+}
+// Every stream ever created, in creation order, stream 0 first. A destroyed stream stays (its work
+// still runs, as on a GPU); the streams are never reused, so a StreamPoint never dangles.
+std::vector<CUstream_st *> &streams() {
+    static std::vector<CUstream_st *> *all = new std::vector<CUstream_st *>{new CUstream_st{0}};
+    return *all;
+}
+CUstream_st *resolve(cudaStream_t s) {
+    if (s == cudaStreamLegacy || s == cudaStreamPerThread) emu::fail("cudaStreamLegacy and cudaStreamPerThread are not emulated");
+    return s ? s : streams()[0];
+}
+bool blocking(const CUstream_st *s) { return !(s->flags & cudaStreamNonBlocking); }
+bool done(const StreamPoint &p) { return p.stream->completed >= p.seq; }
+bool runnable(const CUstream_st *s) {
+    return !s->queue.empty() && std::all_of(s->queue.front().after.begin(), s->queue.front().after.end(), done);
+}
+
+// Runs one piece of work, the head of a runnable stream in the order's preference; false when no
+// work is pending. Some stream is always runnable then: the earliest enqueued pending work waits
+// only for work enqueued before it, all done.
+bool advance() {
+    std::vector<CUstream_st *> &all = streams();
+    for (size_t i = 0; i < all.size(); i++) {
+        CUstream_st *s = all[order() == Order::LAST ? all.size() - 1 - i : i];
+        if (!runnable(s)) continue;
+        Work w = std::move(s->queue.front());
+        s->queue.pop_front();
+        w.run();
+        s->completed++;
+        return true;
+    }
+    for (const CUstream_st *s : all)
+        if (!s->queue.empty()) emu::fail("stream scheduler: work is pending but no stream can run");
+    return false;
+}
+void run_until(const StreamPoint &p) {
+    while (!done(p))
+        if (!advance()) emu::fail("stream scheduler: waits for work never enqueued");
+}
+void run_all() {
+    while (advance()) {
+    }
+}
+StreamPoint tail(CUstream_st *s) { return {s, s->enqueued}; }
+
+// Enqueues work on s after `after` and the legacy-stream rule; returns the point of its completion.
+StreamPoint enqueue(CUstream_st *s, std::function<void()> work, std::vector<StreamPoint> after = {}) {
+    if (order() == Order::ENQUEUE) {
+        work();
+        s->enqueued++, s->completed++;
+        return tail(s);
+    }
+    if (s == streams()[0]) {
+        for (CUstream_st *b : streams())
+            if (b != s && blocking(b)) after.push_back(tail(b));
+    } else if (blocking(s)) {
+        after.push_back(tail(streams()[0]));
+    }
+    s->queue.push_back(Work{std::move(work), std::move(after)});
+    s->enqueued++;
+    return tail(s);
+}
+// A query: the device runs one piece of work (time passes), then answers.
+cudaError_t query(const StreamPoint &p) {
+    if (!done(p)) advance();
+    return done(p) ? cudaSuccess : cudaErrorNotReady;
+}
+}  // namespace
+
+void emu::stream_enqueue(cudaStream_t stream, std::function<void()> work) { enqueue(resolve(stream), std::move(work)); }
 
 namespace {
 // A node of 8 GPUs of 80 GiB, as an HGX H100: under mpirun each process emulates its own GPU, so
@@ -60,6 +177,37 @@ std::map<void *, size_t> &device_allocations() {
     return *m;
 }
 size_t device_bytes_in_use = 0;
+std::map<void *, size_t> &pinned_allocations() {
+    static std::map<void *, size_t> *m = new std::map<void *, size_t>();
+    return *m;
+}
+// Whether [p, p + bytes) lies in one allocation of the map.
+bool inside(const std::map<void *, size_t> &m, const void *p, size_t bytes) {
+    auto it = m.upper_bound(const_cast<void *>(p));
+    if (it == m.begin()) return false;
+    --it;
+    const char *base = (const char *)it->first;
+    return (const char *)p >= base && (const char *)p + bytes <= base + it->second;
+}
+bool on_device(const void *p, size_t bytes) { return inside(device_allocations(), p, bytes); }
+bool pinned(const void *p, size_t bytes) { return inside(pinned_allocations(), p, bytes); }
+
+// A copy on stream s, by CUDA's rules for when the host may go on (see the top of this file).
+cudaError_t copy(void *dst, const void *src, size_t bytes, CUstream_st *s, bool async) {
+    if (bytes == 0) return cudaSuccess;
+    const bool from_host = !on_device(src, bytes), to_host = !on_device(dst, bytes);
+    StreamPoint at;
+    if (from_host && !(async && pinned(src, bytes))) {
+        auto snapshot = std::make_shared<std::vector<unsigned char>>((const unsigned char *)src, (const unsigned char *)src + bytes);
+        at = enqueue(s, [=] { memcpy(dst, snapshot->data(), bytes); });
+    } else {
+        at = enqueue(s, [=] { memmove(dst, src, bytes); });
+    }
+    // A blocking copy returns when done, except device to device; an async one to pageable host
+    // memory too.
+    if (to_host ? !(async && pinned(dst, bytes)) : (!async && from_host)) run_until(at);
+    return cudaSuccess;
+}
 }  // namespace
 
 extern "C" {
@@ -77,30 +225,41 @@ cudaError_t cudaFree(void *p) {
     if (!p) return cudaSuccess;
     const auto it = device_allocations().find(p);
     if (it == device_allocations().end()) emu::fail("cudaFree(%p): not a pointer cudaMalloc returned", p);
+    run_all();  // cudaFree waits for the device
     device_bytes_in_use -= it->second;
     device_allocations().erase(it);
     free(p);
     return cudaSuccess;
 }
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) {
-    *p = aligned_alloc(ALLOC_ALIGN, (std::max<size_t>(bytes, 1) + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN);
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+    const size_t rounded = (std::max<size_t>(bytes, 1) + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN;
+    if (!(*p = aligned_alloc(ALLOC_ALIGN, rounded))) return cudaErrorMemoryAllocation;
+    pinned_allocations()[*p] = rounded;
+    return cudaSuccess;
 }
 cudaError_t cudaMallocHost(void **p, size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocDefault); }
-cudaError_t cudaFreeHost(void *p) { return free(p), cudaSuccess; }
+cudaError_t cudaFreeHost(void *p) {
+    if (!p) return cudaSuccess;
+    if (!pinned_allocations().erase(p)) emu::fail("cudaFreeHost(%p): not a pointer cudaHostAlloc returned", p);
+    run_all();  // cudaFreeHost waits for the device
+    return free(p), cudaSuccess;
+}
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
     *free_bytes = DEVICE_BYTES - device_bytes_in_use, *total_bytes = DEVICE_BYTES;
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind) {
-    return memmove(dst, src, bytes), cudaSuccess;
+    return copy(dst, src, bytes, streams()[0], false);
 }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
-    return cudaMemcpy(dst, src, bytes, kind);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
+    return copy(dst, src, bytes, resolve(s), true);
 }
-cudaError_t cudaMemset(void *dst, int value, size_t bytes) { return memset(dst, value, bytes), cudaSuccess; }
-cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t) { return cudaMemset(dst, value, bytes); }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t s) {
+    enqueue(resolve(s), [=] { memset(dst, value, bytes); });
+    return cudaSuccess;
+}
+cudaError_t cudaMemset(void *dst, int value, size_t bytes) { return cudaMemsetAsync(dst, value, bytes, 0); }
+cudaError_t cudaDeviceSynchronize(void) { return run_all(), cudaSuccess; }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t err) { return err == cudaSuccess ? "no error" : "emulated error"; }
 cudaError_t cudaGetDeviceCount(int *count) { return *count = DEVICES, cudaSuccess; }
@@ -134,20 +293,35 @@ cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int v
     emu::state().max_dynamic_smem[func] = value;
     return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) { return *s = new CUstream_st{flags}, cudaSuccess; }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+    streams().push_back(*s = new CUstream_st{flags});
+    return cudaSuccess;
+}
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
-cudaError_t cudaStreamDestroy(cudaStream_t s) { return delete s, cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }  // kept (streams())
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return run_until(tail(resolve(s))), cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t s) { return query(tail(resolve(s))); }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+    if (e->recorded) enqueue(resolve(s), [] {}, {e->at});  // waiting for an event never recorded waits for nothing
+    return cudaSuccess;
+}
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return *e = new CUevent_st(), cudaSuccess; }
 cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
-cudaError_t cudaEventDestroy(cudaEvent_t e) { return delete e, cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
-    return e->at = std::chrono::steady_clock::now(), cudaSuccess;
+cudaError_t cudaEventDestroy(cudaEvent_t e) { return delete e, cudaSuccess; }  // a pending record keeps `when`
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    auto when = e->when = std::make_shared<std::chrono::steady_clock::time_point>();
+    e->at = enqueue(resolve(s), [when] { *when = std::chrono::steady_clock::now(); });
+    e->recorded = true;
+    return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+    if (e->recorded) run_until(e->at);
+    return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) { return e->recorded ? query(e->at) : cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop) {
-    return *ms = std::chrono::duration<float, std::milli>(stop->at - start->at).count(), cudaSuccess;
+    if (!start->recorded || !stop->recorded) return cudaErrorInvalidResourceHandle;
+    if (!done(start->at) || !done(stop->at)) return cudaErrorNotReady;
+    return *ms = std::chrono::duration<float, std::milli>(*stop->when - *start->when).count(), cudaSuccess;
 }
 }

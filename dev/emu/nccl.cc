@@ -1,6 +1,7 @@
 // The NCCL subset of llmc/comm_nccl.cu, on the host, for the programs the emulator runs
 // (dev/emu/cuda_emu.h): device buffers are host memory, so each collective is the MPI collective
-// of the same meaning over MPI_COMM_WORLD (one process per rank, under mpirun), and a one-rank
+// of the same meaning over a duplicate of MPI_COMM_WORLD (one process per rank, under mpirun; the
+// duplicate keeps them apart from the program's own MPI calls, as NCCL's are), and a one-rank
 // communicator needs no MPI (every collective is then a copy or the identity). Written from
 // NCCL's documentation:
 //   AllReduce, ReduceScatter (rank r's part is recv), AllGather (rank r's part at recv + r *
@@ -9,7 +10,8 @@
 // Non-blocking communicators (ncclConfig_t.blocking = 0), as comm_nccl.cu makes them: the set-up,
 // each collective outside a group and ncclGroupEnd answer ncclInProgress, and the communicator
 // reports ncclInProgress to the next ncclCommGetAsyncError before ncclSuccess, so the caller's
-// polling runs. The work itself is done before the call returns (the stream never lags).
+// polling runs. The arguments are checked at the call; the collective itself is work on its
+// stream (cuda_runtime.cc), run when the stream gets to it.
 // Sums follow MPI's order, not NCCL's (ring or tree): the same tolerances apply, not the same bits.
 // A rank that dies leaves MPI's collectives waiting, as NCCL's would: llmc/comm_nccl.cu's deadline
 // is not reached inside the blocking MPI call, so failure handling is t_50's (CPU) and a GPU's.
@@ -22,6 +24,7 @@
 
 struct ncclComm {
     int nranks, rank;
+    MPI_Comm mpi;  // MPI_COMM_NULL for one rank
     bool blocking;
     int in_progress_polls;  // ncclCommGetAsyncError answers ncclInProgress this many more times
 };
@@ -53,6 +56,22 @@ ncclResult_t issued(ncclComm_t comm) {
     comm->in_progress_polls = 1;
     return ncclInProgress;
 }
+// What a collective's work needs, taken at the call: its bytes and MPI's count, type and
+// communicator (MPI_COMM_NULL for one rank).
+struct Call {
+    size_t bytes;
+    int n;
+    MPI_Datatype type;
+    MPI_Comm mpi;
+};
+Call call(ncclComm_t comm, size_t count, ncclDataType_t type) {
+    return {count * type_bytes(type), mpi_count(count), mpi_type(type), comm->mpi};
+}
+// The collective runs when its stream gets to it (cuda_runtime.cc); the call answers at once.
+ncclResult_t enqueue(ncclComm_t comm, cudaStream_t stream, std::function<void()> work) {
+    emu::stream_enqueue(stream, std::move(work));
+    return issued(comm);
+}
 }  // namespace
 
 extern "C" {
@@ -74,7 +93,9 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId, 
         if (size != nranks || me != rank)
             emu::fail("NCCL: rank %d of %d, but MPI_COMM_WORLD says rank %d of %d", rank, nranks, me, size);
     }
-    *comm = new ncclComm{nranks, rank, !config || config->blocking != 0, 0};
+    MPI_Comm mpi = MPI_COMM_NULL;
+    if (nranks > 1) check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &mpi), "MPI_Comm_dup");
+    *comm = new ncclComm{nranks, rank, mpi, !config || config->blocking != 0, 0};
     return issued(*comm);
 }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
@@ -96,70 +117,72 @@ ncclResult_t ncclGroupEnd() {
 }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
     check_sum(op);
-    if (comm->nranks == 1) {
-        if (send != recv) memmove(recv, send, count * type_bytes(type));
-    } else {
-        check_mpi(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, mpi_count(count), mpi_type(type), MPI_SUM,
-                                MPI_COMM_WORLD),
-                  "MPI_Allreduce");
-    }
-    return issued(comm);
+    const Call c = call(comm, count, type);
+    return enqueue(comm, stream, [=] {
+        if (c.mpi == MPI_COMM_NULL) {
+            if (send != recv) memmove(recv, send, c.bytes);
+        } else {
+            check_mpi(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, c.n, c.type, MPI_SUM, c.mpi), "MPI_Allreduce");
+        }
+    });
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t) {
+                               ncclComm_t comm, cudaStream_t stream) {
     check_sum(op);
-    const size_t bytes = count * type_bytes(type);
-    if (comm->nranks == 1) {
-        if (send != recv) memmove(recv, send, bytes);
-    } else {
+    const Call c = call(comm, count, type);
+    return enqueue(comm, stream, [=] {
+        if (c.mpi == MPI_COMM_NULL) {
+            if (send != recv) memmove(recv, send, c.bytes);
+            return;
+        }
         // recv may lie inside send (NCCL's in place: recv = send + rank * count), which MPI forbids.
-        std::vector<unsigned char> part(bytes);
-        check_mpi(MPI_Reduce_scatter_block(send, part.data(), mpi_count(count), mpi_type(type), MPI_SUM, MPI_COMM_WORLD),
-                  "MPI_Reduce_scatter_block");
-        memcpy(recv, part.data(), bytes);
-    }
-    return issued(comm);
+        std::vector<unsigned char> part(c.bytes);
+        check_mpi(MPI_Reduce_scatter_block(send, part.data(), c.n, c.type, MPI_SUM, c.mpi), "MPI_Reduce_scatter_block");
+        memcpy(recv, part.data(), c.bytes);
+    });
 }
 
-ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t) {
-    const size_t bytes = count * type_bytes(type);
-    unsigned char *mine = (unsigned char *)recv + (size_t)comm->rank * bytes;
-    if (comm->nranks == 1) {
-        if (send != mine) memmove(mine, send, bytes);
-    } else {
-        check_mpi(MPI_Allgather(send == mine ? MPI_IN_PLACE : send, mpi_count(count), mpi_type(type), recv,
-                                mpi_count(count), mpi_type(type), MPI_COMM_WORLD),
-                  "MPI_Allgather");
-    }
-    return issued(comm);
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t stream) {
+    const Call c = call(comm, count, type);
+    unsigned char *mine = (unsigned char *)recv + (size_t)comm->rank * c.bytes;
+    return enqueue(comm, stream, [=] {
+        if (c.mpi == MPI_COMM_NULL) {
+            if (send != mine) memmove(mine, send, c.bytes);
+        } else {
+            check_mpi(MPI_Allgather(send == mine ? MPI_IN_PLACE : send, c.n, c.type, recv, c.n, c.type, c.mpi),
+                      "MPI_Allgather");
+        }
+    });
 }
 
 ncclResult_t ncclReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
-                        ncclComm_t comm, cudaStream_t) {
+                        ncclComm_t comm, cudaStream_t stream) {
     check_sum(op);
     if (root < 0 || root >= comm->nranks) return ncclInvalidArgument;
-    if (comm->nranks == 1) {
-        if (send != recv) memmove(recv, send, count * type_bytes(type));
-    } else {
-        const bool in_place = comm->rank == root && send == recv;
-        check_mpi(MPI_Reduce(in_place ? MPI_IN_PLACE : send, recv, mpi_count(count), mpi_type(type), MPI_SUM, root,
-                             MPI_COMM_WORLD),
-                  "MPI_Reduce");
-    }
-    return issued(comm);
+    const Call c = call(comm, count, type);
+    const bool in_place = comm->rank == root && send == recv;
+    return enqueue(comm, stream, [=] {
+        if (c.mpi == MPI_COMM_NULL) {
+            if (send != recv) memmove(recv, send, c.bytes);
+        } else {
+            check_mpi(MPI_Reduce(in_place ? MPI_IN_PLACE : send, recv, c.n, c.type, MPI_SUM, root, c.mpi), "MPI_Reduce");
+        }
+    });
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
-                           cudaStream_t) {
+                           cudaStream_t stream) {
     if (root < 0 || root >= comm->nranks) return ncclInvalidArgument;
-    const size_t bytes = count * type_bytes(type);
-    if (comm->rank == root && send != recv) memmove(recv, send, bytes);
-    if (comm->nranks > 1)
-        check_mpi(MPI_Bcast(recv, mpi_count(count), mpi_type(type), root, MPI_COMM_WORLD), "MPI_Bcast");
-    return issued(comm);
+    const Call c = call(comm, count, type);
+    const bool copy = comm->rank == root && send != recv;
+    return enqueue(comm, stream, [=] {
+        if (copy) memmove(recv, send, c.bytes);
+        if (c.mpi != MPI_COMM_NULL) check_mpi(MPI_Bcast(recv, c.n, c.type, root, c.mpi), "MPI_Bcast");
+    });
 }
 
 }  // extern "C"

@@ -1,8 +1,11 @@
 // The emulator's own checks (dev/emu/cuda_emu.h), each shown to fire: `selftest <fault>` runs a
 // small kernel with that one fault, which the emulator must end with its one-line error (exit 1);
 // dev/test/t_44_emulated_attention.sh runs every fault and matches the line. `selftest clean`
-// runs the same kernels without the faults and must exit 0. Built by g++ with the emulator forced
-// in (mk/emu.mk); not a CUDA program.
+// runs the same kernels without the faults and must exit 0. `selftest streams` shows what the
+// stream orders of dev/emu/cuda_runtime.cc (LLMC_EMU_STREAM_ORDER) do with a consumer that waits
+// for its producer's stream, one that does not, and a host that reads a copy before synchronizing;
+// t_44 runs it under each order. Built by g++ with the emulator forced in (mk/emu.mk); not a CUDA
+// program.
 #include "../../llmc/attention.cuh"
 
 #include <string.h>
@@ -63,12 +66,53 @@ static __global__ void wgmma_fault_kernel(int fault, const __nv_bfloat16 *src, f
     dst[threadIdx.x] = s[0][0];
 }
 
+static __global__ void store_kernel(int *p, int v) { *p = v; }
+static __global__ void copy_kernel(int *dst, const int *src) { *dst = *src; }
+
+// Stream `producer` (created first) stores 1 where `consumer` (created last) reads it, with and
+// without waiting for the producer's event; then the host reads a pinned copy of it before and
+// after synchronizing. Prints what each read saw (0 or -1: the value before the write).
+static void stream_orders() {
+    int *data, *seen, *host;
+    cudaMalloc((void **)&data, 2 * sizeof(int));
+    cudaMalloc((void **)&seen, 2 * sizeof(int));
+    cudaMallocHost((void **)&host, sizeof(int));
+    cudaMemset(data, 0, 2 * sizeof(int));
+    cudaMemset(seen, 0, 2 * sizeof(int));
+    cudaStream_t producer, consumer;
+    cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking);
+    cudaEvent_t stored;
+    cudaEventCreate(&stored);
+    cudaDeviceSynchronize();
+    for (int waits = 1; waits >= 0; waits--) {
+        LLMC_LAUNCH(1, 1, 0, producer, store_kernel)(data + waits, 1);
+        cudaEventRecord(stored, producer);
+        if (waits) cudaStreamWaitEvent(consumer, stored, 0);
+        LLMC_LAUNCH(1, 1, 0, consumer, copy_kernel)(seen + waits, data + waits);
+    }
+    *host = -1;
+    cudaMemcpyAsync(host, data, sizeof(int), cudaMemcpyDeviceToHost, producer);
+    const int before_sync = *host;
+    cudaStreamSynchronize(producer);
+    const int after_sync = *host;
+    int h_seen[2];
+    cudaDeviceSynchronize();  // the copy below, on stream 0, does not wait for non-blocking streams
+    cudaMemcpy(h_seen, seen, sizeof h_seen, cudaMemcpyDeviceToHost);
+    printf("streams: consumer with wait %d, without wait %d; host read before sync %d, after %d\n", h_seen[1], h_seen[0],
+           before_sync, after_sync);
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
+    if (argc == 2 && !strcmp(argv[1], "streams")) {
+        stream_orders();
+        return 0;
+    }
     int fault = -1;
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
-    if (fault < 0) usage_error("usage: %s clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|out_of_bounds", argv[0]);
+    if (fault < 0) usage_error("usage: %s streams|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|out_of_bounds", argv[0]);
     __nv_bfloat16 *src;
     float *dst;
     cudaMalloc((void **)&src, 64 * 64 * sizeof(__nv_bfloat16));

@@ -5,7 +5,8 @@
 # the variants) for the default mma.sync kernels, which passed on an H100, and for the wgmma
 # kernels, which have not run on a GPU (their building blocks first, exactly). The emulator also
 # checks the kernels' synchronization (cp.async waits, barriers, fence.proxy.async, wgmma.fence,
-# collectives); first its self-test shows each of those checks firing on a kernel with that fault.
+# collectives); first its self-test shows each of those checks firing on a kernel with that fault,
+# and what its stream orders do with a missing wait between streams.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, plain
 # loads and stores) still needs a GPU. About 50 s.
 set -euo pipefail
@@ -37,11 +38,25 @@ deadlock|deadlock: thread 0 waits at __syncthreads
 out_of_bounds|outside the launch's 4096 bytes of dynamic shared memory
 FAULTS
 
+# The stream orders (dev/emu/cuda_runtime.cc): a consumer that waits for its producer's stream
+# always sees the write; one that does not sees it under the order that runs the producer first
+# (enqueue, first) and misses it under the one that prefers the consumer's stream (last); a host
+# read of a pinned copy before synchronizing sees the write only when work runs at once.
+while IFS='|' read -r order expected; do
+    out=$(LLMC_EMU_STREAM_ORDER=$order build/emu/selftest streams 2>&1) || true
+    [ "$out" = "streams: $expected" ] && ok=1 || ok=0
+    check "$ok" "emulator stream order $order: $out"
+done <<'ORDERS'
+enqueue|consumer with wait 1, without wait 1; host read before sync 1, after 1
+first|consumer with wait 1, without wait 1; host read before sync -1, after 1
+last|consumer with wait 1, without wait 0; host read before sync -1, after 1
+ORDERS
+
 # The kernels: every check of the harness passes, and it says how many ran.
 for mode in "" "--wgmma"; do
     log=$(mktemp)
     rc=0
-    build/emu/attention $mode --check-small >"$log" 2>&1 || rc=$?
+    LLMC_EMU_STREAM_ORDER=last build/emu/attention $mode --check-small >"$log" 2>&1 || rc=$?  # work deferred: reads must synchronize
     summary=$(grep -E '^checks: ' "$log" || echo "no summary line")
     expected=13
     [ -n "$mode" ] && expected=14  # + the wgmma building blocks

@@ -18,7 +18,10 @@ check() {  # check NAME COMMAND...
 }
 
 # The repository as the device tool copies it, and gpu_carry as scripts/gpu_bundle.sh makes it.
-cp -r scripts dev "$d/repo/"
+# -H: under make test-sanitize the root's scripts and dev are symlinks to the repository's
+# (dev/test/fault/run_sanitized.sh); a copy of the links would let the stand-ins below overwrite
+# the repository's own files.
+cp -R -H scripts dev "$d/repo/"
 echo 'print("PyTorch (dry run) d12 B=16 T=1024: 23456 tokens/s (median step 1.0 ms)")' > "$d/repo/dev/bench/torch_gpu_baseline.py"
 echo 'print("PyTorch (dry run) SDPA table")' > "$d/repo/dev/bench/torch_sdpa_bench.py"
 for t in nvidia-smi compute-sanitizer ncu; do cp dev/test/gpu_dryrun/tool "$d/tools/$t"; done

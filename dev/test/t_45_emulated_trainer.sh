@@ -73,7 +73,8 @@ zero_run() {  # zero_run <name> <stage> <stream order> <LLMC_GPU_COMM: nccl | mp
     rc=0
     local shown_as=$4
     [ "$4" = mpi ] && shown_as=mpi-staged
-    LLMC_EMU_STREAM_ORDER=$3 LLMC_GPU_COMM=$4 mpirun "${root[@]}" --oversubscribe --bind-to none -np 2 \
+    # timeout: ranks that reached different collectives would wait for each other forever.
+    LLMC_EMU_STREAM_ORDER=$3 LLMC_GPU_COMM=$4 timeout 300 mpirun "${root[@]}" --oversubscribe --bind-to none -np 2 \
         -x LLMC_EMU_STREAM_ORDER -x LLMC_GPU_COMM build/emu/train_gptcu "${args[@]}" -d 128 -m 2 -z "$2" \
         -o "$dir/$1" >"$dir/$1.out" 2>&1 || rc=$?
     grep -q "^memory per rank (ZeRO stage $2, 2 rank(s), $shown_as)" "$dir/$1.out" && shown=1 || shown=0

@@ -121,6 +121,7 @@ int main(int argc, char **argv) {
     if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE) LLMC_LAUNCH(1, 64, 4096, 0, fault_kernel)(fault, src, dst);
     if (fault == CLEAN || fault == NO_PROXY_FENCE || fault == NO_WGMMA_FENCE)
         LLMC_LAUNCH(1, 128, 8192, 0, wgmma_fault_kernel)(fault, src, dst);
+    cudaDeviceSynchronize();  // the kernels have run, whatever LLMC_EMU_STREAM_ORDER says
     printf("%s: no fault reported\n", FAULT_NAMES[fault]);
     return 0;
 }

@@ -67,6 +67,10 @@ struct Call {
 Call call(ncclComm_t comm, size_t count, ncclDataType_t type) {
     return {count * type_bytes(type), mpi_count(count), mpi_type(type), comm->mpi};
 }
+// A one-rank collective's whole work: its send buffer into its receive buffer, unless in place.
+void copy_unless_in_place(void *recv, const void *send, size_t bytes) {
+    if (send != recv) memmove(recv, send, bytes);
+}
 // The collective runs when its stream gets to it (cuda_runtime.cc); the call answers at once.
 ncclResult_t enqueue(ncclComm_t comm, cudaStream_t stream, std::function<void()> work) {
     emu::stream_enqueue(stream, std::move(work));
@@ -122,7 +126,7 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
     const Call c = call(comm, count, type);
     return enqueue(comm, stream, [=] {
         if (c.mpi == MPI_COMM_NULL) {
-            if (send != recv) memmove(recv, send, c.bytes);
+            copy_unless_in_place(recv, send, c.bytes);
         } else {
             check_mpi(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, c.n, c.type, MPI_SUM, c.mpi), "MPI_Allreduce");
         }
@@ -134,10 +138,7 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclD
     check_sum(op);
     const Call c = call(comm, count, type);
     return enqueue(comm, stream, [=] {
-        if (c.mpi == MPI_COMM_NULL) {
-            if (send != recv) memmove(recv, send, c.bytes);
-            return;
-        }
+        if (c.mpi == MPI_COMM_NULL) return copy_unless_in_place(recv, send, c.bytes);
         // recv may lie inside send (NCCL's in place: recv = send + rank * count), which MPI forbids.
         std::vector<unsigned char> part(c.bytes);
         check_mpi(MPI_Reduce_scatter_block(send, part.data(), c.n, c.type, MPI_SUM, c.mpi), "MPI_Reduce_scatter_block");
@@ -151,7 +152,7 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataT
     unsigned char *mine = (unsigned char *)recv + (size_t)comm->rank * c.bytes;
     return enqueue(comm, stream, [=] {
         if (c.mpi == MPI_COMM_NULL) {
-            if (send != mine) memmove(mine, send, c.bytes);
+            copy_unless_in_place(mine, send, c.bytes);
         } else {
             check_mpi(MPI_Allgather(send == mine ? MPI_IN_PLACE : send, c.n, c.type, recv, c.n, c.type, c.mpi),
                       "MPI_Allgather");
@@ -167,7 +168,7 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t count, ncclDataType
     const bool in_place = comm->rank == root && send == recv;
     return enqueue(comm, stream, [=] {
         if (c.mpi == MPI_COMM_NULL) {
-            if (send != recv) memmove(recv, send, c.bytes);
+            copy_unless_in_place(recv, send, c.bytes);
         } else {
             check_mpi(MPI_Reduce(in_place ? MPI_IN_PLACE : send, recv, c.n, c.type, MPI_SUM, root, c.mpi), "MPI_Reduce");
         }
@@ -178,9 +179,9 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataT
                            cudaStream_t stream) {
     if (root < 0 || root >= comm->nranks) return ncclInvalidArgument;
     const Call c = call(comm, count, type);
-    const bool copy = comm->rank == root && send != recv;
+    const bool root_copies = comm->rank == root;
     return enqueue(comm, stream, [=] {
-        if (copy) memmove(recv, send, c.bytes);
+        if (root_copies) copy_unless_in_place(recv, send, c.bytes);
         if (c.mpi != MPI_COMM_NULL) check_mpi(MPI_Bcast(recv, c.n, c.type, root, c.mpi), "MPI_Bcast");
     });
 }

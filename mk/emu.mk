@@ -9,6 +9,11 @@
 #                          under AddressSanitizer and UBSan: a kernel's access past its cudaMalloc
 #                          allocation or a misaligned one is reported, as compute-sanitizer would
 #   build/emu/train_gptcu  the GPU trainer itself (t_45: ZeRO over NCCL with 2 ranks)
+#   build/emu/race/...     selftest, attention and test_gptcu under ThreadSanitizer, which sees each
+#                          CUDA thread as a fiber (dev/emu/race.h): unordered plain loads and stores
+#                          of a CTA's threads are reported, as compute-sanitizer's racecheck would
+#                          (t_44, t_45). Every object holding the emulator's inline code is built so,
+#                          or the linker could keep an unannotated copy of it.
 # The GPU communicators (llmc/comm_nccl.cu) are built as for a GPU: NCCL (dev/emu/nccl.cc, over
 # MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
 EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/test_gptcu $(BUILD)/emu/train_gptcu
@@ -18,16 +23,25 @@ CUDA_TARGETS += $(EMU_PROGRAMS)
 # without Open MPI's C++ bindings (not linked).
 EMU_CXXFLAGS := -O2 -std=c++17 -Wall -Werror -Wno-unknown-pragmas -ffp-contract=off -fno-strict-aliasing \
                 -DOMPI_SKIP_MPICXX -I$(CUDA_HOME)/include
-EMU_HEADERS  := dev/emu/cuda_emu.h dev/emu/ptx_isa.h $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
+EMU_HEADERS  := dev/emu/cuda_emu.h dev/emu/ptx_isa.h dev/emu/race.h $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
 EMU_RUNTIME  := $(BUILD)/emu/cuda_runtime.o $(BUILD)/emu/cublaslt.o
 EMU_NCCL     := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/emu/nccl.o)
 EMU_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+EMU_RACE     := -fsanitize=thread -g
+EMU_RACE_RUNTIME := $(BUILD)/emu/race/cuda_runtime.o $(BUILD)/emu/race/cublaslt.o
+EMU_RACE_NCCL    := $(if $(EMU_NCCL),$(BUILD)/emu/race/nccl.o)
+EMU_RACE_PROGRAMS := $(BUILD)/emu/race/selftest $(BUILD)/emu/race/attention $(BUILD)/emu/race/test_gptcu \
+                     $(BUILD)/emu/race/train_gptcu
+CUDA_TARGETS += $(EMU_RACE_PROGRAMS)
 # Compiles $(1) as CUDA source with the emulator forced in.
 EMU_CUDA_SOURCE = $(CXX) $(EMU_CXXFLAGS) -x c++ -include dev/emu/cuda_emu.h $(1) -x none
 
-$(BUILD)/emu/%.o: dev/emu/%.cc dev/emu/cuda_emu.h dev/emu/ptx_isa.h llmc/utils.h
+$(BUILD)/emu/%.o: dev/emu/%.cc dev/emu/cuda_emu.h dev/emu/ptx_isa.h dev/emu/race.h llmc/utils.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) $(CPPFLAGS) -c $< -o $@
+$(BUILD)/emu/race/%.o: dev/emu/%.cc dev/emu/cuda_emu.h dev/emu/ptx_isa.h dev/emu/race.h llmc/utils.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) $(EMU_RACE) $(CPPFLAGS) -c $< -o $@
 
 $(BUILD)/emu/attention: dev/cuda/attention.cu dev/cuda/common.h $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o
 	$(call EMU_CUDA_SOURCE,dev/cuda/attention.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@
@@ -44,3 +58,21 @@ $(BUILD)/emu/test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/t
 $(BUILD)/emu/train_gptcu: train_gpt.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(LLMC_OBJS)
 	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) -fopenmp train_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(EMU_RUNTIME) $(LLMC_OBJS) \
 	    -o $@ $(LDLIBS) -lgomp
+
+$(BUILD)/emu/race/attention: dev/cuda/attention.cu dev/cuda/common.h $(EMU_HEADERS) $(EMU_RACE_RUNTIME) $(BUILD)/llmc/utils.o
+	$(call EMU_CUDA_SOURCE,$(EMU_RACE) dev/cuda/attention.cu) $(EMU_RACE_RUNTIME) $(BUILD)/llmc/utils.o -o $@
+$(BUILD)/emu/race/selftest: dev/emu/selftest.cu $(EMU_HEADERS) $(EMU_RACE_RUNTIME) $(BUILD)/llmc/utils.o
+	$(call EMU_CUDA_SOURCE,$(EMU_RACE) dev/emu/selftest.cu) $(EMU_RACE_RUNTIME) $(BUILD)/llmc/utils.o -o $@
+$(BUILD)/emu/race/comm_nccl.o: llmc/comm_nccl.cu $(EMU_HEADERS)
+	@mkdir -p $(dir $@)
+	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) $(EMU_RACE) $(if $(EMU_NCCL),-DLLMC_HAVE_NCCL) -c llmc/comm_nccl.cu) -o $@
+# OpenMP: run with OMP_NUM_THREADS=1 (TSan cannot see libgomp's own synchronization).
+$(BUILD)/emu/race/test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/test/check.h $(EMU_HEADERS) \
+                              $(EMU_RACE_RUNTIME) $(BUILD)/emu/race/comm_nccl.o $(EMU_RACE_NCCL) \
+                              $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS)
+	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) $(EMU_RACE) -fopenmp test_gpt.cu) $(BUILD)/emu/race/comm_nccl.o $(EMU_RACE_NCCL) \
+	    $(EMU_RACE_RUNTIME) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) -o $@ $(LDLIBS) -lgomp
+$(BUILD)/emu/race/train_gptcu: train_gpt.cu $(EMU_HEADERS) $(EMU_RACE_RUNTIME) $(BUILD)/emu/race/comm_nccl.o $(EMU_RACE_NCCL) \
+                               $(LLMC_OBJS)
+	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) $(EMU_RACE) -fopenmp train_gpt.cu) $(BUILD)/emu/race/comm_nccl.o $(EMU_RACE_NCCL) \
+	    $(EMU_RACE_RUNTIME) $(LLMC_OBJS) -o $@ $(LDLIBS) -lgomp

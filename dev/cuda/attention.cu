@@ -2,6 +2,8 @@
 //   build/dev/cuda/attention            checks, then the benchmark
 //   build/dev/cuda/attention --check    checks only (for compute-sanitizer memcheck)
 //   build/dev/cuda/attention --check-small   the small cases only (for racecheck)
+//   build/dev/cuda/attention --check-short   the small cases with T < 512 (for the CPU emulator's
+//                                            race build, dev/emu/race.h, where T 1000 takes minutes)
 // Checks, per (B, NH, T, HS) case on seeded random inputs: out, lse, dq, dk, dv against an fp64
 // CPU reference computed from the same bf16 inputs; no NaN/Inf and every output element written
 // (outputs are pre-filled with NaN); identical bits over repeated runs; at HS 64 the other row
@@ -705,19 +707,21 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    bool check_only = false, small_only = false, wgmma = false;
+    bool check_only = false, small_only = false, short_only = false, wgmma = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--check")) check_only = true;
         else if (!strcmp(argv[i], "--check-small")) check_only = small_only = true;
+        else if (!strcmp(argv[i], "--check-short")) check_only = small_only = short_only = true;
         else if (!strcmp(argv[i], "--wgmma")) wgmma = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: %s [--wgmma] [--check | --check-small]\n"
+            printf("usage: %s [--wgmma] [--check | --check-small | --check-short]\n"
                    "  --wgmma        the wgmma kernels (sm_90a; backward at HS 64 only) instead of the default ones:\n"
                    "                 their checks, and their times beside the default's (a run of its own, so\n"
                    "                 that a failure of these unverified kernels cannot cut the default's checks short)\n"
                    "  --check        correctness checks only, no benchmark\n"
                    "  --check-small  only the small cases (for compute-sanitizer's racecheck, which slows kernels\n"
-                   "                 down a hundredfold and more): not the many-heads case\n",
+                   "                 down a hundredfold and more): not the many-heads case\n"
+                   "  --check-short  the small cases with T < 512 (for the CPU emulator's race build)\n",
                    argv[0]);
             return 0;
         } else usage_error("unknown argument '%s'", argv[i]);
@@ -749,6 +753,7 @@ int main(int argc, char **argv) {
         n_checks++;
     }
     for (const Case &c : cases) {
+        if (short_only && c.shape.T >= 512) continue;
         failed += !check_case(c, wgmma);
         n_checks++;
     }

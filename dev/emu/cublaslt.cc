@@ -83,8 +83,9 @@ size_t type_bytes(int t) {
     }
 }
 
-// Element e of a matrix of type t, as a double (exact for every type here).
-double element(const void *p, int t, size_t e) {
+// Element e of a matrix of type t, as a double (exact for every type here). EMU_UNCHECKED, as the
+// matmul below: the host runs it between kernels, so ThreadSanitizer has nothing to find there.
+EMU_UNCHECKED double element(const void *p, int t, size_t e) {
     switch (t) {
     case CUDA_R_32F: return ((const float *)p)[e];
     case CUDA_R_32I: return ((const int32_t *)p)[e];
@@ -98,7 +99,7 @@ double element(const void *p, int t, size_t e) {
     }
 }
 
-void store(void *p, int t, size_t e, float x) {
+EMU_UNCHECKED void store(void *p, int t, size_t e, float x) {
     if (t == CUDA_R_32F) ((float *)p)[e] = x;
     else if (t == CUDA_R_16BF) ((__nv_bfloat16 *)p)[e] = __float2bfloat16_rn(x);
     else emu::fail("cuBLASLt: output type %d is not emulated", t);
@@ -288,7 +289,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
 
     // The descriptors are read at the call; device memory (operands, scales, bias, aux) when the
     // stream runs the matmul.
-    emu::stream_enqueue(stream, [=] {
+    emu::stream_enqueue(stream, [=]() EMU_UNCHECKED {
         const size_t m = dl.rows, n = dl.cols, k = ta ? a.rows : a.cols;
         const double scale = (d.a_scale ? (double)*d.a_scale : 1.0) * (d.b_scale ? (double)*d.b_scale : 1.0);
         // op(A) row i and op(B) column j as doubles, then every output (i, j).

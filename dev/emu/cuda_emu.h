@@ -33,10 +33,13 @@
 //     launch's dynamic shared memory;
 //   - wgmma.mma_async with operands that differ across the warpgroup, or without a wgmma.fence
 //     since the thread's last wgmma.wait_group.
-// What it cannot check: timing, plain shared or global loads and stores (races and bounds there:
-// compute-sanitizer on a GPU; static __shared__ arrays are plain memory, below; a program built
-// with AddressSanitizer sees global accesses past a cudaMalloc allocation, mk/emu.mk), whether the
-// real instructions agree with ptx_isa.h, and any order of streams but the three of
+// Plain loads and stores are checked by the builds with sanitizers (mk/emu.mk): AddressSanitizer
+// sees global accesses past a cudaMalloc allocation; ThreadSanitizer, with each CUDA thread a fiber
+// (dev/emu/race.h), reports two threads of a CTA that access the same bytes, one writing, with no
+// __syncthreads between them (racecheck's job on a GPU, in global memory too).
+// What it cannot check: timing, races between CTAs, shared-memory bounds of plain accesses (static
+// __shared__ arrays are plain memory, below), whether the real instructions agree with ptx_isa.h,
+// and any order of streams but the three of
 // cuda_runtime.cc (LLMC_EMU_STREAM_ORDER: at once, or deferred favouring the first or the last
 // stream; a missing wait between streams or a host read before a synchronization shows there).
 #ifndef DEV_EMU_CUDA_EMU_H
@@ -62,6 +65,7 @@
 #include <vector>
 #include "../../llmc/utils.h"
 #include "ptx_isa.h"
+#include "race.h"
 
 // Device-code keywords the host compiler does not know (cuda_runtime.h already empties
 // __global__, __device__ and __host__ for it; __shared__ is below).
@@ -101,10 +105,13 @@ struct Barrier {
     int expected = 0, arrived = 0;
     uint64_t generation = 0;
     const char *what = nullptr;
+    bool orders_memory = false;  // __syncthreads: for race.h, its threads' accesses before happen before those after
+    char sync[2];                // race.h's sync objects, by generation parity
 };
 
 struct Thread {
     void *sp = nullptr;
+    void *fiber = nullptr;  // race.h
     uint3 idx;
     int id;  // linear thread index in the CTA
     bool done = false;
@@ -134,6 +141,7 @@ struct Cta {
     uint64_t epoch = 0;  // __syncthreads passed so far
     std::vector<WgmmaOp> wgmma_uncommitted[8];
     std::deque<std::vector<WgmmaOp>> wgmma_groups[8];
+    char end_sync;  // race.h: the threads release here as they exit, the host acquires when the CTA ends
 };
 
 struct State {
@@ -143,13 +151,16 @@ struct State {
     Cta cta;
     Thread *cur = nullptr;
     void *scheduler_sp = nullptr;
+    void *scheduler_fiber = nullptr;  // race.h
+    std::vector<void *> fibers;       // race.h: thread i of every CTA runs as fibers[i]
+    char launch_sync;                 // race.h: the host releases here before a CTA's threads start
     const std::function<void()> *body = nullptr;
     uint64_t progress = 0;
     dim3 block_idx, block_dim, grid_dim;
     std::vector<unsigned char *> stacks;
     std::map<const void *, int> max_dynamic_smem;  // cudaFuncSetAttribute
 };
-inline State &state() {
+EMU_UNCHECKED inline State &state() {
     static State *s = new State();
     return *s;
 }
@@ -168,17 +179,25 @@ inline void fail(const char *fmt, ...) {
     die("emulator: %s", msg);
 }
 
-inline void yield() { emu_switch_stack(&state().cur->sp, state().scheduler_sp); }
+EMU_UNCHECKED inline void yield() {
+    State &s = state();
+    race::switch_to(s.scheduler_fiber);
+    emu_switch_stack(&s.cur->sp, s.scheduler_sp);
+}
 
 // Arrive at b; the last thread to arrive runs on_complete() (with every thread's operands in place)
-// and releases the others.
-template <typename F> inline void arrive(Barrier &b, const char *what, F on_complete) {
+// and releases the others. Where b orders memory (race.h), what each thread did before arriving
+// happens before what any of them does after.
+template <typename F> EMU_UNCHECKED inline void arrive(Barrier &b, const char *what, F on_complete) {
     State &s = state();
     if (b.arrived == 0) b.what = what;
     else if (strcmp(b.what, what) != 0)
         fail("divergence: arrives at %s while its group waits at %s", what, b.what);
     s.progress++;
+    char *sync = b.orders_memory ? &b.sync[b.generation % 2] : nullptr;
+    if (sync) race::release(sync);
     if (++b.arrived == b.expected) {
+        if (sync) race::acquire(sync);
         on_complete();
         b.arrived = 0;
         b.generation++;
@@ -188,19 +207,20 @@ template <typename F> inline void arrive(Barrier &b, const char *what, F on_comp
     s.cur->waiting_at = what;
     while (b.generation == generation) yield();
     s.cur->waiting_at = nullptr;
+    if (sync) race::acquire(sync);
 }
 
-inline int warp_of(const Thread &t) { return t.id / 32; }
-inline Thread *warp_lanes() { return &state().cta.threads[32 * warp_of(*state().cur)]; }
+EMU_UNCHECKED inline int warp_of(const Thread &t) { return t.id / 32; }
+EMU_UNCHECKED inline Thread *warp_lanes() { return &state().cta.threads[32 * warp_of(*state().cur)]; }
 
 // A collective of the current thread's whole warp (all 32 lanes must be alive).
-template <typename F> inline void warp_collective(const char *what, F on_complete) {
+template <typename F> EMU_UNCHECKED inline void warp_collective(const char *what, F on_complete) {
     State &s = state();
     Barrier &b = s.cta.warp[warp_of(*s.cur)];
     if (b.expected != 32) fail("%s in a warp with exited lanes", what);
     arrive(b, what, on_complete);
 }
-template <typename F> inline void warpgroup_collective(const char *what, F on_complete) {
+template <typename F> EMU_UNCHECKED inline void warpgroup_collective(const char *what, F on_complete) {
     State &s = state();
     if (s.cta.threads.size() % 128 != 0) fail("%s in a CTA of %zu threads (not whole warpgroups)", what, s.cta.threads.size());
     Barrier &b = s.cta.warpgroup[s.cur->id / 128];
@@ -211,14 +231,14 @@ template <typename F> inline void warpgroup_collective(const char *what, F on_co
 // ---------------------------------------------------------------------------------------------
 // Shared memory
 
-inline uint32_t shared_address(const void *p) {
+EMU_UNCHECKED inline uint32_t shared_address(const void *p) {
     State &s = state();
     const unsigned char *c = (const unsigned char *)p;
     if (c < s.smem || c >= s.smem + SMEM_LIMIT) fail("address %p is not in shared memory", p);
     return (uint32_t)(c - s.smem);
 }
 
-inline void check_range(uint32_t addr, int bytes, const char *what) {
+EMU_UNCHECKED inline void check_range(uint32_t addr, int bytes, const char *what) {
     if ((size_t)addr + bytes > state().smem_bytes)
         fail("%s of shared bytes %u..%u, outside the launch's %zu bytes of dynamic shared memory", what, addr,
              addr + bytes - 1, state().smem_bytes);
@@ -226,7 +246,7 @@ inline void check_range(uint32_t addr, int bytes, const char *what) {
 
 // A read of shared bytes [addr, addr + bytes) by the warps in reader_warps (an ldmatrix, or a
 // wgmma: async_proxy).
-inline void check_read(uint32_t addr, int bytes, uint64_t reader_warps, bool async_proxy, const char *what) {
+EMU_UNCHECKED inline void check_read(uint32_t addr, int bytes, uint64_t reader_warps, bool async_proxy, const char *what) {
     State &s = state();
     check_range(addr, bytes, what);
     for (uint32_t w = addr / 4; w <= (addr + bytes - 1) / 4; w++) {
@@ -244,8 +264,10 @@ inline void check_read(uint32_t addr, int bytes, uint64_t reader_warps, bool asy
     }
 }
 
-inline void copy_complete(const AsyncCopy &c) {
+EMU_UNCHECKED inline void copy_complete(const AsyncCopy &c) {
     State &s = state();
+    if (c.valid) race::program_read(c.src, c.bytes);
+    race::program_write(s.smem + c.dst, c.bytes);
     if (c.valid) memcpy(s.smem + c.dst, c.src, c.bytes);
     else memset(s.smem + c.dst, 0, c.bytes);
     for (uint32_t w = c.dst / 4; w < (c.dst + c.bytes) / 4; w++) {
@@ -256,7 +278,7 @@ inline void copy_complete(const AsyncCopy &c) {
     }
 }
 
-inline void cp_async(void *dst, const void *src, int bytes, bool valid) {
+EMU_UNCHECKED inline void cp_async(void *dst, const void *src, int bytes, bool valid) {
     State &s = state();
     const uint32_t a = shared_address(dst);
     if (a % bytes) fail("cp.async of %d bytes to shared byte %u: misaligned", bytes, a);
@@ -272,13 +294,13 @@ inline void cp_async(void *dst, const void *src, int bytes, bool valid) {
     s.cur->uncommitted.push_back({a, src, bytes, valid});
 }
 
-inline void cp_async_commit() {
+EMU_UNCHECKED inline void cp_async_commit() {
     Thread &t = *state().cur;
     t.copy_groups.push_back(std::move(t.uncommitted));
     t.uncommitted.clear();
 }
 
-inline void cp_async_wait(int pending) {
+EMU_UNCHECKED inline void cp_async_wait(int pending) {
     Thread &t = *state().cur;
     while ((int)t.copy_groups.size() > pending) {
         for (const AsyncCopy &c : t.copy_groups.front()) copy_complete(c);
@@ -286,7 +308,7 @@ inline void cp_async_wait(int pending) {
     }
 }
 
-inline void fence_proxy_async() {
+EMU_UNCHECKED inline void fence_proxy_async() {
     State &s = state();
     for (uint32_t w : s.cur->unfenced) s.words[w].fenced = true;
     s.cur->unfenced.clear();
@@ -303,10 +325,11 @@ inline float bf16_bits_to_float(uint16_t h) {
 }
 inline uint16_t half_of(uint32_t reg, int h) { return (uint16_t)(h ? reg >> 16 : reg & 0xFFFF); }
 
-inline void ldmatrix_x4(uint32_t r[4], const void *p, bool trans) {
+EMU_UNCHECKED inline void ldmatrix_x4(uint32_t r[4], const void *p, bool trans) {
     State &s = state();
+    race::program_read(p, 16);  // race.h: this lane's row, read by this lane
     s.cur->in_ptr[0] = p;
-    warp_collective(trans ? "ldmatrix.x4.trans" : "ldmatrix.x4", [trans] {
+    warp_collective(trans ? "ldmatrix.x4.trans" : "ldmatrix.x4", [trans] () EMU_UNCHECKED {
         Thread *lanes = warp_lanes();
         const uint64_t warp = 1ull << warp_of(lanes[0]);
         uint32_t rows[32];
@@ -331,7 +354,7 @@ inline void ldmatrix_x4(uint32_t r[4], const void *p, bool trans) {
 }
 
 // c += a b, m16n8k16, bf16 inputs, fp32 accumulators.
-inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+EMU_UNCHECKED inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
     Thread &me = *state().cur;
     for (int i = 0; i < 4; i++) me.in[i] = a[i];
     me.in[4] = b0, me.in[5] = b1;
@@ -340,7 +363,7 @@ inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
         memcpy(&u, &c[e], 4);
         me.in[6 + e / 2] = e % 2 ? (me.in[6 + e / 2] | (uint64_t)u << 32) : u;
     }
-    warp_collective("mma.sync.m16n8k16", [] {
+    warp_collective("mma.sync.m16n8k16", [] () EMU_UNCHECKED {
         Thread *lanes = warp_lanes();
         float A[16][16], B[16][8];
         for (int l = 0; l < 32; l++) {
@@ -370,13 +393,13 @@ inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
     memcpy(c, me.out, 4 * sizeof(float));
 }
 
-template <typename T> inline T shfl_xor(unsigned mask, T v, int lane_mask) {
+template <typename T> EMU_UNCHECKED inline T shfl_xor(unsigned mask, T v, int lane_mask) {
     static_assert(sizeof(T) <= 8, "shuffled values fit 8 bytes");
     if (mask != 0xffffffffu) fail("__shfl_xor_sync with mask %08x (only full warps are emulated)", mask);
     Thread &me = *state().cur;
     memcpy(&me.in[0], &v, sizeof(T));
     me.in[1] = (uint64_t)lane_mask;
-    warp_collective("shfl.sync.bfly", [] {
+    warp_collective("shfl.sync.bfly", [] () EMU_UNCHECKED {
         Thread *lanes = warp_lanes();
         for (int l = 0; l < 32; l++) {
             if (lanes[l].in[1] != lanes[0].in[1]) fail("__shfl_xor_sync: lanes disagree on the lane mask");
@@ -390,11 +413,11 @@ template <typename T> inline T shfl_xor(unsigned mask, T v, int lane_mask) {
 }
 
 // redux.sync.max.u32 over the warp.
-inline unsigned reduce_max(unsigned mask, unsigned v) {
+EMU_UNCHECKED inline unsigned reduce_max(unsigned mask, unsigned v) {
     if (mask != 0xffffffffu) fail("__reduce_max_sync with mask %08x (only full warps are emulated)", mask);
     Thread &me = *state().cur;
     me.in[0] = v;
-    warp_collective("redux.sync.max", [] {
+    warp_collective("redux.sync.max", [] () EMU_UNCHECKED {
         Thread *lanes = warp_lanes();
         uint32_t m = 0;
         for (int l = 0; l < 32; l++) m = std::max(m, (uint32_t)lanes[l].in[0]);
@@ -411,18 +434,20 @@ inline float exp2_ftz(float x) {
 // ---------------------------------------------------------------------------------------------
 // wgmma
 
-inline void wgmma_fence() { state().cur->wgmma_fenced = true; }
+EMU_UNCHECKED inline void wgmma_fence() {
+    state().cur->wgmma_fenced = true;
+}
 
 // Issue: every thread of the warpgroup hands its accumulator (and A fragment) pointers and the
 // descriptors; the op joins the warpgroup's open group.
-inline void wgmma_issue(int n, bool a_in_registers, bool b_mn_major, bool accumulate, uint64_t desc_a, uint64_t desc_b,
+EMU_UNCHECKED inline void wgmma_issue(int n, bool a_in_registers, bool b_mn_major, bool accumulate, uint64_t desc_a, uint64_t desc_b,
                         float (*d)[4], const uint32_t *a) {
     Thread &me = *state().cur;
     if (!me.wgmma_fenced) fail("wgmma.mma_async without a wgmma.fence since the last wgmma.wait_group");
     me.in[0] = desc_a, me.in[1] = desc_b, me.in[2] = (uint64_t)n | (uint64_t)a_in_registers << 16 |
                                                      (uint64_t)b_mn_major << 17 | (uint64_t)accumulate << 18;
     me.in_ptr[0] = d, me.in_ptr[1] = a;
-    warpgroup_collective("wgmma.mma_async", [] {
+    warpgroup_collective("wgmma.mma_async", [] () EMU_UNCHECKED {
         State &s = state();
         const int wg = s.cur->id / 128;
         Thread *threads = &s.cta.threads[128 * wg];
@@ -437,26 +462,29 @@ inline void wgmma_issue(int n, bool a_in_registers, bool b_mn_major, bool accumu
             op.d[i] = (float (*)[4])threads[i].in_ptr[0];
             op.a[i] = (const uint32_t *)threads[i].in_ptr[1];
         }
+        race::Unchecked queue;
         s.cta.wgmma_uncommitted[wg].push_back(op);
     });
 }
 
-inline void wgmma_commit() {
-    warpgroup_collective("wgmma.commit_group", [] {
+EMU_UNCHECKED inline void wgmma_commit() {
+    warpgroup_collective("wgmma.commit_group", [] () EMU_UNCHECKED {
         State &s = state();
         const int wg = s.cur->id / 128;
+        race::Unchecked queue;
         s.cta.wgmma_groups[wg].push_back(std::move(s.cta.wgmma_uncommitted[wg]));
         s.cta.wgmma_uncommitted[wg].clear();
     });
 }
 
-inline float smem_bf16(uint32_t addr) {
+EMU_UNCHECKED inline float smem_bf16(uint32_t addr) {
+    race::program_read(state().smem + addr, 2);
     uint16_t v;
     memcpy(&v, state().smem + addr, 2);
     return bf16_bits_to_float(v);
 }
 
-inline void wgmma_execute(const WgmmaOp &op, int wg) {
+EMU_UNCHECKED inline void wgmma_execute(const WgmmaOp &op, int wg) {
     const uint64_t warps = 0xFull << (4 * wg);
     float A[64][16], B[256][16];
     for (int m = 0; m < 64; m++)
@@ -490,13 +518,19 @@ inline void wgmma_execute(const WgmmaOp &op, int wg) {
             }
 }
 
-inline void wgmma_wait(int pending) {
-    warpgroup_collective("wgmma.wait_group", [pending] {
+EMU_UNCHECKED inline void wgmma_wait(int pending) {
+    warpgroup_collective("wgmma.wait_group", [pending] () EMU_UNCHECKED {
         State &s = state();
         const int wg = s.cur->id / 128;
-        while ((int)s.cta.wgmma_groups[wg].size() > pending) {
-            for (const WgmmaOp &op : s.cta.wgmma_groups[wg].front()) wgmma_execute(op, wg);
-            s.cta.wgmma_groups[wg].pop_front();
+        for (;;) {
+            std::vector<WgmmaOp> group;
+            {
+                race::Unchecked queue;
+                if ((int)s.cta.wgmma_groups[wg].size() <= pending) break;
+                group = std::move(s.cta.wgmma_groups[wg].front());
+                s.cta.wgmma_groups[wg].pop_front();
+            }
+            for (const WgmmaOp &op : group) wgmma_execute(op, wg);  // its reads are the program's
         }
     });
     state().cur->wgmma_fenced = false;
@@ -505,14 +539,14 @@ inline void wgmma_wait(int pending) {
 // ---------------------------------------------------------------------------------------------
 // Launch
 
-inline void syncthreads() {
+EMU_UNCHECKED inline void syncthreads() {
     State &s = state();
-    arrive(s.cta.block, "__syncthreads", [&s] { s.cta.epoch++; });
+    arrive(s.cta.block, "__syncthreads", [&s] () EMU_UNCHECKED { s.cta.epoch++; });
 }
 
 // A finished thread leaves its barriers; one that leaves a warp or warpgroup collective waiting is
 // an error (the collectives here need every lane).
-inline void thread_exit() {
+EMU_UNCHECKED inline void thread_exit() {
     State &s = state();
     Thread &t = *s.cur;
     t.done = true;
@@ -527,16 +561,20 @@ inline void thread_exit() {
     if (s.cta.block.arrived && s.cta.block.arrived == s.cta.block.expected) {
         s.cta.block.arrived = 0, s.cta.block.generation++, s.cta.epoch++;
     }
+    // race.h, last (the out-of-line reads above are the thread's too): what it did happens before
+    // the host's next work (not before a barrier its exit completes: exited threads order nothing).
+    race::release(&s.cta.end_sync);
 }
 
-[[noreturn]] inline void fiber_main() {
+[[noreturn]] EMU_UNCHECKED inline void fiber_main() {
+    race::acquire(&state().launch_sync);
     (*state().body)();
     thread_exit();
-    emu_switch_stack(&state().cur->sp, state().scheduler_sp);
+    yield();
     abort();  // a finished fiber is never resumed
 }
 
-inline void run_cta(int n_threads) {
+EMU_UNCHECKED inline void run_cta(int n_threads) {
     State &s = state();
     Cta &cta = s.cta;
     const int n_warps = (n_threads + 31) / 32;
@@ -545,6 +583,7 @@ inline void run_cta(int n_threads) {
     cta.warpgroup.assign(n_threads % 128 == 0 ? n_threads / 128 : 0, Barrier());
     cta.block = Barrier();
     cta.block.expected = n_threads;
+    cta.block.orders_memory = true;
     cta.epoch = 0;
     for (int w = 0; w < n_warps; w++) cta.warp[w].expected = std::min(32, n_threads - 32 * w);
     for (Barrier &b : cta.warpgroup) b.expected = 128;
@@ -552,6 +591,10 @@ inline void run_cta(int n_threads) {
     std::fill(s.words.begin(), s.words.begin() + (s.smem_bytes + 3) / 4, Word());  // checked accesses stay below
     memset(s.smem, 0xA5, s.smem_bytes);  // garbage, as a GPU's shared memory starts
     while (s.stacks.size() < (size_t)n_threads) s.stacks.push_back((unsigned char *)aligned_alloc(64, STACK_BYTES));
+    // race.h: a fiber per thread index, kept for every CTA (creating one costs TSan megabytes)
+    while (s.fibers.size() < (size_t)n_threads) s.fibers.push_back(race::create_fiber());
+    s.scheduler_fiber = race::current_fiber();
+    race::release(&s.launch_sync);  // the host's work so far happens before the CTA's
     for (int i = 0; i < n_threads; i++) {
         Thread &t = cta.threads[i];
         t.id = i;
@@ -566,6 +609,7 @@ inline void run_cta(int n_threads) {
         const uint32_t control[2] = {0x1F80, 0x037F};  // MXCSR and x87 control word at reset
         memcpy(&top[-9], control, 8);
         t.sp = &top[-9];
+        t.fiber = s.fibers[i];
     }
     int live = n_threads;
     while (live > 0) {
@@ -573,6 +617,7 @@ inline void run_cta(int n_threads) {
         for (Thread &t : cta.threads) {
             if (t.done) continue;
             s.cur = &t;
+            race::switch_to(t.fiber);
             emu_switch_stack(&s.scheduler_sp, t.sp);
             if (t.done) live--;
         }
@@ -583,6 +628,7 @@ inline void run_cta(int n_threads) {
                                  s.block_idx.x, s.block_idx.y, s.block_idx.z, t.id, t.waiting_at, live - 1);
         }
     }
+    race::acquire(&cta.end_sync);  // what the CTA did happens before the host's next work
 }
 
 inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const void *kernel, const std::function<void()> &body) {
@@ -642,7 +688,12 @@ inline unsigned char *dynamic_smem() { return state().smem; }
 // ---------------------------------------------------------------------------------------------
 // What kernels see
 
-#define threadIdx (emu::state().cur->idx)
+namespace emu {
+EMU_UNCHECKED inline uint3 thread_index() {
+    return state().cur->idx;
+}
+}  // namespace emu
+#define threadIdx (emu::thread_index())
 #define blockIdx (emu::state().block_idx)
 #define blockDim (emu::state().block_dim)
 #define gridDim (emu::state().grid_dim)
@@ -651,21 +702,17 @@ template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask
 inline unsigned __reduce_max_sync(unsigned mask, unsigned v) { return emu::reduce_max(mask, v); }
 
 // Static shared memory: a __shared__ variable exists once per CTA, and the CTAs of a launch run one
-// after another on one OS thread, so a function-local static is exactly that. (Its accesses are
-// plain loads and stores, not checked; it keeps the previous CTA's values instead of garbage.)
+// after another on one OS thread, so a function-local static is exactly that. (It keeps the previous
+// CTA's values instead of garbage; the race build orders the CTAs, so reusing it races with nothing.)
 #undef __shared__
 #define __shared__ static
 
-// Only one fiber runs at a time and none is switched out inside these: every read-modify-write is
-// atomic as written.
-template <typename T> inline T atomicAdd(T *p, T v) {
-    const T old = *p;
-    *p = old + v;
-    return old;
-}
+// Relaxed atomics, as CUDA's (one fiber runs at a time, so any read-modify-write would be atomic;
+// these are also atomic to race.h's ThreadSanitizer, which must not see a race between them).
+template <typename T> inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 inline unsigned atomicMax(unsigned *p, unsigned v) {
-    const unsigned old = *p;
-    *p = std::max(old, v);
+    unsigned old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     return old;
 }
 

@@ -1,7 +1,10 @@
 // The emulator's own checks (dev/emu/cuda_emu.h), each shown to fire: `selftest <fault>` runs a
 // small kernel with that one fault, which the emulator must end with its one-line error (exit 1);
 // dev/test/t_44_emulated_attention.sh runs every fault and matches the line. `selftest clean`
-// runs the same kernels without the faults and must exit 0. `selftest streams` shows what the
+// runs the same kernels without the faults and must exit 0. The race_* faults are plain accesses
+// of two threads with no order between them, which only the race build (build/emu/race/selftest,
+// dev/emu/race.h) reports: ThreadSanitizer's report and its exit status 66 (t_44 runs them there,
+// and `clean`, which must report nothing). `selftest streams` shows what the
 // stream orders of dev/emu/cuda_runtime.cc (LLMC_EMU_STREAM_ORDER) do with a consumer that waits
 // for its producer's stream, one that does not, and a host that reads a copy before synchronizing;
 // t_44 runs it under each order. Built by g++ with the emulator forced in (mk/emu.mk); not a CUDA
@@ -14,9 +17,13 @@ using namespace attention_detail;
 
 // 64 threads, two warps, 4096 bytes of shared memory: a 16 x 8 bf16 tile at byte 0 (one 16-byte row
 // per 8 values), read by ldmatrix and refilled by cp.async.
-enum Fault { CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS };
-static const char *FAULT_NAMES[] = {"clean",          "in_flight",  "no_barrier", "war",          "no_proxy_fence",
-                                    "no_wgmma_fence", "divergence", "deadlock",   "out_of_bounds"};
+enum Fault {
+    CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS,
+    RACE_SHARED, RACE_CP_ASYNC, RACE_GLOBAL  // found only by the race build (dev/emu/race.h)
+};
+static const char *FAULT_NAMES[] = {"clean",          "in_flight",     "no_barrier",  "war",
+                                    "no_proxy_fence", "no_wgmma_fence", "divergence", "deadlock",
+                                    "out_of_bounds",  "race_shared",   "race_cp_async", "race_global"};
 
 static __global__ void fault_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);
@@ -66,6 +73,26 @@ static __global__ void wgmma_fault_kernel(int fault, const __nv_bfloat16 *src, f
     dst[threadIdx.x] = s[0][0];
 }
 
+// Plain loads and stores, which only the race build checks (dev/emu/race.h). 64 threads, two warps:
+// thread 0 stores a shared word that thread 32 loads after a barrier; thread 1's cp.async fills a
+// shared row that thread 33 loads after another; every thread stores its own element of dst. Each
+// race fault drops one of those orders (both threads store one element, for race_global).
+static __global__ void race_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
+    LLMC_DYNAMIC_SMEM(smem);
+    float *word = reinterpret_cast<float *>(smem);
+    __nv_bfloat16 *row = reinterpret_cast<__nv_bfloat16 *>(smem + 16);
+    const int tid = threadIdx.x;
+    if (tid == 0) *word = 1.0f;
+    if (fault != RACE_SHARED) __syncthreads();
+    if (tid == 32) dst[0] = *word;
+    if (tid == 1) cp_async_16(row, src, true);
+    cp_async_commit();
+    cp_async_wait<0>();
+    if (fault != RACE_CP_ASYNC) __syncthreads();
+    if (tid == 33) dst[1] = __bfloat162float(row[0]);
+    dst[2 + (fault == RACE_GLOBAL && tid < 2 ? 0 : tid)] = (float)tid;
+}
+
 static __global__ void store_kernel(int *p, int v) { *p = v; }
 static __global__ void copy_kernel(int *dst, const int *src) { *dst = *src; }
 
@@ -112,13 +139,16 @@ int main(int argc, char **argv) {
     int fault = -1;
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
-    if (fault < 0) usage_error("usage: %s streams|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|out_of_bounds", argv[0]);
+    if (fault < 0) usage_error("usage: %s streams|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|"
+                                 "out_of_bounds|race_shared|race_cp_async|race_global", argv[0]);
     __nv_bfloat16 *src;
     float *dst;
     cudaMalloc((void **)&src, 64 * 64 * sizeof(__nv_bfloat16));
     cudaMalloc((void **)&dst, 128 * sizeof(float));
     for (int i = 0; i < 64 * 64; i++) src[i] = __float2bfloat16((float)(i % 7));
-    if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE) LLMC_LAUNCH(1, 64, 4096, 0, fault_kernel)(fault, src, dst);
+    const bool race = fault == RACE_SHARED || fault == RACE_CP_ASYNC || fault == RACE_GLOBAL;
+    if (fault == CLEAN || race) LLMC_LAUNCH(1, 64, 64, 0, race_kernel)(fault, src, dst);
+    if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE && !race) LLMC_LAUNCH(1, 64, 4096, 0, fault_kernel)(fault, src, dst);
     if (fault == CLEAN || fault == NO_PROXY_FENCE || fault == NO_WGMMA_FENCE)
         LLMC_LAUNCH(1, 128, 8192, 0, wgmma_fault_kernel)(fault, src, dst);
     cudaDeviceSynchronize();  // the kernels have run, whatever LLMC_EMU_STREAM_ORDER says

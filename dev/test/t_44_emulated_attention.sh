@@ -6,12 +6,14 @@
 # kernels, which have not run on a GPU (their building blocks first, exactly). The emulator also
 # checks the kernels' synchronization (cp.async waits, barriers, fence.proxy.async, wgmma.fence,
 # collectives); first its self-test shows each of those checks firing on a kernel with that fault,
-# and what its stream orders do with a missing wait between streams.
-# What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, plain
-# loads and stores) still needs a GPU. About 50 s.
+# and what its stream orders do with a missing wait between streams. Last, the race build
+# (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each
+# race planted in its self-test and none in the attention kernels' cases with T < 512.
+# What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, races
+# between CTAs) still needs a GPU. About 2 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for bin in build/emu/selftest build/emu/attention; do
+for bin in build/emu/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
 done
 failed=0
@@ -52,18 +54,39 @@ first|consumer with wait 1, without wait 1; host read before sync -1, after 1
 last|consumer with wait 1, without wait 0; host read before sync -1, after 1
 ORDERS
 
-# The kernels: every check of the harness passes, and it says how many ran.
-for mode in "" "--wgmma"; do
-    log=$(mktemp)
+# The race build. A planted race (selftest.cu's race_kernel: a shared word, a cp.async's bytes and
+# a global word each read or written by a second thread with no order between them) is reported
+# with the kernel's frame and TSan's exit status 66; the kernels without them report nothing.
+out=$(build/emu/race/selftest clean 2>&1) && rc=0 || rc=$?
+[ "$rc" = 0 ] && ! grep -q ThreadSanitizer <<<"$out" && ok=1 || ok=0
+check "$ok" "race build: the self-test's kernels without faults report no race ($(tail -1 <<<"$out"))"
+for fault in race_shared race_cp_async race_global; do
     rc=0
-    LLMC_EMU_STREAM_ORDER=last build/emu/attention $mode --check-small >"$log" 2>&1 || rc=$?  # work deferred: reads must synchronize
-    summary=$(grep -E '^checks: ' "$log" || echo "no summary line")
-    expected=13
-    [ -n "$mode" ] && expected=14  # + the wgmma building blocks
-    [ "$rc" = 0 ] && [ "$summary" = "checks: $expected passed, 0 failed" ] && ok=1 || ok=0
-    check "$ok" "emulated attention ${mode:-(default mma.sync kernels)} --check-small: $summary"
-    [ "$ok" = 1 ] || { grep -E 'FAIL|error' "$log" | head -20; }
-    rm -f "$log"
+    out=$(build/emu/race/selftest "$fault" 2>&1) || rc=$?
+    [ "$rc" = 66 ] && grep -q 'WARNING: ThreadSanitizer: data race' <<<"$out" && grep -q ' race_kernel dev/emu/selftest.cu:' <<<"$out" &&
+        ok=1 || ok=0
+    check "$ok" "race build: $fault is reported ($(grep -m1 -A1 'WARNING' <<<"$out" | tail -1 | sed 's/^ *//'))"
+done
+# The kernels, in the plain build (the small cases) and in the race build (those with T < 512),
+# two runs at a time, with work deferred (reads must synchronize): every check of the harness
+# passes, it says how many ran (the wgmma runs add their building blocks), and no race is reported.
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+runs=("emu|--check-small|13" "emu|--wgmma --check-small|14" "emu/race|--check-short|11" "emu/race|--wgmma --check-short|12")
+for i in "${!runs[@]}"; do
+    IFS='|' read -r build args expected <<<"${runs[$i]}"
+    # shellcheck disable=SC2086  # args is a list of flags
+    (LLMC_EMU_STREAM_ORDER=last build/$build/attention $args >"$dir/$i.log" 2>&1; echo $? >"$dir/$i.rc") &
+    [ $((i % 2)) = 0 ] || wait
+done
+wait
+for i in "${!runs[@]}"; do
+    IFS='|' read -r build args expected <<<"${runs[$i]}"
+    summary=$(grep -E '^checks: ' "$dir/$i.log" || echo "no summary line")
+    races=$(grep -c 'WARNING: ThreadSanitizer' "$dir/$i.log" || true)
+    [ "$(cat "$dir/$i.rc")" = 0 ] && [ "$summary" = "checks: $expected passed, 0 failed" ] && [ "$races" = 0 ] && ok=1 || ok=0
+    check "$ok" "build/$build/attention $args: $summary, $races race report(s)"
+    [ "$ok" = 1 ] || { grep -E -A8 'FAIL|error|WARNING' "$dir/$i.log" | head -40; }
 done
 echo "$failed check(s) failed"
 [ "$failed" = 0 ]

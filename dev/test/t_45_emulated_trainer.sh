@@ -13,16 +13,21 @@
 #      deferred stream orders, and stage 3 over staged MPI, all bit-identical, and close to one
 #      process running both ranks' micro-steps (dev/test/zero/compare.py, as
 #      scripts/gpu_zero_check.sh judges it).
-# Both parts run with the emulator's streams deferred (LLMC_EMU_STREAM_ORDER, dev/emu/
+#   3. The trainer's race build (dev/emu/race.h: ThreadSanitizer, each CUDA thread a fiber, the job
+#      of compute-sanitizer's racecheck and more): two steps each in bf16 with both GELU fusions
+#      and a mixed recompute list, in FP8 (delayed scaling, FP8 weight gradients) with the wgmma
+#      attention, and in int8 with the output head in chunks: every kernel the trainer launches,
+#      no race reported (dev/test/t_44 shows the build reporting planted ones).
+# Parts 1 and 2 run with the emulator's streams deferred (LLMC_EMU_STREAM_ORDER, dev/emu/
 # cuda_runtime.cc): work runs only when the host must see it, in an order that favours one stream,
 # so a missing wait between the compute and comm streams, or a host read of a copy not yet
 # synchronized, changes the bits; under CUDA's order it would be a race a GPU shows only at times.
 # What the emulator cannot show (timing, the hardware's agreement with dev/emu/ptx_isa.h and with
 # cuBLASLt's documentation, races of plain loads and stores within a kernel, orders other than the
-# two deferred ones) still needs a GPU. About 2.3 minutes.
+# two deferred ones, races between CTAs) still needs a GPU. About 2.7 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for bin in build/emu/test_gptcu build/emu/train_gptcu; do
+for bin in build/emu/test_gptcu build/emu/train_gptcu build/emu/race/train_gptcu; do
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
 done
 dir=$(mktemp -d)
@@ -97,5 +102,26 @@ for run in "${runs[@]}"; do
 done
 check "$([ ${#differ[@]} = 0 ] && echo 1 || echo 0)" \
     "emulated ZeRO: ${#runs[@]} runs (stages 0-3 first, 1 and 3 last, 3 staged) bit-identical (main.log, model_00000006.bin)${differ[*]:+; differ from z1_first: ${differ[*]}}"
+
+# 3. The race build, two runs at a time (one thread each: TSan cannot see OpenMP's own ordering).
+race_args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 1 -t 32 -x 2 --bench)
+race_configs=("--gelu-fusion 2 --recompute 0:block,1:attn+gelu"
+              "--matmul fp8 --amax-history 4 --fp8-wgrad 1 -r mlp --attention wgmma"
+              "--matmul int8 -r norm --head-chunk 12")
+for i in "${!race_configs[@]}"; do
+    # shellcheck disable=SC2086  # each config is a list of flags
+    (OMP_NUM_THREADS=1 build/emu/race/train_gptcu "${race_args[@]}" ${race_configs[$i]} >"$dir/race$i.log" 2>&1
+     echo $? >"$dir/race$i.rc") &
+    [ $((i % 2)) = 0 ] || wait
+done
+wait
+for i in "${!race_configs[@]}"; do
+    rc=$(cat "$dir/race$i.rc")
+    grep -q '^bench_tokens_per_s ' "$dir/race$i.log" || rc="$rc, no result"
+    races=$(grep -c 'WARNING: ThreadSanitizer' "$dir/race$i.log" || true)
+    check "$([ "$rc" = 0 ] && [ "$races" = 0 ] && echo 1 || echo 0)" \
+        "race build: train_gptcu ${race_configs[$i]}: exit $rc, $races race report(s)"
+    [ "$races" = 0 ] || grep -E -A6 'WARNING: ThreadSanitizer' "$dir/race$i.log" | head -30
+done
 echo "$failed check(s) failed"
 [ "$failed" = 0 ]

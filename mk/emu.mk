@@ -9,11 +9,11 @@
 #                          under AddressSanitizer and UBSan: a kernel's access past its cudaMalloc
 #                          allocation or a misaligned one is reported, as compute-sanitizer would
 #   build/emu/train_gptcu  the GPU trainer itself (t_45: ZeRO over NCCL with 2 ranks)
-#   build/emu/race/...     selftest, attention and test_gptcu under ThreadSanitizer, which sees each
-#                          CUDA thread as a fiber (dev/emu/race.h): unordered plain loads and stores
-#                          of a CTA's threads are reported, as compute-sanitizer's racecheck would
-#                          (t_44, t_45). Every object holding the emulator's inline code is built so,
-#                          or the linker could keep an unannotated copy of it.
+#   build/emu/race/...     selftest, attention, test_gptcu and train_gptcu under ThreadSanitizer,
+#                          which sees each CUDA thread as a fiber (dev/emu/race.h): unordered plain
+#                          loads and stores of a CTA's threads are reported, as compute-sanitizer's
+#                          racecheck would (t_44, t_45). Every object holding the emulator's inline
+#                          code is built so, or the linker could keep an unannotated copy of it.
 # The GPU communicators (llmc/comm_nccl.cu) are built as for a GPU: NCCL (dev/emu/nccl.cc, over
 # MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
 EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/test_gptcu $(BUILD)/emu/train_gptcu

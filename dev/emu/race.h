@@ -1,6 +1,6 @@
-// Race detection for emulated kernels: a program built with -fsanitize=thread (mk/emu.mk's
-// *-race targets) runs each CUDA thread as a ThreadSanitizer fiber, so that TSan sees every plain
-// load and store of the kernels, in shared and in global memory, as the access of one thread, and
+// Race detection for emulated kernels: a program built with -fsanitize=thread (build/emu/race/,
+// mk/emu.mk) runs each CUDA thread as a ThreadSanitizer fiber, so that TSan sees every plain load
+// and store of the kernels, in shared and in global memory, as the access of one thread, and
 // reports two accesses to the same bytes by different threads of a CTA, at least one a write, that
 // no synchronization orders: what compute-sanitizer's racecheck reports on a GPU, and more (global
 // memory, cp.async's copies read by plain loads).

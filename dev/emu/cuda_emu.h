@@ -111,7 +111,6 @@ struct Barrier {
 
 struct Thread {
     void *sp = nullptr;
-    void *fiber = nullptr;  // race.h
     uint3 idx;
     int id;  // linear thread index in the CTA
     bool done = false;
@@ -434,14 +433,12 @@ inline float exp2_ftz(float x) {
 // ---------------------------------------------------------------------------------------------
 // wgmma
 
-EMU_UNCHECKED inline void wgmma_fence() {
-    state().cur->wgmma_fenced = true;
-}
+EMU_UNCHECKED inline void wgmma_fence() { state().cur->wgmma_fenced = true; }
 
 // Issue: every thread of the warpgroup hands its accumulator (and A fragment) pointers and the
 // descriptors; the op joins the warpgroup's open group.
-EMU_UNCHECKED inline void wgmma_issue(int n, bool a_in_registers, bool b_mn_major, bool accumulate, uint64_t desc_a, uint64_t desc_b,
-                        float (*d)[4], const uint32_t *a) {
+EMU_UNCHECKED inline void wgmma_issue(int n, bool a_in_registers, bool b_mn_major, bool accumulate, uint64_t desc_a,
+                                      uint64_t desc_b, float (*d)[4], const uint32_t *a) {
     Thread &me = *state().cur;
     if (!me.wgmma_fenced) fail("wgmma.mma_async without a wgmma.fence since the last wgmma.wait_group");
     me.in[0] = desc_a, me.in[1] = desc_b, me.in[2] = (uint64_t)n | (uint64_t)a_in_registers << 16 |
@@ -609,7 +606,6 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
         const uint32_t control[2] = {0x1F80, 0x037F};  // MXCSR and x87 control word at reset
         memcpy(&top[-9], control, 8);
         t.sp = &top[-9];
-        t.fiber = s.fibers[i];
     }
     int live = n_threads;
     while (live > 0) {
@@ -617,7 +613,7 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
         for (Thread &t : cta.threads) {
             if (t.done) continue;
             s.cur = &t;
-            race::switch_to(t.fiber);
+            race::switch_to(s.fibers[t.id]);
             emu_switch_stack(&s.scheduler_sp, t.sp);
             if (t.done) live--;
         }
@@ -682,17 +678,13 @@ inline Launcher<Params...> launcher(dim3 grid, dim3 block, size_t smem, cudaStre
 }
 
 inline unsigned char *dynamic_smem() { return state().smem; }
+EMU_UNCHECKED inline uint3 thread_index() { return state().cur->idx; }  // threadIdx, below
 
 }  // namespace emu
 
 // ---------------------------------------------------------------------------------------------
 // What kernels see
 
-namespace emu {
-EMU_UNCHECKED inline uint3 thread_index() {
-    return state().cur->idx;
-}
-}  // namespace emu
 #define threadIdx (emu::thread_index())
 #define blockIdx (emu::state().block_idx)
 #define blockDim (emu::state().block_dim)

@@ -10,7 +10,7 @@
 # (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each
 # race planted in its self-test and none in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, races
-# between CTAs) still needs a GPU. About 2 minutes.
+# between CTAs) still needs a GPU. About 75 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do

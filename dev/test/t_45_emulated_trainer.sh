@@ -23,8 +23,8 @@
 # so a missing wait between the compute and comm streams, or a host read of a copy not yet
 # synchronized, changes the bits; under CUDA's order it would be a race a GPU shows only at times.
 # What the emulator cannot show (timing, the hardware's agreement with dev/emu/ptx_isa.h and with
-# cuBLASLt's documentation, races of plain loads and stores within a kernel, orders other than the
-# two deferred ones, races between CTAs) still needs a GPU. About 2.7 minutes.
+# cuBLASLt's documentation, orders other than the two deferred ones, races between CTAs) still
+# needs a GPU. About 3 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/test_gptcu build/emu/train_gptcu build/emu/race/train_gptcu; do

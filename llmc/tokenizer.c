@@ -16,19 +16,13 @@
 // ---------------------------------------------------------------------------------------------
 // Growable buffers
 
-static void *realloc_or_die(void *p, size_t size) {
-    void *q = realloc(p, size ? size : 1);
-    if (!q) die("out of memory growing a buffer to %zu bytes", size);
-    return q;
-}
-
 // Ensures *buf has room for `need` elements of `size` bytes, growing geometrically.
 static void reserve(void *buf, size_t *cap, size_t need, size_t size) {
     void **p = (void **)buf;
     if (need <= *cap) return;
     size_t new_cap = *cap ? *cap : 16;
     while (new_cap < need) new_cap *= 2;
-    *p = realloc_or_die(*p, new_cap * size);
+    *p = realloc_check(*p, new_cap * size);
     *cap = new_cap;
 }
 
@@ -614,11 +608,11 @@ static BpePair heap_pop(TokenEncoder *e) {
 static void reserve_word(TokenEncoder *e, size_t n) {
     if (n + 1 <= e->sym_cap) return;
     size_t cap = 2 * (n + 1);
-    e->len = realloc_or_die(e->len, cap * sizeof(uint32_t));
-    e->prev = realloc_or_die(e->prev, cap * sizeof(uint32_t));
-    e->heap = realloc_or_die(e->heap, 3 * cap * sizeof(BpePair));  // n - 1 pairs, 2 more per merge
-    e->batch = realloc_or_die(e->batch, 3 * cap * sizeof(BpePair));
-    e->key = realloc_or_die(e->key, cap);
+    e->len = realloc_check(e->len, cap * sizeof(uint32_t));
+    e->prev = realloc_check(e->prev, cap * sizeof(uint32_t));
+    e->heap = realloc_check(e->heap, 3 * cap * sizeof(BpePair));  // n - 1 pairs, 2 more per merge
+    e->batch = realloc_check(e->batch, 3 * cap * sizeof(BpePair));
+    e->key = realloc_check(e->key, cap);
     e->sym_cap = cap;
 }
 

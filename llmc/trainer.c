@@ -90,9 +90,7 @@ static long *complete_checkpoints(const char *dir, int *count) {
         if (step < 0 || !is_marker) continue;
         if (*count == cap) {
             cap = cap ? 2 * cap : 16;
-            long *grown = (long *)realloc(steps, (size_t)cap * sizeof(long));
-            if (!grown) die("out of memory listing the checkpoints in '%s'", dir);
-            steps = grown;
+            steps = (long *)realloc_check(steps, (size_t)cap * sizeof(long));
         }
         steps[(*count)++] = step;
     }

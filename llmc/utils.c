@@ -69,6 +69,12 @@ void *calloc_check_at(size_t n, size_t size, const char *file, int line) {
     return p;
 }
 
+void *realloc_check_at(void *p, size_t size, const char *file, int line) {
+    void *q = realloc(p, size ? size : 1);
+    if (!q) die("out of memory growing a buffer to %zu bytes at %s:%d", size, file, line);
+    return q;
+}
+
 FILE *fopen_check(const char *path, const char *mode) {
     FILE *f = fopen(path, mode);
     if (!f) die("cannot open '%s' for %s: %s", path, mode[0] == 'r' ? "reading" : "writing", strerror(errno));

@@ -26,8 +26,10 @@ void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), nore
 // Checked allocation: never returns NULL (dies naming the caller's file:line and the size).
 #define malloc_check(size) malloc_check_at((size), __FILE__, __LINE__)
 #define calloc_check(n, size) calloc_check_at((n), (size), __FILE__, __LINE__)
+#define realloc_check(p, size) realloc_check_at((p), (size), __FILE__, __LINE__)
 void *malloc_check_at(size_t size, const char *file, int line);
 void *calloc_check_at(size_t n, size_t size, const char *file, int line);
+void *realloc_check_at(void *p, size_t size, const char *file, int line);
 
 // Checked stdio: die with the path and the reason (strerror) on failure or short read/write.
 FILE *fopen_check(const char *path, const char *mode);

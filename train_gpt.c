@@ -20,6 +20,7 @@
 #include "llmc/comm.h"
 #include "llmc/model.h"
 #include "llmc/optimizer.h"
+#include "llmc/profile.h"
 #include "llmc/quant.h"
 #include "llmc/recompute.h"
 #include "llmc/rng.h"
@@ -475,6 +476,7 @@ typedef struct {
     float *quant_a, *quant_b;         // low-precision operands, max(B*T*4C, 4C*C) each
     int *inputs;                      // the micro-batch of the last forward
     float mean_loss;
+    WallTimeline timeline;            // --profile (llmc/profile.h)
 } GPT2;
 
 // One segment's weights or gradients (llmc/zero.h): `data` holds its elements from flat index
@@ -484,6 +486,9 @@ typedef struct {
     size_t first;
 } Segment;
 
+// --profile: the part of the step that begins here (llmc/profile.h).
+static void mark(GPT2 *m, ProfPart part) { wall_timeline_mark(&m->timeline, part); }
+
 static float *at(const GPT2 *m, Segment s, int kind, int layer) {
     return s.data + (gpt2_param_offset(&m->cfg, kind, layer) - s.first);
 }
@@ -491,8 +496,9 @@ static float *at(const GPT2 *m, Segment s, int kind, int layer) {
 // The weights of segment seg until weights_release: a range of params, or gathered (ZeRO-3).
 static Segment weights_acquire(GPT2 *m, int seg) {
     size_t first = zero_segment(&m->cfg, seg).begin;
-    if (model_shards_weights(m->zero)) return (Segment){zero_gather(m->zero, m->params, seg), first};
-    return (Segment){m->params + first, first};
+    if (!model_shards_weights(m->zero)) return (Segment){m->params + first, first};
+    mark(m, PROF_COMM);
+    return (Segment){zero_gather(m->zero, m->params, seg), first};
 }
 
 static void weights_release(GPT2 *m, int seg) {
@@ -503,8 +509,9 @@ static void weights_release(GPT2 *m, int seg) {
 // zeroed scratch (ZeRO-2, 3) that the release reduces into this rank's slice.
 static Segment grads_acquire(GPT2 *m, int seg) {
     size_t first = zero_segment(&m->cfg, seg).begin;
-    if (model_shards_grads(m->zero)) return (Segment){zero_grad_scratch(m->zero, seg), first};
-    return (Segment){m->grads + first, first};
+    if (!model_shards_grads(m->zero)) return (Segment){m->grads + first, first};
+    mark(m, PROF_COMM);
+    return (Segment){zero_grad_scratch(m->zero, seg), first};
 }
 
 // An acquired segment's gradient, again (the embeddings': acquired by the forward pass's head).
@@ -515,7 +522,9 @@ static Segment grads_held(GPT2 *m, int seg) {
 }
 
 static void grads_release(GPT2 *m, int seg) {
-    if (model_shards_grads(m->zero)) zero_reduce_segment(m->zero, m->grads, seg);
+    if (!model_shards_grads(m->zero)) return;
+    mark(m, PROF_COMM);
+    zero_reduce_segment(m->zero, m->grads, seg);
 }
 
 // The cost model of llmc/recompute.h for this trainer: the CPU attention keeps its (T x T)
@@ -670,6 +679,7 @@ static void fp8_forward_operand(GPT2 *m, float *out, const float *x, size_t n, i
 // delayed scaling the scales of the micro-step's forward).
 static void linear_forward(GPT2 *m, int layer, int linear, float *out, const float *inp, const float *weight,
                            const float *bias, int N, int IC, int OC) {
+    if (m->precision != MATMUL_FP32) mark(m, PROF_QUANTIZE);
     if (m->precision == MATMUL_FP8) {
         fp8_forward_operand(m, m->quant_a, inp, (size_t)N * IC, quant_operand_index(layer, linear, QUANT_ACTIVATION));
         fp8_forward_operand(m, m->quant_b, weight, (size_t)OC * IC, quant_operand_index(layer, linear, QUANT_WEIGHT));
@@ -681,6 +691,7 @@ static void linear_forward(GPT2 *m, int layer, int linear, float *out, const flo
         inp = m->quant_a;
         weight = m->quant_b;
     }
+    mark(m, PROF_MATMUL_FORWARD);
     matmul_forward(out, inp, weight, bias, N, IC, OC);
 }
 
@@ -688,9 +699,11 @@ static void linear_backward(GPT2 *m, int layer, int linear, float *dinp, float *
                             const float *dout, const float *inp, const float *weight, int N, int IC, int OC) {
     const matmul_precision prec = m->precision;
     if (prec == MATMUL_FP32) {
+        mark(m, PROF_MATMUL_BACKWARD);
         matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, IC, OC);
         return;
     }
+    mark(m, PROF_QUANTIZE);
     if (prec == MATMUL_FP8) {
         const int op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
         const float grad_scale = fp8_scale(m, op_g, dout, (size_t)N * OC, FP8_E5M2_MAX, 1);
@@ -701,7 +714,9 @@ static void linear_backward(GPT2 *m, int layer, int linear, float *dinp, float *
         quant_emulate_operand(m->quant_a, dout, N, OC, prec, QUANT_GRADIENT, QUANT_SCALE_POW2);
         quant_emulate_operand(m->quant_b, weight, OC, IC, prec, QUANT_WEIGHT, QUANT_SCALE_POW2);
     }
+    mark(m, PROF_MATMUL_BACKWARD);
     matmul_backward_input(dinp, m->quant_a, m->quant_b, N, IC, OC);
+    mark(m, PROF_QUANTIZE);
     if (prec == MATMUL_FP8 && m->fp8_wgrad) {  // quant_a holds E5M2(dout) already
         fp8_fake_quantize(m->quant_b, inp, (size_t)N * IC,
                           m->fp8_scales[quant_operand_index(layer, linear, QUANT_ACTIVATION)], FP8_E4M3);
@@ -709,6 +724,7 @@ static void linear_backward(GPT2 *m, int layer, int linear, float *dinp, float *
         quant_emulate_operand(m->quant_a, dout, N, OC, MATMUL_BF16, QUANT_GRADIENT, QUANT_SCALE_POW2);
         quant_emulate_operand(m->quant_b, inp, N, IC, MATMUL_BF16, QUANT_ACTIVATION, QUANT_SCALE_POW2);
     }
+    mark(m, PROF_MATMUL_BACKWARD);
     matmul_backward_weight(dweight, NULL, m->quant_a, m->quant_b, N, IC, OC);
     matmul_backward_weight(NULL, dbias, dout, NULL, N, IC, OC);
 }
@@ -732,21 +748,29 @@ static void block_forward(GPT2 *m, int l, Segment w, const float *residual, cons
                           int stats_kept, int B, int T) {
     const int C = m->cfg.channels, NH = m->cfg.num_heads, N = B * T;
     if (steps & RC_STEP_LN1) {
+        mark(m, PROF_LAYERNORM);
         if (!(stats_kept & RC_STEP_LN1)) layernorm_stats(a->ln1_mean, a->ln1_rstd, residual, N, C);
         layernorm_apply(a->ln1, residual, a->ln1_mean, a->ln1_rstd, at(m, w, PT_LN1W, l), at(m, w, PT_LN1B, l), N, C);
     }
     if (steps & RC_STEP_QKV) linear_forward(m, l, LINEAR_QKV, a->qkv, a->ln1, at(m, w, PT_QKVW, l), at(m, w, PT_QKVB, l), N, C, 3 * C);
-    if (steps & RC_STEP_ATTN) attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
+    if (steps & RC_STEP_ATTN) {
+        mark(m, PROF_ATTENTION_FORWARD);
+        attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
+    }
     if (steps & RC_STEP_ATTPROJ) {
         linear_forward(m, l, LINEAR_ATTPROJ, a->residual2, a->atty, at(m, w, PT_ATTPROJW, l), at(m, w, PT_ATTPROJB, l), N, C, C);
         residual_forward(a->residual2, a->residual2, residual, (size_t)N * C);
     }
     if (steps & RC_STEP_LN2) {
+        mark(m, PROF_LAYERNORM);
         if (!(stats_kept & RC_STEP_LN2)) layernorm_stats(a->ln2_mean, a->ln2_rstd, a->residual2, N, C);
         layernorm_apply(a->ln2, a->residual2, a->ln2_mean, a->ln2_rstd, at(m, w, PT_LN2W, l), at(m, w, PT_LN2B, l), N, C);
     }
     if (steps & RC_STEP_FC) linear_forward(m, l, LINEAR_FC, a->fch, a->ln2, at(m, w, PT_FCW, l), at(m, w, PT_FCB, l), N, C, 4 * C);
-    if (steps & RC_STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
+    if (steps & RC_STEP_GELU) {
+        mark(m, PROF_GELU);
+        gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
+    }
     if (steps & RC_STEP_FCPROJ) {
         linear_forward(m, l, LINEAR_FCPROJ, a->residual3, a->fch_gelu, at(m, w, PT_FCPROJW, l), at(m, w, PT_FCPROJB, l), N, 4 * C, C);
         residual_forward(a->residual3, a->residual3, a->residual2, (size_t)N * C);
@@ -769,6 +793,7 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
         die("internal error: a forward pass with gradients needs targets and the training phase");
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
     Segment w = weights_acquire(m, EMB);
+    mark(m, PROF_ENCODER);
     encoder_forward(m->encoded, inputs, at(m, w, PT_WTE, -1), at(m, w, PT_WPE, -1), B, T, C);
     weights_release(m, EMB);
     const float *residual = m->encoded;
@@ -780,9 +805,11 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
         residual = a.residual3;
     }
     Segment wf = weights_acquire(m, FINAL), we = weights_acquire(m, EMB);
+    mark(m, PROF_LAYERNORM);
     layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, residual, at(m, wf, PT_LNFW, -1), at(m, wf, PT_LNFB, -1), N, C);
     weights_release(m, FINAL);
     Segment ge = with_grad ? grads_acquire(m, EMB) : (Segment){NULL, 0};
+    mark(m, PROF_HEAD);
     for (int r0 = targets ? 0 : (N - 1) / R * R; r0 < N; r0 += R) {
         const int n = N - r0 < R ? N - r0 : R;
         const float *lnf = m->lnf + (size_t)r0 * C;
@@ -814,6 +841,7 @@ static void gpt2_backward(GPT2 *m, int B, int T) {
     const float *last = c->num_layers > 0 ? m->blocks[c->num_layers - 1].residual3 : m->encoded;
     Segment wf = weights_acquire(m, FINAL);
     Segment gf = grads_acquire(m, FINAL);
+    mark(m, PROF_LAYERNORM);
     memset(m->dresidual, 0, (size_t)N * C * sizeof(float));
     layernorm_backward(m->dresidual, at(m, gf, PT_LNFW, -1), at(m, gf, PT_LNFB, -1), m->dbtc, last,
                        at(m, wf, PT_LNFW, -1), m->lnf_mean, m->lnf_rstd, N, C);
@@ -825,28 +853,35 @@ static void gpt2_backward(GPT2 *m, int B, int T) {
         const int seg = zero_layer_segment(l), policy = m->policy[l];
         Segment w = weights_acquire(m, seg);
         const int stats_kept = (policy & RC_BLOCK ? 0 : RC_STEP_LN1) | (policy & (RC_BLOCK | RC_MLP) ? 0 : RC_STEP_LN2);
+        m->timeline.recomputing = 1;
         block_forward(m, l, w, residual, &a, recompute_steps(policy), stats_kept, B, T);
+        m->timeline.recomputing = 0;
         Segment g = grads_acquire(m, seg);
         // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual holds d residual3.
         linear_backward(m, l, LINEAR_FCPROJ, m->dfch, at(m, g, PT_FCPROJW, l), at(m, g, PT_FCPROJB, l), m->dresidual, a.fch_gelu,
                         at(m, w, PT_FCPROJW, l), N, 4 * C, C);
+        mark(m, PROF_GELU);
         gelu_backward_inplace(m->dfch, a.fch, (size_t)N * 4 * C);
         linear_backward(m, l, LINEAR_FC, m->dbtc, at(m, g, PT_FCW, l), at(m, g, PT_FCB, l), m->dfch, a.ln2, at(m, w, PT_FCW, l), N, C,
                         4 * C);
+        mark(m, PROF_LAYERNORM);
         layernorm_backward(m->dresidual, at(m, g, PT_LN2W, l), at(m, g, PT_LN2B, l), m->dbtc, a.residual2,
                            at(m, w, PT_LN2W, l), a.ln2_mean, a.ln2_rstd, N, C);
         // Attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))); dresidual = d residual2.
         linear_backward(m, l, LINEAR_ATTPROJ, m->dbtc, at(m, g, PT_ATTPROJW, l), at(m, g, PT_ATTPROJB, l), m->dresidual, a.atty,
                         at(m, w, PT_ATTPROJW, l), N, C, C);
+        mark(m, PROF_ATTENTION_BACKWARD);
         attention_backward(m->dqkv, m->dbtc, a.qkv, a.att, B, T, C, NH);
         linear_backward(m, l, LINEAR_QKV, m->dbtc, at(m, g, PT_QKVW, l), at(m, g, PT_QKVB, l), m->dqkv, a.ln1, at(m, w, PT_QKVW, l), N,
                         C, 3 * C);
+        mark(m, PROF_LAYERNORM);
         layernorm_backward(m->dresidual, at(m, g, PT_LN1W, l), at(m, g, PT_LN1B, l), m->dbtc, residual,
                            at(m, w, PT_LN1W, l), a.ln1_mean, a.ln1_rstd, N, C);
         grads_release(m, seg);
         weights_release(m, seg);
     }
     Segment ge = grads_held(m, EMB);
+    mark(m, PROF_ENCODER);
     encoder_backward(at(m, ge, PT_WTE, -1), at(m, ge, PT_WPE, -1), m->dresidual, m->inputs, B, T, C);
     grads_release(m, EMB);
     m->phase = QUANT_PASS_TRAIN;
@@ -930,7 +965,9 @@ static void params_commit(CPUTrainer *c, float *staging) {
 static void cpu_zero_grads(void *self) {
     CPUTrainer *c = (CPUTrainer *)self;
     size_t n = zero_shards_grads(&c->zero.plan) ? c->zero.plan.slice : c->zero.plan.padded;
+    mark(&c->model, PROF_OPTIMIZER);
     memset(c->model.grads, 0, n * sizeof(float));
+    mark(&c->model, PROF_HOST);
 }
 
 static float cpu_forward_backward(void *self, const int *inputs, const int *targets, float loss_scale) {
@@ -938,6 +975,7 @@ static float cpu_forward_backward(void *self, const int *inputs, const int *targ
     GPT2 *m = &c->model;
     gpt2_forward(m, inputs, targets, m->B, m->T, 1, loss_scale / (float)c->comm->size);
     gpt2_backward(m, m->B, m->T);
+    mark(m, PROF_HOST);
     return m->mean_loss;
 }
 
@@ -964,6 +1002,7 @@ static double cpu_grad_norm(void *self) {
     CPUTrainer *c = (CPUTrainer *)self;
     const ZeroPlan *p = &c->zero.plan;
     Comm *comm = c->comm;
+    mark(&c->model, PROF_GRAD_NORM);
     if (p->stage == 0) comm->allreduce_sum_f32(comm, c->model.grads, p->padded);
     if (p->stage == 1) {
         zero_split(p, (ZeroRange){0, p->padded}, c->zero.counts);
@@ -972,6 +1011,7 @@ static double cpu_grad_norm(void *self) {
     ZeroRange own = zero_slice_params(p, p->rank);
     double ss = sum_of_squares(own_grads(c), own.end - own.begin);
     comm->allreduce_sum_f64(comm, &ss, 1);
+    mark(&c->model, PROF_HOST);
     return sqrt(ss);
 }
 
@@ -981,16 +1021,21 @@ static int cpu_update(void *self, int t, float lr, float grad_scale) {
     CPUTrainer *c = (CPUTrainer *)self;
     GPT2 *m = &c->model;
     const ZeroPlan *p = &c->zero.plan;
-    if (p->stage == 0)
-        return adamw_step(&m->cfg, &c->hp, m->params, m->grads, m->m, m->v, 0, m->num_params, t, lr, grad_scale, NULL,
-                          NULL);
-    ZeroRange own = zero_slice_params(p, p->rank);
-    int clipped = adamw_step(&m->cfg, &c->hp, own_params(c), own_grads(c), m->m, m->v, own.begin, own.end, t, lr,
+    mark(m, PROF_OPTIMIZER);
+    int clipped;
+    if (p->stage == 0) {
+        clipped = adamw_step(&m->cfg, &c->hp, m->params, m->grads, m->m, m->v, 0, m->num_params, t, lr, grad_scale,
+                             NULL, NULL);
+    } else {
+        ZeroRange own = zero_slice_params(p, p->rank);
+        clipped = adamw_step(&m->cfg, &c->hp, own_params(c), own_grads(c), m->m, m->v, own.begin, own.end, t, lr,
                              grad_scale, comm_allreduce_sum_f64_fn, c->comm);
-    if (!zero_shards_params(p)) {
-        zero_split(p, (ZeroRange){0, p->padded}, c->zero.counts);
-        c->comm->allgather_f32(c->comm, m->params, c->zero.counts);
+        if (!zero_shards_params(p)) {
+            zero_split(p, (ZeroRange){0, p->padded}, c->zero.counts);
+            c->comm->allgather_f32(c->comm, m->params, c->zero.counts);
+        }
     }
+    mark(m, PROF_HOST);
     return clipped;
 }
 
@@ -1041,6 +1086,8 @@ static void cpu_load(void *self, const char *model_path, const char *state_path,
     state_restore_amax_history(state_path, p->rank, p->world, &m->amax);
 }
 
+static void cpu_profile_take(void *self, double *ms) { wall_timeline_take(&((CPUTrainer *)self)->model.timeline, ms); }
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
     TrainConfig tc;
@@ -1070,6 +1117,7 @@ int main(int argc, char **argv) {
     cpu_alloc(&cpu, &cfg, tc.B, tc.T, &options, tc.zero_stage, &comm);
     free(policies);
     GPT2 *m = &cpu.model;
+    wall_timeline_start(&m->timeline, tc.profile);
     float *staging = params_staging(&cpu);
     trainer_initial_weights(&tc, &cfg, from_checkpoint, staging);
     params_commit(&cpu, staging);
@@ -1091,7 +1139,7 @@ int main(int argc, char **argv) {
                plan->max_segment, mem.params, mem.grads, mem.optimizer);
     }
     TrainerBackend backend = {&cpu, cpu_zero_grads, cpu_forward_backward, cpu_forward_loss, cpu_next_token_logits,
-                              cpu_grad_norm, cpu_update, cpu_save, cpu_load};
+                              cpu_grad_norm, cpu_update, cpu_save, cpu_load, cpu_profile_take};
     ZeroRange own = zero_slice_params(plan, comm.rank);
     Trainer trainer = {.tc = &tc, .cfg = &cfg, .backend = &backend, .comm = &comm, .num_params = (int64_t)m->num_params,
                        .shard_begin = (int64_t)own.begin, .shard_end = (int64_t)own.end,

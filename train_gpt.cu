@@ -55,6 +55,7 @@
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
 #include "llmc/matmul_lowp.cuh"
+#include "llmc/profile.cuh"
 
 // ----------------------------------------------------------------------------------------------
 // The model on the device
@@ -172,7 +173,11 @@ typedef struct {
     float *h_losses;              // pinned (N)
     double *h_norm;               // pinned (1)
     bf16 *h_logits;               // pinned (Vp)
+    EventTimeline timeline;       // --profile (llmc/profile.h)
 } GPUModel;
+
+// --profile: the part of the step that begins here, in the compute stream (llmc/profile.h).
+static void mark(GPUModel *g, ProfPart part) { event_timeline_mark(&g->timeline, part, g->stream); }
 
 // The segment that holds tensor (kind, layer) (llmc/zero.h's segments).
 static int param_segment(const GPT2Config *cfg, int kind, int layer) {
@@ -266,6 +271,7 @@ static void zero_weights_acquire(GPUModel *g, int seg) {
     if (!zero_shards_params(&z->plan)) return;
     zero_weights_prefetch(g, seg);
     const int s = zero_slot_of(z, seg);
+    mark(g, PROF_COMM);
     cudaCheck(cudaStreamWaitEvent(g->stream, z->slot_ready[s], 0));
     z->slot_acquired[s] = 1;
 }
@@ -302,6 +308,7 @@ static void zero_grads_acquire(GPUModel *g, int seg) {
     z->scratch_segment[b] = seg;
     if (seg != 0) z->next_scratch = b ^ 1;
     const ZeroRange r = zero_segment(&z->cfg, seg);
+    mark(g, PROF_COMM);
     cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reduction has read this scratch
     cudaCheck(cudaMemsetAsync(scratch_data(z, b, seg), 0, (r.end - r.begin) * sizeof(float), g->stream));
     zero_debug_delay(z, g->stream);
@@ -560,7 +567,7 @@ enum GeluFusion { GELU_UNFUSED, GELU_FUSED_BACKWARD, GELU_FUSED_BOTH };
 // (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history, gelu_fusion and attention as
 // the flags --fp8-wgrad, --amax-history, --gelu-fusion and --attention, the L layers' recompute
 // policies (NULL: keep everything), the rows of the output head at once (llmc/trainer.h; 0: all
-// B*T) and the ZeRO stage over host's ranks (host NULL: one process).
+// B*T), the ZeRO stage over host's ranks (host NULL: one process) and --profile.
 typedef struct {
     matmul_precision precision;
     int fp8_wgrad, amax_history, gelu_fusion, attention;
@@ -568,6 +575,7 @@ typedef struct {
     int head_rows;
     int zero_stage;
     const Comm *host;
+    int profile;  // --profile
 } GPUModelOptions;
 
 // The defaults to start from: one process, every layer keeps everything, the GELU's backward in
@@ -608,6 +616,8 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_init(&g->mm);
     lowp_init(&g->lp, opt->precision, opt->fp8_wgrad, opt->amax_history, cfg->num_layers, C, B * T);
+    event_timeline_start(&g->timeline, opt->profile, g->stream);
+    g->lp.timeline = opt->profile ? &g->timeline : NULL;
     gpu_zero_alloc(g, opt->zero_stage, opt->host);
 
     g->blocks = (GPUBlockActs *)malloc_check((size_t)cfg->num_layers * sizeof(GPUBlockActs));
@@ -646,6 +656,7 @@ static void gpu_model_free(GPUModel *g) {
     free(g->policy);
     adamw_free(&g->opt);
     lowp_free(&g->lp);
+    event_timeline_free(&g->timeline);
     matmul_free(&g->mm);
     cudaCheck(cudaStreamDestroy(g->stream));
     GPUZero *z = &g->zero;
@@ -745,32 +756,42 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
     const int C = g->cfg.channels, NH = g->cfg.num_heads, HS = C / NH, N = B * T, L = g->cfg.num_layers;
     cudaStream_t st = g->stream;
     bf16 *proj = g->dbtc;
-    if (steps & RC_STEP_LN1)
+    if (steps & RC_STEP_LN1) {
+        mark(g, PROF_LAYERNORM);
         layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, residual, param_ptr(g, PT_LN1W, l), param_ptr(g, PT_LN1B, l),
                           N, C, st);
+    }
     if (steps & RC_STEP_QKV)
         block_linear(g, pass, a->qkv, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, l,
                      LINEAR_QKV);
-    if (steps & RC_STEP_ATTN)
+    if (steps & RC_STEP_ATTN) {
+        mark(g, PROF_ATTENTION_FORWARD);
         (g->attention == ATTENTION_WGMMA ? attention_forward_wgmma : attention_forward)(a->atty, a->lse, a->qkv, B, T,
                                                                                          NH, HS, st);
+    }
     if (steps & RC_STEP_ATTPROJ) {
         block_linear(g, pass, proj, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, l,
                      LINEAR_ATTPROJ);
+        mark(g, PROF_LAYERNORM);
         fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
                                          param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st);
     } else if (steps & RC_STEP_LN2) {
+        mark(g, PROF_LAYERNORM);
         layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, param_ptr(g, PT_LN2W, l),
                           param_ptr(g, PT_LN2B, l), N, C, st);
     }
     if ((steps & RC_STEP_FC) && (steps & RC_STEP_GELU) && gelu_fused_forward(g, l)) {
+        mark(g, PROF_MATMUL_FORWARD);
         matmul_forward_gelu(&g->mm, a->fch_gelu, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C,
                             4 * C, st);
     } else {
         if (steps & RC_STEP_FC)
             block_linear(g, pass, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
                          LINEAR_FC);
-        if (steps & RC_STEP_GELU) gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
+        if (steps & RC_STEP_GELU) {
+            mark(g, PROF_GELU);
+            gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
+        }
     }
     if (steps & RC_STEP_FCPROJ) {
         block_linear(g, pass, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C,
@@ -778,6 +799,7 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
         // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf (ZeRO-3: whose
         // weights the forward prefetched; the backward's recompute never reruns this step).
         zero_weights_acquire(g, l + 1 < L ? zero_layer_segment(l + 1) : zero_final_segment(&g->cfg));
+        mark(g, PROF_LAYERNORM);
         if (l + 1 < L) {
             const GPUBlockActs n = block_buffers(g, l + 1);
             fused_residual_layernorm_forward(a->residual3, n.ln1, n.ln1_mean, n.ln1_rstd, a->residual2, proj,
@@ -819,11 +841,13 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
         g->num_buckets = encoder_buckets_build(g->h_tokens + 2 * N, g->h_counts, inputs, N, Vp);
         count = 5 * (size_t)N + 1;
     }
+    mark(g, PROF_ENCODER);
     cudaCheck(cudaMemcpyAsync(g->d_tokens, g->h_tokens, count * sizeof(int), cudaMemcpyHostToDevice, st));
     const int *d_inputs = g->d_tokens, *d_targets = g->d_tokens + N;
 
     zero_weights_acquire(g, 0);  // ZeRO-3 hooks (no-ops below stage 3): see GPUZero
     zero_weights_acquire(g, zero_layer_segment(0));
+    mark(g, PROF_ENCODER);
     encoder_forward(g->encoded, d_inputs, param_ptr(g, PT_WTE, -1), param_ptr(g, PT_WPE, -1), B, T, C, st);
     zero_weights_release(g, 0);
     const bf16 *residual = g->encoded;
@@ -847,6 +871,7 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     }
     const int R = g->head_rows;
     const bf16 *wte = param_ptr(g, PT_WTE, -1);
+    mark(g, PROF_HEAD);
     for (int r0 = targets ? 0 : (N - 1) / R * R; r0 < N; r0 += R) {
         const int n = N - r0 < R ? N - r0 : R;
         const bf16 *lnf = g->lnf + (size_t)r0 * C;
@@ -859,6 +884,7 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     }
     zero_weights_release(g, 0);
     if (!targets) return 0.0f;
+    mark(g, PROF_HOST);
     cudaCheck(cudaMemcpyAsync(g->h_losses, g->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost, st));
     gpu_sync(g);
     double sum = 0.0;  // as train_gpt.c: the mean over positions, summed in double
@@ -882,6 +908,7 @@ static void gpu_backward(GPUModel *g, int B, int T) {
     const int FINAL = zero_final_segment(c);
     zero_weights_acquire(g, FINAL);  // ZeRO hooks (no-ops below stages 2 and 3): see GPUZero
     zero_grads_acquire(g, FINAL);
+    mark(g, PROF_LAYERNORM);
     cudaCheck(cudaMemsetAsync(g->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     layernorm_backward(g->dresidual, grad_ptr(g, PT_LNFW, -1), grad_ptr(g, PT_LNFB, -1), cs, g->dbtc, last,
                        param_ptr(g, PT_LNFW, -1), g->lnf_mean, g->lnf_rstd, N, C, st);
@@ -894,10 +921,15 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         zero_grads_acquire(g, zero_layer_segment(l));
         const bf16 *residual = l == 0 ? g->encoded : g->blocks[l - 1].residual3;
         const int recompute = recompute_steps(g->policy[l]);
-        if (recompute) gpu_block_forward(g, l, residual, a, recompute, QUANT_PASS_REPLAY, B, T);
+        if (recompute) {
+            g->timeline.recomputing = 1;
+            gpu_block_forward(g, l, residual, a, recompute, QUANT_PASS_REPLAY, B, T);
+            g->timeline.recomputing = 0;
+        }
         bf16 *dfch = g->dwide, *dqkv = g->dwide;
         // MLP; dresidual holds d residual3.
         if (gelu_fused_backward(g)) {  // bf16: what lowp_linear_backward does, with gelu' in the epilogue
+            mark(g, PROF_MATMUL_BACKWARD);
             matmul_backward_input_dgelu(mm, dfch, g->dresidual, param_ptr(g, PT_FCPROJW, l), a->fch, N, 4 * C, C, st);
             matmul_backward_weight(mm, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
                                    a->fch_gelu, N, 4 * C, C, st);
@@ -905,24 +937,29 @@ static void gpu_backward(GPUModel *g, int B, int T) {
             lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs,
                                  g->dresidual, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), N, 4 * C, C, l, LINEAR_FCPROJ,
                                  st);
+            mark(g, PROF_GELU);
             gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
         }
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
                              param_ptr(g, PT_FCW, l), N, C, 4 * C, l, LINEAR_FC, st);
+        mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN2W, l), grad_ptr(g, PT_LN2B, l), cs, g->dbtc, a->residual2,
                            param_ptr(g, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, st);
         // Attention; dresidual holds d residual2.
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs,
                              g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, l, LINEAR_ATTPROJ, st);
+        mark(g, PROF_ATTENTION_BACKWARD);
         (g->attention == ATTENTION_WGMMA ? attention_backward_wgmma : attention_backward)(
             dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
                              param_ptr(g, PT_QKVW, l), N, C, 3 * C, l, LINEAR_QKV, st);
+        mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
                            param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, st);
         zero_grads_release(g, zero_layer_segment(l));
         zero_weights_release(g, zero_layer_segment(l));
     }
+    mark(g, PROF_ENCODER);
     encoder_backward(grad_ptr(g, PT_WTE, -1), grad_ptr(g, PT_WPE, -1), g->dresidual, g->d_tokens + 2 * N,
                      g->num_buckets, B, T, C, st);
     zero_grads_release(g, 0);  // acquired by gpu_forward's output head
@@ -935,6 +972,7 @@ static void gpu_backward(GPUModel *g, int B, int T) {
 static double gpu_grad_norm(GPUModel *g) {
     GPUZero *z = &g->zero;
     const ZeroPlan *p = &z->plan;
+    mark(g, PROF_GRAD_NORM);
     if (p->stage <= 1) {
         zero_comm_begin(g);
         if (p->stage == 0) z->comm->allreduce_sum_f32(z->comm, g->grads, p->padded);
@@ -950,10 +988,12 @@ static double gpu_grad_norm(GPUModel *g) {
     double ss = 0.0;
     if (own.end > own.begin) {
         global_sum_squares(g->norm_out, g->norm_scratch, own_grads(g), own.end - own.begin, g->stream);
+        mark(g, PROF_HOST);
         cudaCheck(cudaMemcpyAsync(g->h_norm, g->norm_out, sizeof(double), cudaMemcpyDeviceToHost, g->stream));
         gpu_sync(g);
         ss = *g->h_norm;
     } else {
+        mark(g, PROF_HOST);
         gpu_sync(g);  // the reductions above have completed on every path
     }
     z->comm->allreduce_sum_f64(z->comm, &ss, 1);
@@ -967,20 +1007,25 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
     const AdamWConfig *hp = &g->hp;
     GPUZero *z = &g->zero;
     const ZeroPlan *p = &z->plan;
-    if (p->stage == 0)
-        return adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1,
-                            hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream, NULL, NULL);
-    if (zero_shards_grads(p))  // the slice is complete (gpu_grad_norm waited already; the update must not rely on it)
-        for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));
-    const int clipped = adamw_update(&g->opt, g->master, own_params(g), g->m, g->v, own_grads(g), t, lr, grad_scale,
-                                     hp->beta1, hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream,
-                                     comm_allreduce_sum_f64_fn, z->comm);
-    if (!zero_shards_params(p)) {
-        zero_comm_begin(g);
-        zero_split(p, (ZeroRange){0, p->padded}, z->counts);
-        z->comm->allgather_u16(z->comm, (uint16_t *)g->params, z->counts);
-        zero_comm_end(g);
+    mark(g, PROF_OPTIMIZER);
+    int clipped;
+    if (p->stage == 0) {
+        clipped = adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1,
+                               hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream, NULL, NULL);
+    } else {
+        if (zero_shards_grads(p))  // the slice is complete (gpu_grad_norm waited already; the update must not rely on it)
+            for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));
+        clipped = adamw_update(&g->opt, g->master, own_params(g), g->m, g->v, own_grads(g), t, lr, grad_scale,
+                               hp->beta1, hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream,
+                               comm_allreduce_sum_f64_fn, z->comm);
+        if (!zero_shards_params(p)) {
+            zero_comm_begin(g);
+            zero_split(p, (ZeroRange){0, p->padded}, z->counts);
+            z->comm->allgather_u16(z->comm, (uint16_t *)g->params, z->counts);
+            zero_comm_end(g);
+        }
     }
+    mark(g, PROF_HOST);
     return clipped;
 }
 
@@ -990,7 +1035,9 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
 static void gpu_zero_grads(void *self) {
     GPUModel *g = (GPUModel *)self;
     const ZeroPlan *p = &g->zero.plan;
+    mark(g, PROF_OPTIMIZER);
     cudaCheck(cudaMemsetAsync(g->grads, 0, (zero_shards_grads(p) ? p->slice : p->padded) * sizeof(float), g->stream));
+    mark(g, PROF_HOST);
 }
 
 static float gpu_forward_backward(void *self, const int *inputs, const int *targets, float loss_scale) {
@@ -999,6 +1046,7 @@ static float gpu_forward_backward(void *self, const int *inputs, const int *targ
     // the gradient of the global batch's mean loss.
     float loss = gpu_forward(g, inputs, targets, g->B, g->T, 1, loss_scale / (float)g->zero.plan.world);
     gpu_backward(g, g->B, g->T);
+    mark(g, PROF_HOST);
     return loss;
 }
 
@@ -1022,6 +1070,11 @@ static double gpu_backend_grad_norm(void *self) { return gpu_grad_norm((GPUModel
 
 static int gpu_backend_update(void *self, int t, float lr, float grad_scale) {
     return gpu_update((GPUModel *)self, t, lr, grad_scale);
+}
+
+static void gpu_profile_take(void *self, double *ms) {
+    GPUModel *g = (GPUModel *)self;
+    event_timeline_take(&g->timeline, ms, g->stream);
 }
 
 // Rank 0 writes the model file (under ZeRO-3 assembled segment by segment, every rank taking part
@@ -1150,6 +1203,7 @@ int main(int argc, char **argv) {
     opt.head_rows = trainer_head_rows(&tc);
     opt.zero_stage = tc.zero_stage;
     opt.host = &comm;
+    opt.profile = tc.profile;
     GPUModel g;
     gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed, &opt);
     const double predicted_act_bytes = gpu_predicted_activation_bytes(&cfg, tc.B, tc.T, policies);
@@ -1204,7 +1258,7 @@ int main(int argc, char **argv) {
         else printf("mfu: unknown GPU '%s': pass --peak-tflops to report MFU\n", prop.name);
     }
     TrainerBackend backend = {&g, gpu_zero_grads, gpu_forward_backward, gpu_forward_loss, gpu_next_token_logits,
-                              gpu_backend_grad_norm, gpu_backend_update, gpu_save, gpu_load};
+                              gpu_backend_grad_norm, gpu_backend_update, gpu_save, gpu_load, gpu_profile_take};
     const ZeroRange own = zero_slice_params(plan, plan->rank);
     Trainer trainer = {&tc, &cfg, &backend, dc, (int64_t)g.num_params, (int64_t)own.begin, (int64_t)own.end,
                        flops_per_token, peak};

@@ -74,6 +74,7 @@ static const Option kOptions[] = {
     {NULL, "attention", OPT_ENUM, attention_kernel_names, F(attention), 0, NUM_ATTENTION_KERNELS - 1, "GPU attention kernels: mma (mma.sync, sm_80 and later) or wgmma (Hopper's warpgroup MMA: compute capability 9.0, a build for sm_90a, head size 64)"},
     {NULL, "peak-tflops", OPT_FLOAT, NULL, F(peak_tflops), 0, 1e6, "accelerator peak TFLOP/s for MFU (0: from the GPU's name)"},
     {NULL, "bench", OPT_SWITCH, NULL, F(bench), 0, 0, "time steps on random tokens (no data, logs or checkpoints); prints bench_tokens_per_s"},
+    {NULL, "profile", OPT_SWITCH, NULL, F(profile), 0, 0, "print the time per step of each part (matmuls, attention, head, optimizer, ...) at the end: wall clock on the CPU, CUDA events on a GPU"},
 };
 #undef F
 #define NUM_OPTIONS (sizeof(kOptions) / sizeof(kOptions[0]))

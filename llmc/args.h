@@ -60,6 +60,7 @@ typedef struct {
     int zero_stage;             // -z  ZeRO stage 0..3 (sharding across the ranks of mpirun)
     // measurement
     int bench;                  // --bench  random tokens, no files; prints bench_tokens_per_s
+    int profile;                // --profile  time per step of each part (llmc/profile.h), printed at the end
     float peak_tflops;          // --peak-tflops  for MFU; 0 = known GPUs by name
     // low-precision matmuls (llmc/quant.h)
     int matmul;                 // --matmul  enum MatmulMode

@@ -33,6 +33,7 @@
 #define LLMC_MATMUL_LOWP_CUH
 
 #include "matmul.cuh"
+#include "profile.cuh"
 #include "quant.cuh"
 
 
@@ -53,7 +54,12 @@ typedef struct {
     float *row_scales;           // (N) int8 scale of each row of the activation or gradient
     int32_t *acc;                // (N, 4C) int8 GEMM accumulator
     size_t bytes;                // device memory of all of the above
+    EventTimeline *timeline;     // --profile: the quantization apart from the GEMMs (NULL: none)
 } LowpMatmul;
+
+static inline void lowp_mark(const LowpMatmul *lp, ProfPart part, cudaStream_t st) {
+    if (lp->timeline) event_timeline_mark(lp->timeline, part, st);
+}
 
 
 // An operand's scale (the multiplier before the cast) and its inverse (the dequantization
@@ -261,6 +267,7 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
                                             const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
                                             bool again, cudaStream_t st) {
     const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT);
+    lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_FORWARD : PROF_QUANTIZE, st);
     switch (lp->precision) {
     case MATMUL_FP8:
         if (again) {
@@ -271,6 +278,7 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
             lowp_quantize(lp, lp->q_inp, nullptr, inp, N, IC, op_inp, QUANT_TO_E4M3, record, st);
             lowp_quantize(lp, lp->q_weight, nullptr, weight, OC, IC, op_w, QUANT_TO_E4M3, record, st);
         }
+        lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, N, OC, IC, false, st);
         return;
@@ -278,8 +286,10 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
         int8_quantize_rows_gpu((int8_t *)lp->q_inp, lp->row_scales, inp, N, IC, QUANT_SCALE_POW2, st);
         lowp_int8_weight_scale(lp, weight, (size_t)OC * IC, op_w, st);
         quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, lowp_scale(lp, op_w), QUANT_TO_INT8, st);
+        lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_inp, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
                      N, OC, IC, false, st);
+        lowp_mark(lp, PROF_QUANTIZE, st);
         int8_dequantize_bias_gpu(out, lp->acc, lp->row_scales, lowp_scale(lp, op_w), bias, N, OC, st);
         return;
     default:
@@ -313,30 +323,37 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT),
               op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
     const bool fp8_wgrad = lp->precision == MATMUL_FP8 && lp->fp8_wgrad;
+    lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_BACKWARD : PROF_QUANTIZE, st);
     switch (lp->precision) {
     case MATMUL_FP8:
         // dout (N, OC) in E5M2, and dout^T (OC, N) in the same pass for the FP8 weight gradient.
         lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, dout, N, OC, op_g, QUANT_TO_E5M2, true, st);
         lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, QUANT_TO_E4M3, st);  // W^T (IC, OC)
+        lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, lp->q_weight, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, N, IC, OC, false, st);
         break;
     case MATMUL_INT8:
         int8_quantize_rows_gpu((int8_t *)lp->q_grad, lp->row_scales, dout, N, OC, QUANT_SCALE_POW2, st);
         lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, QUANT_TO_INT8, st);  // W^T (IC, OC)
+        lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_grad, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
                      N, IC, OC, false, st);
+        lowp_mark(lp, PROF_QUANTIZE, st);
         int8_dequantize_bias_gpu(dinp, lp->acc, lp->row_scales, lowp_scale(lp, op_w), nullptr, N, IC, st);
         break;
     default:
         matmul_backward_input(mm, dinp, dout, weight, N, IC, OC, st);
     }
     if (!fp8_wgrad) {
+        lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_backward_weight(mm, dweight, dbias, scratch, dout, inp, N, IC, OC, st);
         return;
     }
     // dW (OC, IC) += dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation into dW.
+    lowp_mark(lp, PROF_QUANTIZE, st);
     lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, QUANT_TO_E4M3, st);
+    lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
     matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
                  lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, OC, IC, N, true, st);
     if (dbias) bias_backward(dbias, scratch, dout, N, OC, st);

@@ -16,6 +16,7 @@
 #include "logger.h"
 #include "optimizer.h"
 #include "outlier.h"
+#include "profile.h"
 #include "rng.h"
 #include "schedule.h"
 #include "tokenizer.h"
@@ -480,6 +481,7 @@ int trainer_run(Trainer *t) {
     float *step_ms = (float *)malloc_check((size_t)(steps + 1) * sizeof(float));
     int timed = 0;
     double elapsed = 0.0;
+    double prof_ms[NUM_PROF_PARTS] = {0};  // --profile: the parts of the timed steps
     int skipped_nonfinite = 0, skipped_spikes = 0;  // this start's; the run of skips in a row is in st
     int stopped_at = -1;  // the step after which a stop signal ended the run
     for (int step = start_step; step < steps; step++) {
@@ -491,6 +493,7 @@ int trainer_run(Trainer *t) {
         }
         if (sampling && step > 0 && step % tc->sample_every == 0) sample(t, &st.sample_rng, tok, logits);
 
+        if (tc->profile) be->profile_take(be->self, NULL);  // validation and sampling are not the step's
         double t0 = wall_time();
         be->zero_grads(be->self);
         double loss_sum = 0.0;
@@ -537,7 +540,9 @@ int trainer_run(Trainer *t) {
             be->update(be->self, step + 1, lr, grad_clip_scale(tc->grad_clip, norm));
         }
         double dt = wall_time() - t0;
-        if (step > start_step + 2 || steps - start_step <= 3) step_ms[timed++] = (float)(dt * 1e3);
+        const int timed_step = step > start_step + 2 || steps - start_step <= 3;
+        if (timed_step) step_ms[timed++] = (float)(dt * 1e3);
+        if (tc->profile) be->profile_take(be->self, timed_step ? prof_ms : NULL);
         elapsed += dt;
         int done = step + 1 - start_step;
         if (main_rank)
@@ -584,6 +589,11 @@ int trainer_run(Trainer *t) {
         logger_val(&logger, steps, vl);
     }
     if (sampling && start_step < steps && stopped_at < 0) sample(t, &st.sample_rng, tok, logits);
+    if (tc->profile && timed > 0 && main_rank) {
+        double sum = 0.0;
+        for (int i = 0; i < timed; i++) sum += step_ms[i];
+        prof_print(prof_ms, timed, sum / timed);
+    }
     if (tc->bench && timed > 0 && main_rank) {
         qsort(step_ms, (size_t)timed, sizeof(float), compare_floats);
         float median = step_ms[timed / 2];

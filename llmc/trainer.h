@@ -56,6 +56,9 @@ typedef struct {
     int (*save)(void *self, const char *model_path, const char *state_path, const TrainState *st, char *err, size_t errlen);
     // Loads a checkpoint written by save; fills st.
     void (*load)(void *self, const char *model_path, const char *state_path, TrainState *st);
+    // --profile (llmc/profile.h): adds the time of each part since the last call to
+    // ms[NUM_PROF_PARTS] (NULL: drops it); the part running from now on is PROF_HOST.
+    void (*profile_take)(void *self, double *ms);
 } TrainerBackend;
 
 typedef struct {

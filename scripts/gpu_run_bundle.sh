@@ -4,8 +4,8 @@
 # d12 benchmark, the recompute checks and d12's memory/speed table (phase recompute; d48's table:
 # phase recompute_d48), the ZeRO checks
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
-# every block-matmul precision, and bf16's MFU, at d12 and d48 (phase bench) and at d24 and d36
-# (phase bench3), d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and
+# every block-matmul precision, and bf16's MFU, at d12 and d48, with where a step's time goes in
+# bf16 and FP8 by train_gptcu --profile (phase bench), the same at d24 and d36 (phase bench3), d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and
 # --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
 # with --attention wgmma (phase torch), where a training step's time goes, kernel by kernel, under
 # Nsight Compute (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
@@ -32,7 +32,8 @@ mkdir -p "$out" "$work/logs"
 # zero, bench, bench2, bench3, torch, profile, curves, or all (the default). Measured on an H100
 # (2026-11-23): checks ~1.5, sanitize ~4, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5
 # minutes; estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), recompute ~6 (5 steps
-# per policy, d12's 8 runs), recompute_d48 ~6 (8 runs of ~45 s), bench2 ~5 (d48 B 8), bench3 ~4,
+# per policy, d12's 8 runs), recompute_d48 ~6 (8 runs of ~45 s), bench ~6.5 and bench3 ~5.5 (the
+# --profile runs), bench2 ~5 (d48 B 8),
 # torch ~6 (wgmma, B 64); profile not yet timed (its step limits add up to 1020 s: it ends at the
 # deadline, and profile.md grows table by table, d12 first).
 phases=" ${*:-all} "
@@ -184,7 +185,35 @@ precision_table() {
           echo "$row"
       done; } >> "$summary"
 }
-if wants bench; then precision_table "d12 16" "d48 4"; fi
+# profile_table "MODEL B PRECISION"...: where a step's time goes, ms per step by part
+# (train_gptcu --profile: CUDA events in the compute stream, llmc/profile.h), the runs side by
+# side, into summary.md. Unlike the ncu phase (profile) it times the kernels as they run, without
+# serializing them, so the device's idle gaps show too (part "host (loop, idle)"); fp8 is the
+# fastest FP8 setting measured (--amax-history 16 --fp8-wgrad 1). Separate runs from the
+# precision table's, whose tokens/s stay free of the events' cost.
+profile_table() {
+    local run logs=() header="| ms per step |" rule="|---|"
+    for run in "$@"; do
+        set -- $run
+        local flags=(--matmul $3)
+        [ $3 = fp8 ] && flags+=(--amax-history 16 --fp8-wgrad 1)
+        step "profile_events_$1_$3" 120 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 10 --profile "${flags[@]}"
+        logs+=("$work/logs/profile_events_$1_$3.log") header+=" $1 B $2 $3 |" rule+="---|"
+    done
+    { echo; echo "$header"; echo "$rule"
+      awk 'FNR == 1 { f++ }
+           /^profile  / { p = substr($0, 10, 20); sub(/ +$/, "", p); ms[p, f] = p == "all parts" ? $4 : $(NF - 1)
+                          if (p != "all parts" && !(p in seen)) { seen[p] = 1; name[++n] = p } }
+           END { name[++n] = "all parts"
+                 for (i = 1; i <= n; i++) {
+                     row = "| " name[i] " |"
+                     for (j = 1; j <= f; j++) row = row " " ((name[i], j) in ms ? ms[name[i], j] : "-") " |"
+                     print row } }' "${logs[@]}"; } >> "$summary"
+}
+if wants bench; then
+    precision_table "d12 16" "d48 4"
+    profile_table "d12 16 bf16" "d12 16 fp8" "d48 4 bf16" "d48 4 fp8"
+fi
 if wants bench2; then  # d48 with accumulation; GELU fusion at d12
     # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates: at d48 B 4 one
     # step's AdamW and gradient norm (about 30 bytes per parameter, ~15 ms) otherwise dilute
@@ -209,7 +238,10 @@ if wants bench2; then  # d48 with accumulation; GELU fusion at d12
       for f in 0 1 2; do row+=" $(tokens_per_s "bench_d12_bf16_gelu$f") |"; done
       echo "$row"; } >> "$summary"
 fi
-if wants bench3; then precision_table "d24 16" "d36 8"; fi  # issue 8 asks for d12, d24, d36 and d48
+if wants bench3; then  # issue 8 asks for d12, d24, d36 and d48
+    precision_table "d24 16" "d36 8"
+    profile_table "d24 16 bf16" "d24 16 fp8" "d36 8 bf16" "d36 8 fp8"
+fi
 if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the same call
     # up to B 64: issue 4 asks for the largest micro-batch that fits; with the output head in chunks
     # d12 B 64 should keep about 19 GB of activations here (a failed step shows which side ran out)

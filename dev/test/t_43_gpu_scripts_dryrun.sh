@@ -81,13 +81,19 @@ check "zero: gpu_zero_check.sh's 33 checks passed" test "$(tar -xzOf "$d/out_zer
 check "zero: the runs' outputs come back" returned zero zero/one.out
 check "zero: the runs' logs come back" returned zero zero/one/main.log
 phase bench bench_d12_bf16 bench_d12_fp8 bench_d12_int8 bench_d12_fp8delayed bench_d12_fp8wgrad bench_d48_bf16 \
-    bench_d48_fp8 bench_d48_int8 bench_d48_fp8delayed bench_d48_fp8wgrad
+    bench_d48_fp8 bench_d48_int8 bench_d48_fp8delayed bench_d48_fp8wgrad profile_events_d12_bf16 \
+    profile_events_d12_fp8 profile_events_d48_bf16 profile_events_d48_fp8
 check "bench: the precision table has its figures" grep -q "^| d48 | 4 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench/summary.md"
+check "bench: the --profile table has the parts of each run (- where a run has none)" \
+    bash -c "grep -q '^| ms per step | d12 B 16 bf16 | d12 B 16 fp8 | d48 B 4 bf16 | d48 B 4 fp8 |' '$d/out_bench/summary.md' &&
+             grep -q '^| quantize | - | 1.000 | - | 1.000 |' '$d/out_bench/summary.md' &&
+             grep -q '^| all parts | 10.000 | 10.000 | 10.000 | 10.000 |' '$d/out_bench/summary.md'"
 phase bench2 bench_d48_accum4_bf16 bench_d48_b8_bf16 bench_d48_accum4_fp8wgrad bench_d48_b8_fp8wgrad \
     bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
 check "bench2: the d48 ratios are computed" grep -q "^| B 8 | 12345 | 12345 | 1.000 |" "$d/out_bench2/summary.md"
 phase bench3 bench_d24_bf16 bench_d24_fp8 bench_d24_int8 bench_d24_fp8delayed bench_d24_fp8wgrad bench_d36_bf16 \
-    bench_d36_fp8 bench_d36_int8 bench_d36_fp8delayed bench_d36_fp8wgrad
+    bench_d36_fp8 bench_d36_int8 bench_d36_fp8delayed bench_d36_fp8wgrad profile_events_d24_bf16 \
+    profile_events_d24_fp8 profile_events_d36_bf16 profile_events_d36_fp8
 check "bench3: the sizes' MFU is computed" grep -q "^| d36 | 8 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench3/summary.md"
 phase torch bench_d12_bf16_b16 bench_d12_wgmma_b16 torch_d12_b16 bench_d12_bf16_b32 bench_d12_wgmma_b32 torch_d12_b32 \
     bench_d12_bf16_b64 bench_d12_wgmma_b64 torch_d12_b64

@@ -35,8 +35,7 @@ void prof_print(const double *ms, int steps, double measured_ms) {
     double total = 0.0;
     for (int p = 0; p < NUM_PROF_PARTS; p++) total += ms[p];
     printf("profile: mean over %d steps, ms per step (--profile)\n", steps);
-    for (int p = 0; p < NUM_PROF_PARTS; p++)
-        if (ms[p] > 0.0)
-            printf("profile  %-20s %10.3f  %5.1f%%\n", prof_part_names[p], ms[p] / steps, 100.0 * ms[p] / total);
+    for (int p = 0; p < NUM_PROF_PARTS; p++)  // every part, 0 where none ran: runs compare line by line
+        printf("profile  %-20s %10.3f  %5.1f%%\n", prof_part_names[p], ms[p] / steps, total > 0 ? 100.0 * ms[p] / total : 0.0);
     printf("profile  %-20s %10.3f  (the loop measured %.3f per step)\n", "all parts", total / steps, measured_ms);
 }

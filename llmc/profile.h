@@ -53,8 +53,9 @@ void wall_timeline_mark(WallTimeline *tl, ProfPart part);
 // (NULL: drops it).
 void wall_timeline_take(WallTimeline *tl, double *ms);
 
-// Prints the mean time per step of each part that ran, over `steps` steps whose parts add up to
-// ms, beside measured_ms, the mean step time the training loop measured over the same steps.
+// Prints the mean time per step of every part (0 for those that did not run), over `steps` steps
+// whose parts add up to ms, beside measured_ms, the mean step time the training loop measured
+// over the same steps.
 void prof_print(const double *ms, int steps, double measured_ms);
 
 #ifdef __cplusplus

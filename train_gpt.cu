@@ -23,6 +23,7 @@
 // block first reruns the forward steps it dropped (gpu_block_forward, the same code as the
 // forward). STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): every policy bit-identical to none.
 // The output head in chunks, its backward in the forward pass (48f6c16), is compiled only.
+// --profile's marks (CUDA events; llmc/profile.cuh) have run only in the CPU emulator.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

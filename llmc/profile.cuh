@@ -4,6 +4,8 @@
 // intervals when it takes them, after waiting for the last event: the backends take at the end of
 // a step, where the host waits for the device anyway. Events are created as marks need them
 // (a step of a 48-layer model marks about two thousand times) and reused from step to step.
+//
+// STATUS: run in the CPU emulator of dev/emu (t_22); NOT RUN on a GPU.
 #ifndef LLMC_PROFILE_CUH
 #define LLMC_PROFILE_CUH
 

@@ -5,8 +5,9 @@
 # phase recompute_d48), the ZeRO checks
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
 # every block-matmul precision, and bf16's MFU, at d12 and d48, with where a step's time goes in
-# bf16 and FP8 by train_gptcu --profile (phase bench), the same at d24 and d36 (phase bench3), d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and
-# --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
+# bf16 and FP8 by train_gptcu --profile (phase bench), the same at d24 and d36 (phase bench3),
+# d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2
+# at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
 # with --attention wgmma (phase torch), where a training step's time goes, kernel by kernel, under
 # Nsight Compute (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
 # curves of bf16, fp8 and int8 over 1000 steps of the nlp-corpus shards (phase curves:
@@ -201,11 +202,11 @@ profile_table() {
         logs+=("$work/logs/profile_events_$1_$3.log") header+=" $1 B $2 $3 |" rule+="---|"
     done
     { echo; echo "$header"; echo "$rule"
+      # (every run prints every part in one order, "all parts" last; a skipped run's cells are -)
       awk 'FNR == 1 { f++ }
            /^profile  / { p = substr($0, 10, 20); sub(/ +$/, "", p); ms[p, f] = p == "all parts" ? $4 : $(NF - 1)
-                          if (p != "all parts" && !(p in seen)) { seen[p] = 1; name[++n] = p } }
-           END { name[++n] = "all parts"
-                 for (i = 1; i <= n; i++) {
+                          if (!(p in seen)) { seen[p] = 1; name[++n] = p } }
+           END { for (i = 1; i <= n; i++) {
                      row = "| " name[i] " |"
                      for (j = 1; j <= f; j++) row = row " " ((name[i], j) in ms ? ms[name[i], j] : "-") " |"
                      print row } }' "${logs[@]}"; } >> "$summary"

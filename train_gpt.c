@@ -530,7 +530,7 @@ static void grads_release(GPT2 *m, int seg) {
 // The cost model of llmc/recompute.h for this trainer: the CPU attention keeps its (T x T)
 // probabilities and, under RC_ATTN, recomputes them from q, k, v alone; everything is fp32.
 static inline RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
-    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0, 1};
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0, 1, sizeof(float)};
 }
 
 // The kept activations no policy changes, floats per token: the embeddings' output and d lnf
@@ -1108,7 +1108,7 @@ int main(int argc, char **argv) {
     const RecomputeShape shape = cpu_recompute_shape(&cfg, tc.T);
     const double fixed_bytes = sizeof(float) * (double)tc.B * tc.T * cpu_fixed_activation_floats(&cfg);
     int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
-    trainer_recompute_plan(&tc, &cfg, &shape, sizeof(float), fixed_bytes, comm.rank, policies);
+    trainer_recompute_plan(&tc, &cfg, &shape, &recompute_device_cpu, fixed_bytes, comm.rank, policies);
     const ModelOptions options = {policies, trainer_matmul_precision(&tc, 0), tc.fp8_wgrad, tc.amax_history,
                                   trainer_head_rows(&tc)};
 

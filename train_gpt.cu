@@ -391,10 +391,10 @@ static void *carve(Carver *c, size_t bytes) {
 // The cost model of llmc/recompute.h for this trainer: the fused attention keeps nothing beyond
 // its statistics, one fp32 log-sum-exp per head and token (also under RC_ATTN); activations are
 // bf16 (2 bytes, the model's element) and the statistics fp32 (mean, rstd, lse: width 2).
-static RecomputeShape gpu_recompute_shape(const GPT2Config *cfg, int T) {
-    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 0, 1, 2};
-}
 #define GPU_ACT_BYTES 2.0
+static RecomputeShape gpu_recompute_shape(const GPT2Config *cfg, int T) {
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 0, 1, 2, GPU_ACT_BYTES};
+}
 
 // The kept activations no policy changes, for B*T tokens: encoded and d lnf (the output head's
 // backward ran in the forward pass; llmc/trainer.h), bf16, C each, and the final LayerNorm's mean
@@ -407,8 +407,8 @@ static double gpu_fixed_activation_bytes(const GPT2Config *cfg, int B, int T) {
 // predicted activation bytes, which gpu_model_alloc's allocation equals).
 static void gpu_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, int rank, int *policies) {
     const RecomputeShape shape = gpu_recompute_shape(cfg, tc->T);
-    trainer_recompute_plan(tc, cfg, &shape, GPU_ACT_BYTES, gpu_fixed_activation_bytes(cfg, tc->B, tc->T), rank,
-                           policies);
+    trainer_recompute_plan(tc, cfg, &shape, &recompute_device_h100, gpu_fixed_activation_bytes(cfg, tc->B, tc->T),
+                           rank, policies);
 }
 
 // The predicted bytes of the kept activations for B x T tokens under policies (L of them).

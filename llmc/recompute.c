@@ -130,22 +130,6 @@ double recompute_layer_elements(const RecomputeShape *s, int policy) {
     return e;
 }
 
-double recompute_layer_flops(const RecomputeShape *s, int policy) {
-    const double C = s->C, T = s->T;
-    // Elementwise work counted roughly by operations per element: LayerNorm output 4 per
-    // channel, GELU about 12 per element; attention forward (causal, averaged over positions)
-    // 2 matmuls of about T/2 keys: 2 * 2 * C * T / 2 = 2 C T, plus the softmax.
-    const double ln = 4 * C, gelu = 12 * 4 * C, attn = 2 * C * T + 5 * s->NH * T / 2.0;
-    if (policy & RC_BLOCK)  // everything up to the GELU output: ln1, qkv, attention, attproj, ln2, fc, GELU
-        return 2 * ln + 2 * 3 * C * C + attn + 2 * C * C + 2 * 4 * C * C + gelu;
-    double f = 0;
-    if (policy & RC_NORM) f += (policy & RC_MLP) ? ln : 2 * ln;
-    if (policy & RC_ATTN) f += attn;
-    if (policy & RC_MLP) f += ln + 2 * 4 * C * C + gelu;
-    else if (policy & RC_GELU) f += gelu;
-    return f;
-}
-
 int recompute_steps(int policy) {
     if (policy & RC_BLOCK) return RC_ALL_STEPS & ~RC_STEP_FCPROJ;
     int steps = 0;
@@ -155,6 +139,64 @@ int recompute_steps(int policy) {
     if (policy & RC_GELU) steps |= RC_STEP_GELU;
     return steps;
 }
+
+// The work one step of a block's forward pass (an RC_STEP_ bit) does per token: matmul FLOPs
+// (a matmul of m x k by k x n is 2mkn), attention FLOPs (forward, causal, averaged over positions:
+// 2 matmuls of about T/2 keys, 2 * 2 * C * T / 2 = 2 C T, plus about 5 operations per score for
+// the softmax), and the elements a LayerNorm or a GELU writes (each reads as many).
+typedef struct { double matmul_flops, attention_flops, layernorm_elements, gelu_elements; } StepWork;
+
+static StepWork step_work(const RecomputeShape *s, int step) {
+    const double C = s->C, T = s->T;
+    StepWork w = {0, 0, 0, 0};
+    switch (step) {
+    case RC_STEP_LN1: case RC_STEP_LN2: w.layernorm_elements = C; break;
+    case RC_STEP_QKV: w.matmul_flops = 2 * C * 3 * C; break;
+    case RC_STEP_ATTN: w.attention_flops = 2 * C * T + 5 * s->NH * T / 2.0; break;
+    case RC_STEP_ATTPROJ: w.matmul_flops = 2 * C * C; break;
+    case RC_STEP_FC: case RC_STEP_FCPROJ: w.matmul_flops = 2 * C * 4 * C; break;
+    case RC_STEP_GELU: w.gelu_elements = 4 * C; break;
+    }
+    return w;
+}
+
+// The work of the steps `policy` recomputes.
+static StepWork policy_work(const RecomputeShape *s, int policy) {
+    const int steps = recompute_steps(policy);
+    StepWork sum = {0, 0, 0, 0};
+    for (int step = 1; step <= RC_STEP_FCPROJ; step <<= 1) {
+        if (!(steps & step)) continue;
+        const StepWork w = step_work(s, step);
+        sum.matmul_flops += w.matmul_flops;
+        sum.attention_flops += w.attention_flops;
+        sum.layernorm_elements += w.layernorm_elements;
+        sum.gelu_elements += w.gelu_elements;
+    }
+    return sum;
+}
+
+// Elementwise work counted as operations per element: a LayerNorm output about 4, a GELU about 12.
+double recompute_layer_flops(const RecomputeShape *s, int policy) {
+    const StepWork w = policy_work(s, policy);
+    return w.matmul_flops + w.attention_flops + 4 * w.layernorm_elements + 12 * w.gelu_elements;
+}
+
+double recompute_layer_seconds(const RecomputeShape *s, const RecomputeDevice *d, int policy) {
+    const StepWork w = policy_work(s, policy);
+    return w.matmul_flops / d->matmul_flops_per_s + w.attention_flops / d->attention_flops_per_s +
+           2 * w.layernorm_elements * s->element_bytes / d->layernorm_bytes_per_s +
+           2 * w.gelu_elements * s->element_bytes / d->gelu_bytes_per_s;
+}
+
+// Rates fitted to the recompute overheads measured on each device: the step time of every uniform
+// level minus that of none (dev/test/recompute/test_plan.c holds the measurements and checks the
+// model against them). On the H100 the matmuls ran at 630 TFLOP/s, the attention forward at 140
+// (the forward kernel timed 1.38x faster in its harness afterwards, not yet in the trainer), the
+// LayerNorm below the GELU's bandwidth (one warp per row). On the CPU the matmul rate is
+// OpenBLAS's sgemm timed alone at the fc's shape (the overheads are too noisy to fit it), the GELU
+// is bound by its tanhf, not by memory, and the attention by its scalar loops.
+const RecomputeDevice recompute_device_h100 = {"an H100 (bf16)", 630e12, 140e12, 1.6e12, 2.6e12};
+const RecomputeDevice recompute_device_cpu = {"2 CPU cores (fp32)", 135e9, 9.2e9, 5e9, 0.96e9};
 
 // Candidate policies for the planner (each canonical).
 static const int kCandidates[] = {
@@ -167,15 +209,16 @@ static const int kCandidates[] = {
 // budget / UNITS (each policy's memory rounded up, so a plan it returns always fits), compared
 // with every uniform plan (which the rounding could otherwise exclude at the edge).
 #define UNITS 8192
-int recompute_plan_budget(const RecomputeShape *s, int L, double budget_elements, int *policies) {
-    double mem[NUM_CANDIDATES], flops[NUM_CANDIDATES];
+int recompute_plan_budget(const RecomputeShape *s, const RecomputeDevice *d, int L, double budget_elements,
+                          int *policies) {
+    double mem[NUM_CANDIDATES], cost[NUM_CANDIDATES];
     int units[NUM_CANDIDATES];
     for (int i = 0; i < NUM_CANDIDATES; i++) {
         mem[i] = recompute_layer_elements(s, kCandidates[i]);
-        flops[i] = recompute_layer_flops(s, kCandidates[i]);
+        cost[i] = recompute_layer_seconds(s, d, kCandidates[i]);
         units[i] = budget_elements > 0 ? (int)ceil(mem[i] / budget_elements * UNITS) : UNITS + 1;
     }
-    // best[l][u]: least FLOPs for l layers within u units; choice[l][u] the policy of layer l-1.
+    // best[l][u]: least time for l layers within u units; choice[l][u] the policy of layer l-1.
     double *best = (double *)malloc_check((size_t)(L + 1) * (UNITS + 1) * sizeof(double));
     int *choice = (int *)malloc_check((size_t)(L + 1) * (UNITS + 1) * sizeof(int));
     for (int u = 0; u <= UNITS; u++) best[u] = 0;
@@ -185,20 +228,20 @@ int recompute_plan_budget(const RecomputeShape *s, int L, double budget_elements
             int c = -1;
             for (int i = 0; i < NUM_CANDIDATES; i++) {
                 if (units[i] > u) continue;
-                double f = best[(size_t)(l - 1) * (UNITS + 1) + u - units[i]] + flops[i];
+                double f = best[(size_t)(l - 1) * (UNITS + 1) + u - units[i]] + cost[i];
                 if (f < b) { b = f; c = i; }
             }
             best[(size_t)l * (UNITS + 1) + u] = b;
             choice[(size_t)l * (UNITS + 1) + u] = c;
         }
-    double dp_flops = best[(size_t)L * (UNITS + 1) + UNITS];
+    double dp_cost = best[(size_t)L * (UNITS + 1) + UNITS];
     int best_uniform = -1;
     for (int i = 0; i < NUM_CANDIDATES; i++)
-        if (L * mem[i] <= budget_elements && (best_uniform < 0 || flops[i] < flops[best_uniform])) best_uniform = i;
+        if (L * mem[i] <= budget_elements && (best_uniform < 0 || cost[i] < cost[best_uniform])) best_uniform = i;
     int rc = 0;
-    if (best_uniform >= 0 && !(L * flops[best_uniform] > dp_flops)) {
+    if (best_uniform >= 0 && !(L * cost[best_uniform] > dp_cost)) {
         for (int l = 0; l < L; l++) policies[l] = kCandidates[best_uniform];
-    } else if (isfinite(dp_flops)) {
+    } else if (isfinite(dp_cost)) {
         // Walk back; the DP fills layers from the last, so the heaviest recompute lands on the
         // first layers.
         int u = UNITS;

@@ -9,7 +9,13 @@
 // A block's output (residual3) is always kept: it is the next block's input.
 //
 // Memory is counted in activation elements per token (multiply by B*T and the element size);
-// recompute work in FLOPs per token, counting a matmul of m x k by k x n as 2mkn.
+// recompute work in FLOPs per token, counting a matmul of m x k by k x n as 2mkn, and in seconds
+// per token at the rates a trainer's device was measured to run each kind of work at
+// (RecomputeDevice). The budget planner minimizes the seconds: FLOPs alone rank the work wrongly,
+// because LayerNorm and GELU are bound by memory, not arithmetic, and the fused attention runs at
+// a fraction of the matmuls' rate (on an H100, `norm` costs more time per byte it frees than
+// `gelu`, where FLOPs rank it 3x cheaper; the attention forward ran at 140 TFLOP/s, the matmuls
+// at 630).
 #ifndef LLMC_RECOMPUTE_H
 #define LLMC_RECOMPUTE_H
 
@@ -49,18 +55,36 @@ int recompute_keeps(int policy, RecomputeBuffer b);
 // which recomputes the softmax from q and k alone; 1 log-sum-exp on the GPU).
 // stats_width: activation elements one statistic takes (a LayerNorm mean or rstd, what the
 // attention keeps): 1 where they share the activations' type (the CPU, all fp32), 2 for fp32
-// statistics beside bf16 activations (the GPU), so that elements * element size is the bytes.
+// statistics beside bf16 activations (the GPU), so that elements * element_bytes is the bytes.
 typedef struct {
     int C, NH, T;
     int att_kept_per_head_token;
     int att_stats_per_head_token;
     int stats_width;
+    double element_bytes;  // bytes of one activation element
 } RecomputeShape;
+
+// How fast a trainer does each kind of recompute work on a device, measured (recompute.c keeps the
+// measurements beside the rates): the block matmuls, the attention forward, and the memory a
+// LayerNorm and a GELU move (each reads its input and writes its output once).
+typedef struct {
+    const char *name;  // where the rates were measured, printed with a plan
+    double matmul_flops_per_s;
+    double attention_flops_per_s;
+    double layernorm_bytes_per_s;
+    double gelu_bytes_per_s;
+} RecomputeDevice;
+// The GPU trainer's (bf16, fused attention) on an H100 and the CPU trainer's (fp32, OpenBLAS,
+// OpenMP) on 2 cores.
+extern const RecomputeDevice recompute_device_h100;
+extern const RecomputeDevice recompute_device_cpu;
 
 // Activation elements per token one layer keeps under `policy` (the block output included).
 double recompute_layer_elements(const RecomputeShape *s, int policy);
 // Extra forward FLOPs per token the backward pass spends recomputing under `policy`.
 double recompute_layer_flops(const RecomputeShape *s, int policy);
+// The seconds per token the same recomputation takes on device d.
+double recompute_layer_seconds(const RecomputeShape *s, const RecomputeDevice *d, int policy);
 
 // The steps of a block's forward pass, in order. The backward pass of a block first reruns the
 // steps whose outputs its policy did not keep (recompute_steps), with the forward's functions on
@@ -74,9 +98,10 @@ enum {
 int recompute_steps(int policy);
 
 // Chooses a policy per layer (L of them into policies) whose total activation elements per
-// token stay within budget_elements and whose total recompute FLOPs are least. Returns 0, or -1
-// when even recomputing every block does not fit.
-int recompute_plan_budget(const RecomputeShape *s, int L, double budget_elements, int *policies);
+// token stay within budget_elements and whose total recompute time on device d is least. Returns
+// 0, or -1 when even recomputing every block does not fit.
+int recompute_plan_budget(const RecomputeShape *s, const RecomputeDevice *d, int L, double budget_elements,
+                          int *policies);
 
 #ifdef __cplusplus
 }

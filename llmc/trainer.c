@@ -250,12 +250,13 @@ double trainer_flops_per_token(const GPT2Config *cfg, int T) {
 }
 
 void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const RecomputeShape *shape,
-                            double bytes_per_element, double fixed_bytes, int rank, int *policies) {
+                            const RecomputeDevice *device, double fixed_bytes, int rank, int *policies) {
     const int L = cfg->num_layers;
     const int by_level = strcmp(tc->recompute_level, "none") != 0, by_list = tc->recompute_list[0] != '\0',
               by_budget = tc->mem_budget_gib > 0;
     if (by_level + by_list + by_budget > 1) usage_error("-r, --recompute and --mem-budget: give at most one of them");
-    const double tokens = (double)tc->B * tc->T, budget_bytes = tc->mem_budget_gib * (double)(1ull << 30);
+    const double tokens = (double)tc->B * tc->T, budget_bytes = tc->mem_budget_gib * (double)(1ull << 30),
+                 bytes_per_element = shape->element_bytes;
     char err[256];
     int p = RC_NONE;
     if (by_level && recompute_parse_policy(tc->recompute_level, &p) != 0)
@@ -266,17 +267,18 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
         usage_error("--recompute: %s", err);
     if (by_budget) {
         double per_token = (budget_bytes - fixed_bytes) / (bytes_per_element * tokens);
-        if (recompute_plan_budget(shape, L, per_token, policies) != 0)
+        if (recompute_plan_budget(shape, device, L, per_token, policies) != 0)
             usage_error("--mem-budget: %g GiB cannot hold the activations even recomputing every block (needs %.3f GiB)",
                         tc->mem_budget_gib,
                         (fixed_bytes + L * recompute_layer_elements(shape, RC_BLOCK) * bytes_per_element * tokens) /
                             (double)(1ull << 30));
     }
     if (rank != 0 || !(by_level || by_list || by_budget)) return;
-    double elements = 0.0, flops = 0.0;
+    double elements = 0.0, flops = 0.0, seconds = 0.0;
     for (int l = 0; l < L; l++) {
         elements += recompute_layer_elements(shape, policies[l]);
         flops += recompute_layer_flops(shape, policies[l]);
+        seconds += recompute_layer_seconds(shape, device, policies[l]);
     }
     char plan[1024] = "", name[64];
     for (int l = 0; l < L;) {
@@ -288,9 +290,10 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
         l = e + 1;
     }
     printf("recompute: %s | predicted activations %.1f MiB (blocks %.1f MiB) | extra %.3g FLOPs per token (%.1f%% of "
-           "the step's model FLOPs)\n", plan, (fixed_bytes + elements * bytes_per_element * tokens) / (1 << 20),
+           "the step's model FLOPs), about %.3g ms per micro-step at the rates of %s\n", plan,
+           (fixed_bytes + elements * bytes_per_element * tokens) / (1 << 20),
            elements * bytes_per_element * tokens / (1 << 20), flops,
-           100.0 * flops / trainer_flops_per_token(cfg, tc->T));
+           100.0 * flops / trainer_flops_per_token(cfg, tc->T), 1e3 * seconds * tokens, device->name);
 }
 
 int trainer_head_rows(const TrainConfig *tc) {

@@ -78,11 +78,11 @@ typedef struct {
 double trainer_flops_per_token(const GPT2Config *cfg, int T);
 
 // The recompute policy of every layer from -r, --recompute or --mem-budget (at most one of them;
-// exit 2 on a bad value or a budget nothing fits). For the budget, an activation element takes
-// bytes_per_element and fixed_bytes are the activations outside the blocks. Rank 0 prints the
-// plan with its predicted activation memory and extra recompute FLOPs.
+// exit 2 on a bad value or a budget nothing fits). For the budget, fixed_bytes are the activations
+// outside the blocks, and the plan is the fastest at device's rates. Rank 0 prints the plan with
+// its predicted activation memory, extra recompute FLOPs and time.
 void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const RecomputeShape *shape,
-                            double bytes_per_element, double fixed_bytes, int rank, int *policies);
+                            const RecomputeDevice *device, double fixed_bytes, int rank, int *policies);
 // The output head (logits = lnf wte^T, the cross-entropy, and in a training forward already the
 // head's backward: dlogits, d lnf and the tied head's part of d wte) runs over the B*T rows in
 // chunks of this many rows, so that only one chunk's logits exist at a time and the backward

@@ -64,9 +64,10 @@ typedef struct {
     double element_bytes;  // bytes of one activation element
 } RecomputeShape;
 
-// How fast a trainer does each kind of recompute work on a device, measured (recompute.c keeps the
-// measurements beside the rates): the block matmuls, the attention forward, and the memory a
-// LayerNorm and a GELU move (each reads its input and writes its output once).
+// How fast a trainer does each kind of recompute work on a device, fitted to measurements
+// (dev/test/recompute/test_plan.c keeps them and checks the fit): the block matmuls, the attention
+// forward, and the memory a LayerNorm and a GELU move (each reads its input and writes its output
+// once).
 typedef struct {
     const char *name;  // where the rates were measured, printed with a plan
     double matmul_flops_per_s;

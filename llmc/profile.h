@@ -20,7 +20,7 @@ typedef enum {
     PROF_LAYERNORM,           // forward (with the residual add it is fused with) and backward
     PROF_MATMUL_FORWARD,      // the block linears' forward (with the residual add on the CPU)
     PROF_MATMUL_BACKWARD,     // the block linears' input, weight and bias gradients
-    PROF_QUANTIZE,            // --matmul bf16/fp8/int8: amaxes, scales, casts, transposes, int8 dequantization
+    PROF_QUANTIZE,            // --matmul fp8|int8: amaxes, scales, casts, transposes, int8 dequantization
     PROF_ATTENTION_FORWARD,
     PROF_ATTENTION_BACKWARD,
     PROF_GELU,                // forward and backward, where no matmul epilogue does it

@@ -140,7 +140,8 @@ int recompute_steps(int policy) {
     return steps;
 }
 
-// The work one step of a block's forward pass (an RC_STEP_ bit) does per token: matmul FLOPs
+// The work one recomputable step of a block's forward pass (an RC_STEP_ bit of recompute_steps;
+// never RC_STEP_FCPROJ, whose output every policy keeps) does per token: matmul FLOPs
 // (a matmul of m x k by k x n is 2mkn), attention FLOPs (forward, causal, averaged over positions:
 // 2 matmuls of about T/2 keys, 2 * 2 * C * T / 2 = 2 C T, plus about 5 operations per score for
 // the softmax), and the elements a LayerNorm or a GELU writes (each reads as many).
@@ -154,7 +155,7 @@ static StepWork step_work(const RecomputeShape *s, int step) {
     case RC_STEP_QKV: w.matmul_flops = 2 * C * 3 * C; break;
     case RC_STEP_ATTN: w.attention_flops = 2 * C * T + 5 * s->NH * T / 2.0; break;
     case RC_STEP_ATTPROJ: w.matmul_flops = 2 * C * C; break;
-    case RC_STEP_FC: case RC_STEP_FCPROJ: w.matmul_flops = 2 * C * 4 * C; break;
+    case RC_STEP_FC: w.matmul_flops = 2 * C * 4 * C; break;
     case RC_STEP_GELU: w.gelu_elements = 4 * C; break;
     }
     return w;
@@ -164,7 +165,7 @@ static StepWork step_work(const RecomputeShape *s, int step) {
 static StepWork policy_work(const RecomputeShape *s, int policy) {
     const int steps = recompute_steps(policy);
     StepWork sum = {0, 0, 0, 0};
-    for (int step = 1; step <= RC_STEP_FCPROJ; step <<= 1) {
+    for (int step = 1; step < RC_STEP_FCPROJ; step <<= 1) {
         if (!(steps & step)) continue;
         const StepWork w = step_work(s, step);
         sum.matmul_flops += w.matmul_flops;

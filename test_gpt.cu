@@ -290,7 +290,8 @@ static void check_lowp_linear(Matmul *mm, matmul_precision precision, int fp8_wg
     cudaCheck(cudaMemcpy(d_dw, dw0.data(), dw0.size() * sizeof(float), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_db, db0.data(), db0.size() * sizeof(float), cudaMemcpyHostToDevice));
     lowp_linear_forward(&lp, mm, d_out, d_inp, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
-    lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_inp, d_w, N, IC, OC, 0, LINEAR_FC, 0);
+    lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_inp, d_w, N, IC, OC, 0, LINEAR_FC,
+                         true, 0);  // adds to dw0, db0 (the whole-model checks cover the overwriting first write)
     cudaCheck(cudaDeviceSynchronize());
     const std::vector<float> out = download_bf16(d_out, (size_t)N * OC), dinp = download_bf16(d_dinp, (size_t)N * IC);
     std::vector<float> dw((size_t)OC * IC), db(OC);

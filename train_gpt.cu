@@ -141,6 +141,7 @@ typedef struct {
     // this rank's ZeRO slice (see GPUZero)
     bf16 *params;
     float *grads, *master, *m, *v;
+    bool grads_unwritten;  // the step's first micro-step has not written its gradient yet (see grads_accumulate)
     GPUZero zero;
     // activations, carved from one allocation
     void *acts_memory;
@@ -203,11 +204,12 @@ static int zero_scratch_of(const GPUZero *z, int seg) {
 }
 
 // LLMC_ZERO_DEBUG_DELAY_US (a test hook, off when unset): every collective's work on the comm
-// stream starts that much later, the compute stream pauses that long after zeroing a gradient
-// scratch, and a scratch is filled with NaN once its reduction has read it, a gather buffer
-// before it is filled. With the streams ordered right none of this changes a bit; a missing or
-// misplaced wait then makes a stream read the other's data too early, every time, as NaN or
-// different bits (scripts/gpu_zero_check.sh compares such runs with the undelayed ones).
+// stream starts that much later, the compute stream pauses that long after taking a gradient
+// scratch, and a scratch is filled with NaN once its reduction has read it (so a gradient that
+// added to it instead of overwriting would be NaN), a gather buffer before it is filled. With the
+// streams ordered right none of this changes a bit; a missing or misplaced wait then makes a
+// stream read the other's data too early, every time, as NaN or different bits
+// (scripts/gpu_zero_check.sh compares such runs with the undelayed ones).
 __global__ void zero_debug_delay_kernel(uint64_t ns) {
     const uint64_t start = global_timer_ns();
     while (global_timer_ns() - start < ns) {
@@ -297,8 +299,9 @@ static void zero_forward_prefetch(GPUModel *g, int l) {
     zero_weights_prefetch(g, 0);
 }
 
-// Stages 2-3: segment seg's gradient of this micro-step accumulates (+=) in the zeroed scratch
-// until zero_grads_release reduces it into this rank's slice.
+// Stages 2-3: segment seg's gradient of this micro-step is written into the scratch (its first
+// write to each tensor overwrites, grads_accumulate) until zero_grads_release reduces it into
+// this rank's slice.
 static void zero_grads_acquire(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
     if (!zero_shards_grads(&z->plan)) return;
@@ -308,10 +311,8 @@ static void zero_grads_acquire(GPUModel *g, int seg) {
             z->scratch_segment[b]);
     z->scratch_segment[b] = seg;
     if (seg != 0) z->next_scratch = b ^ 1;
-    const ZeroRange r = zero_segment(&z->cfg, seg);
     mark(g, PROF_COMM);
     cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reduction has read this scratch
-    cudaCheck(cudaMemsetAsync(scratch_data(z, b, seg), 0, (r.end - r.begin) * sizeof(float), g->stream));
     zero_debug_delay(z, g->stream);
 }
 
@@ -363,6 +364,13 @@ static float *grad_ptr(GPUModel *g, int kind, int layer) {
     if (b < 0) die("internal error: ZeRO gradient of segment %d used outside its scratch", seg);
     return scratch_data(z, b, seg) + (off - zero_segment(&g->cfg, seg).begin);
 }
+
+// Whether a gradient write adds to what its tensor holds (+=) or overwrites it (=). In the step's
+// first micro-step each tensor's first write overwrites, so the gradient needs no memset and the
+// weight gradients' GEMMs no read of the zeros (8 bytes per parameter per step); the bits are
+// those of adding to zeros. At stages 2-3 every micro-step writes a scratch that holds nothing of
+// its own to add to.
+static bool grads_accumulate(const GPUModel *g) { return !g->grads_unwritten && !zero_shards_grads(&g->zero.plan); }
 
 // This rank's slice (from its first element) of a buffer the stage keeps whole or sharded.
 static size_t own_slice_offset(const GPUModel *g, int sharded) {
@@ -881,7 +889,8 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
         fused_classifier(g->logits, g->losses + r0, d_targets + r0, loss_scale / (float)N, n, V, Vp, with_grad, st);
         if (!with_grad) continue;
         matmul_backward_input(&g->mm, g->dbtc + (size_t)r0 * C, g->logits, wte, n, C, Vp, st);
-        matmul_backward_weight(&g->mm, grad_ptr(g, PT_WTE, -1), NULL, g->colsum_scratch, g->logits, lnf, n, C, Vp, st);
+        matmul_backward_weight(&g->mm, grad_ptr(g, PT_WTE, -1), NULL, g->colsum_scratch, g->logits, lnf, n, C, Vp,
+                               r0 > 0 || grads_accumulate(g), st);
     }
     zero_weights_release(g, 0);
     if (!targets) return 0.0f;
@@ -893,11 +902,11 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     return (float)(sum / N);
 }
 
-// Backward of the last forward, which had with_grad: accumulates the rest of its gradient into
-// the fp32 gradients. Mirrors gpt2_backward in train_gpt.c step by step: the output head's
-// backward ran in the forward pass; each block first recomputes what its policy did not keep
-// (into the shared scratch g->work); segments finish in the order final LayerNorm, layers
-// L-1..0, embeddings (the encoder's part added to the head's).
+// Backward of the last forward, which had with_grad: adds the rest of its gradient to the fp32
+// gradients (writes it, in a step's first micro-step: grads_accumulate). Mirrors gpt2_backward in
+// train_gpt.c step by step: the output head's backward ran in the forward pass; each block first
+// recomputes what its policy did not keep (into the shared scratch g->work); segments finish in
+// the order final LayerNorm, layers L-1..0, embeddings (the encoder's part added to the head's).
 static void gpu_backward(GPUModel *g, int B, int T) {
     const GPT2Config *c = &g->cfg;
     const int C = c->channels, NH = c->num_heads, HS = C / NH, N = B * T, L = c->num_layers;
@@ -911,8 +920,9 @@ static void gpu_backward(GPUModel *g, int B, int T) {
     zero_grads_acquire(g, FINAL);
     mark(g, PROF_LAYERNORM);
     cudaCheck(cudaMemsetAsync(g->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
+    const bool acc = grads_accumulate(g);
     layernorm_backward(g->dresidual, grad_ptr(g, PT_LNFW, -1), grad_ptr(g, PT_LNFB, -1), cs, g->dbtc, last,
-                       param_ptr(g, PT_LNFW, -1), g->lnf_mean, g->lnf_rstd, N, C, st);
+                       param_ptr(g, PT_LNFW, -1), g->lnf_mean, g->lnf_rstd, N, C, acc, st);
     zero_grads_release(g, FINAL);
     zero_weights_release(g, FINAL);
     for (int l = L - 1; l >= 0; l--) {
@@ -933,38 +943,40 @@ static void gpu_backward(GPUModel *g, int B, int T) {
             mark(g, PROF_MATMUL_BACKWARD);
             matmul_backward_input_dgelu(mm, dfch, g->dresidual, param_ptr(g, PT_FCPROJW, l), a->fch, N, 4 * C, C, st);
             matmul_backward_weight(mm, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
-                                   a->fch_gelu, N, 4 * C, C, st);
+                                   a->fch_gelu, N, 4 * C, C, acc, st);
         } else {
             lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs,
                                  g->dresidual, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), N, 4 * C, C, l, LINEAR_FCPROJ,
-                                 st);
+                                 acc, st);
             mark(g, PROF_GELU);
             gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
         }
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
-                             param_ptr(g, PT_FCW, l), N, C, 4 * C, l, LINEAR_FC, st);
+                             param_ptr(g, PT_FCW, l), N, C, 4 * C, l, LINEAR_FC, acc, st);
         mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN2W, l), grad_ptr(g, PT_LN2B, l), cs, g->dbtc, a->residual2,
-                           param_ptr(g, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, st);
+                           param_ptr(g, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, acc, st);
         // Attention; dresidual holds d residual2.
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs,
-                             g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, l, LINEAR_ATTPROJ, st);
+                             g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, l, LINEAR_ATTPROJ, acc,
+                             st);
         mark(g, PROF_ATTENTION_BACKWARD);
         (g->attention == ATTENTION_WGMMA ? attention_backward_wgmma : attention_backward)(
             dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
-                             param_ptr(g, PT_QKVW, l), N, C, 3 * C, l, LINEAR_QKV, st);
+                             param_ptr(g, PT_QKVW, l), N, C, 3 * C, l, LINEAR_QKV, acc, st);
         mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
-                           param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, st);
+                           param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, acc, st);
         zero_grads_release(g, zero_layer_segment(l));
         zero_weights_release(g, zero_layer_segment(l));
     }
     mark(g, PROF_ENCODER);
     encoder_backward(grad_ptr(g, PT_WTE, -1), grad_ptr(g, PT_WPE, -1), g->dresidual, g->d_tokens + 2 * N,
-                     g->num_buckets, B, T, C, st);
+                     g->num_buckets, B, T, c->max_seq_len, C, acc, st);  // d wte adds to the head's
     zero_grads_release(g, 0);  // acquired by gpu_forward's output head
     lowp_step_done(lp);
+    g->grads_unwritten = false;
 }
 
 // Completes the step's gradient (stage 0 all-reduces it, stage 1 reduce-scatters it; stages 2
@@ -1033,11 +1045,15 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
 // ----------------------------------------------------------------------------------------------
 // The GPU backend of the shared training loop (llmc/trainer.h)
 
+// The next micro-step overwrites the gradient (grads_accumulate); at stages 2-3 the slice, to
+// which each micro-step's reduction adds, is zeroed.
 static void gpu_zero_grads(void *self) {
     GPUModel *g = (GPUModel *)self;
     const ZeroPlan *p = &g->zero.plan;
+    g->grads_unwritten = true;
+    if (!zero_shards_grads(p)) return;
     mark(g, PROF_OPTIMIZER);
-    cudaCheck(cudaMemsetAsync(g->grads, 0, (zero_shards_grads(p) ? p->slice : p->padded) * sizeof(float), g->stream));
+    cudaCheck(cudaMemsetAsync(g->grads, 0, p->slice * sizeof(float), g->stream));
     mark(g, PROF_HOST);
 }
 

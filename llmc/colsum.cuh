@@ -1,14 +1,17 @@
-// Deterministic column sums over the rows of a (N, OC) bf16 matrix, accumulated (+=) into fp32:
+// Deterministic column sums over the rows of a (N, OC) bf16 matrix, added (+=) to fp32 or, without
+// `accumulate`, written (=) over what the output held (the first write of a step's gradient):
 // the bias gradients of the linear layers (db = sum over rows of dout) and the LayerNorm weight
 // and bias gradients (dw = sum of dout * xhat, db = sum of dout, xhat = (x - mean) * rstd).
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
+// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass);
+// the overwrite mode (2026-11-24) has run only in the CPU emulator.
 //
 // Two passes, no atomics, so the bits do not depend on scheduling:
 //   1. grid (ceil(OC / 256), R): block (32, 8) owns 256 columns (8 per lane, one 128-bit load per
 //      row) of one chunk of rows; warp w sums rows w, w+8, ... of the chunk; the 8 warp sums are
 //      added in warp order and written to partial[r][k][col] (k: which sum, 0 or 1).
-//   2. one thread per (k, col) adds the R chunk sums in chunk order and adds the total to out_k.
+//   2. one thread per (k, col) adds the R chunk sums in chunk order and adds the total to out_k
+//      (or stores it: 0 + total is total, so both modes give the same bits on a zeroed output).
 // R depends only on N (colsum_chunks), so the summation order is a function of the shape.
 #ifndef LLMC_COLSUM_CUH
 #define LLMC_COLSUM_CUH
@@ -75,37 +78,41 @@ __global__ void __launch_bounds__(256) colsum_partial_kernel(float *partial, con
 }
 
 template <int NSUMS>
-__global__ void colsum_finish_kernel(float *out0, float *out1, const float *partial, int R, int OC) {
+__global__ void colsum_finish_kernel(float *out0, float *out1, const float *partial, int R, int OC, bool accumulate) {
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;  // k * OC + col
     if (idx >= NSUMS * OC) return;
     const int k = idx / OC, c = idx % OC;
     float sum = 0.0f;
     for (int r = 0; r < R; r++) sum += partial[((int64_t)r * NSUMS + k) * OC + c];
     float *out = k == 0 ? out0 : out1;
-    out[c] += sum;
+    out[c] = accumulate ? out[c] + sum : sum;
 }
 
 template <int NSUMS>
 static inline void colsum_launch(float *out0, float *out1, float *scratch, const bf16 *dout, const bf16 *x,
-                                 const float *mean, const float *rstd, int N, int OC, cudaStream_t stream) {
+                                 const float *mean, const float *rstd, int N, int OC, bool accumulate,
+                                 cudaStream_t stream) {
     if (OC % 8 != 0) die("colsum: %d columns is not a multiple of 8", OC);
     const int rpc = colsum_rows_per_chunk(N), R = colsum_chunks(N);
     LLMC_LAUNCH(dim3(ceil_div(OC, COLSUM_COLS_PER_BLOCK), R), dim3(32, 8), 0, stream, colsum_partial_kernel<NSUMS>)(
         scratch, dout, x, mean, rstd, N, OC, rpc);
     kernelCheck();
-    LLMC_LAUNCH(ceil_div(NSUMS * OC, 256), 256, 0, stream, colsum_finish_kernel<NSUMS>)(out0, out1, scratch, R, OC);
+    LLMC_LAUNCH(ceil_div(NSUMS * OC, 256), 256, 0, stream, colsum_finish_kernel<NSUMS>)(out0, out1, scratch, R, OC,
+                                                                                          accumulate);
     kernelCheck();
 }
 
-// dbias (OC) += column sums of dout (N, OC). scratch: colsum_scratch_floats(N, OC) floats.
-static inline void bias_backward(float *dbias, float *scratch, const bf16 *dout, int N, int OC, cudaStream_t stream) {
-    colsum_launch<1>(dbias, nullptr, scratch, dout, nullptr, nullptr, nullptr, N, OC, stream);
+// dbias (OC) += column sums of dout (N, OC) (= without accumulate). scratch: colsum_scratch_floats(N, OC) floats.
+static inline void bias_backward(float *dbias, float *scratch, const bf16 *dout, int N, int OC, bool accumulate,
+                                 cudaStream_t stream) {
+    colsum_launch<1>(dbias, nullptr, scratch, dout, nullptr, nullptr, nullptr, N, OC, accumulate, stream);
 }
 
-// dw (C) += sum over rows of dout * (x - mean) * rstd; db (C) += sum over rows of dout.
+// dw (C) += sum over rows of dout * (x - mean) * rstd; db (C) += sum over rows of dout (= without accumulate).
 static inline void layernorm_param_backward(float *dw, float *db, float *scratch, const bf16 *dout, const bf16 *x,
-                                            const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
-    colsum_launch<2>(dw, db, scratch, dout, x, mean, rstd, N, C, stream);
+                                            const float *mean, const float *rstd, int N, int C, bool accumulate,
+                                            cudaStream_t stream) {
+    colsum_launch<2>(dw, db, scratch, dout, x, mean, rstd, N, C, accumulate, stream);
 }
 
 #endif  // LLMC_COLSUM_CUH

@@ -1,9 +1,13 @@
 // Token + position embedding, forward and a deterministic backward.
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
+// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass);
+// dwpe's overwrite mode (2026-11-24) has run only in the CPU emulator.
 //
 // Layouts (row-major): inp int (B, T); wte bf16 (Vp, C); wpe bf16 (maxT, C); out bf16 (B, T, C);
-// the gradients dwte (Vp, C) and dwpe (maxT, C) are fp32 and accumulated (+=). C % 8 == 0.
+// the gradients dwte (Vp, C) and dwpe (maxT, C) are fp32. dwte is accumulated (+=): only the rows
+// of tokens in the batch are written, so it cannot be overwritten (in a GPT-2 the tied output head
+// writes it first). dwpe is accumulated, or overwritten (=) on a step's first write, where the
+// positions T..maxT-1, which had no gradient, get 0. C % 8 == 0.
 //
 // Backward without atomics: the host, which holds the tokens, sorts the B*T positions by token
 // (a stable counting sort, encoder_buckets_build) into buckets, one per distinct token. One block
@@ -83,36 +87,40 @@ __global__ void encoder_backward_wte_kernel(float *dwte, const bf16 *dout, const
     }
 }
 
-// One thread per (t, 8 channels): dwpe[t, c..c+8] += sum over b of dout[b, t, c..c+8].
-__global__ void encoder_backward_wpe_kernel(float *dwpe, const bf16 *dout, int B, int T, int C) {
-    const int64_t idx = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 8;  // element of (T, C)
-    if (idx >= (int64_t)T * C) return;
+// One thread per (t, 8 channels) of the first `rows` positions: dwpe[t, c..c+8] += (or =) the sum
+// over b of dout[b, t, c..c+8], which is 0 for t >= T.
+__global__ void encoder_backward_wpe_kernel(float *dwpe, const bf16 *dout, int B, int T, int rows, int C,
+                                            bool accumulate) {
+    const int64_t idx = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 8;  // element of (rows, C)
+    if (idx >= (int64_t)rows * C) return;
     float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; idx < (int64_t)T * C && b < B; b++) {
         const x128 d = load128(dout + (int64_t)b * T * C + idx);
 #pragma unroll
         for (int j = 0; j < 8; j++) acc[j] += __bfloat162float(d[j]);
     }
 #pragma unroll
     for (int j = 0; j < 8; j += 4) {
-        f128 g = load128(dwpe + idx + j);
+        f128 g = accumulate ? load128(dwpe + idx + j) : f128{};
 #pragma unroll
         for (int e = 0; e < 4; e++) g[e] += acc[j + e];
         store128(dwpe + idx + j, g);
     }
 }
 
-// d_packed: the device copy of encoder_buckets_build's array; nb its bucket count.
+// d_packed: the device copy of encoder_buckets_build's array; nb its bucket count. accumulate:
+// whether dwpe (maxT rows) is added to or overwritten (see the top of this file).
 static inline void encoder_backward(float *dwte, float *dwpe, const bf16 *dout, const int *d_packed, int nb, int B,
-                                    int T, int C, cudaStream_t stream) {
+                                    int T, int maxT, int C, bool accumulate, cudaStream_t stream) {
     const int block = 128, N = B * T;
     if (nb > 0) {
         LLMC_LAUNCH(dim3(nb, ceil_div(C, 8 * block)), block, 0, stream, encoder_backward_wte_kernel)(
             dwte, dout, d_packed, N, C);
         kernelCheck();
     }
-    LLMC_LAUNCH(ceil_div((int64_t)T * C / 8, block), block, 0, stream, encoder_backward_wpe_kernel)(
-        dwpe, dout, B, T, C);
+    const int rows = accumulate ? T : maxT;  // overwriting also zeroes the positions the batch lacks
+    LLMC_LAUNCH(ceil_div((int64_t)rows * C / 8, block), block, 0, stream, encoder_backward_wpe_kernel)(
+        dwpe, dout, B, T, rows, C, accumulate);
     kernelCheck();
 }
 

@@ -1,6 +1,7 @@
 // LayerNorm forward (optionally fused with the residual add that precedes it) and backward.
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
+// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass);
+// dw and db's overwrite mode (colsum.cuh, 2026-11-24) has run only in the CPU emulator.
 //
 // Layouts (row-major, N = B*T rows of C channels, C % 8 == 0): x, out, residual, dout, dinp bf16
 // (N, C); mean, rstd fp32 (N); w, b bf16 (C); dw, db fp32 (C).
@@ -120,15 +121,16 @@ __global__ void layernorm_backward_dx_kernel(bf16 *dinp, const bf16 *dout, const
     }
 }
 
-// dinp += dx (accumulated), dw += ..., db += ...; scratch: colsum_scratch_floats(N, C) floats.
+// dinp += dx (always accumulated: the residual stream's gradient), dw += ..., db += ... (= without
+// accumulate); scratch: colsum_scratch_floats(N, C) floats.
 static inline void layernorm_backward(bf16 *dinp, float *dw, float *db, float *scratch, const bf16 *dout, const bf16 *x,
                                       const bf16 *w, const float *mean, const float *rstd, int N, int C,
-                                      cudaStream_t stream) {
+                                      bool accumulate, cudaStream_t stream) {
     const int block = 256, rows_per_block = block / 32;
     LLMC_LAUNCH(ceil_div(N, rows_per_block), block, 0, stream, layernorm_backward_dx_kernel)(
         dinp, dout, x, w, mean, rstd, N, C);
     kernelCheck();
-    layernorm_param_backward(dw, db, scratch, dout, x, mean, rstd, N, C, stream);
+    layernorm_param_backward(dw, db, scratch, dout, x, mean, rstd, N, C, accumulate, stream);
 }
 
 #endif  // LLMC_LAYERNORM_CUH

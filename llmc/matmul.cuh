@@ -2,7 +2,8 @@
 // never the TF32 or 16-bit compute types), bf16 or fp32 outputs, the bias added in the epilogue,
 // one persistent workspace.
 //
-// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md), the plan cache included.
+// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md), the plan cache included;
+// the weight gradient's overwrite mode (beta = 0, 2026-11-24) has run only in the CPU emulator.
 //
 // Layouts (row-major, as train_gpt.c): inp (N, IC), weight (OC, IC) as torch.nn.Linear, out (N, OC).
 // cuBLASLt is column-major: a row-major (R, K) matrix is the column-major (K, R) matrix with
@@ -10,8 +11,11 @@
 //   forward       out^T (OC, N)  = W (OC, IC)      @ inp^T (IC, N)    A = W (stored IC x OC, transposed)
 //   input grad    dinp^T (IC, N) = W^T (IC, OC)    @ dout^T (OC, N)   no transposes
 //   weight grad   dW^T (IC, OC) += inp^T (IC, N)  @ dout (N, OC)      B = dout^T stored (OC, N), transposed
-// Weight gradients are fp32 and accumulated (beta = 1); bias gradients are column sums
-// (colsum.cuh), because cuBLASLt's BGRAD epilogues overwrite and round to the bias type.
+// Weight gradients are fp32, accumulated (beta = 1) or, on a step's first write, overwritten
+// (beta = 0: cuBLASLt does not read C, so neither a memset nor a read of the zeros is needed; the
+// heuristic does not see beta, so both modes use the same algorithm, and x + 0 = x keeps the bits);
+// bias gradients are column sums (colsum.cuh), because cuBLASLt's BGRAD epilogues round to the
+// bias type.
 // GELU in the epilogue (--gelu-fusion): the forward of the MLP's fc layer can write both
 // gelu(x W^T + b) and its pre-activation (GELU_AUX_BIAS), and the input gradient of the fc
 // projection can multiply by gelu'(pre-activation) before its single rounding (DGELU). cuBLASLt's
@@ -213,20 +217,21 @@ static inline void matmul_backward_input_dgelu(Matmul *mm, bf16 *dinp, const bf1
 }
 
 // dweight (OC, IC) += dout^T @ inp (fp32); dbias (OC) += column sums of dout when dbias != nullptr
-// (scratch: colsum_scratch_floats(N, OC)).
+// (scratch: colsum_scratch_floats(N, OC)). Without accumulate, = instead of += for both.
 static inline void matmul_backward_weight(Matmul *mm, float *dweight, float *dbias, float *scratch, const bf16 *dout,
-                                          const bf16 *inp, int N, int IC, int OC, cudaStream_t stream) {
-    matmul_lt(mm, dweight, CUDA_R_32F, inp, dout, nullptr, IC, OC, N, false, true, true, MATMUL_GELU_NONE, nullptr,
-              stream);
-    if (dbias) bias_backward(dbias, scratch, dout, N, OC, stream);
+                                          const bf16 *inp, int N, int IC, int OC, bool accumulate,
+                                          cudaStream_t stream) {
+    matmul_lt(mm, dweight, CUDA_R_32F, inp, dout, nullptr, IC, OC, N, false, true, accumulate, MATMUL_GELU_NONE,
+              nullptr, stream);
+    if (dbias) bias_backward(dbias, scratch, dout, N, OC, accumulate, stream);
 }
 
 // Both of the above: the backward pass of matmul_forward.
 static inline void matmul_backward(Matmul *mm, bf16 *dinp, float *dweight, float *dbias, float *scratch,
                                    const bf16 *dout, const bf16 *inp, const bf16 *weight, int N, int IC, int OC,
-                                   cudaStream_t stream) {
+                                   bool accumulate, cudaStream_t stream) {
     matmul_backward_input(mm, dinp, dout, weight, N, IC, OC, stream);
-    matmul_backward_weight(mm, dweight, dbias, scratch, dout, inp, N, IC, OC, stream);
+    matmul_backward_weight(mm, dweight, dbias, scratch, dout, inp, N, IC, OC, accumulate, stream);
 }
 
 #endif  // LLMC_MATMUL_CUH

@@ -5,6 +5,7 @@
 // STATUS: run once on an H100 (cuBLASLt 13; dev/gpu_report.md, 2025-11-22): test_gptcu's one-layer
 // checks against llmc/quant.h's emulation pass in every mode, training runs in fp8 and int8, and
 // the runs are deterministic. The whole-model check against the CPU twin has not run yet.
+// The weight gradients' overwrite mode (2026-11-24) has run only in the CPU emulator.
 //
 // What each mode computes, the exact twin of quant_emulate_operand() (llmc/quant.h) in train_gpt.c:
 //              forward out = inp @ W^T + b          input gradient dinp = dout @ W     weight gradient
@@ -316,10 +317,11 @@ static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *o
 
 // Backward of lowp_linear_forward (which must have run for this layer in this micro-step):
 // dinp (N, IC) = dout @ weight (overwritten); dweight (OC, IC) += dout^T @ inp (fp32);
-// dbias (OC) += column sums of dout (bf16 dout, unquantized; scratch: colsum_scratch_floats(N, OC)).
+// dbias (OC) += column sums of dout (bf16 dout, unquantized; scratch: colsum_scratch_floats(N, OC));
+// without accumulate, dweight and dbias are overwritten (=), as matmul_backward_weight's.
 static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, float *dweight, float *dbias,
                                         float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *weight, int N,
-                                        int IC, int OC, int layer, int linear, cudaStream_t st) {
+                                        int IC, int OC, int layer, int linear, bool accumulate, cudaStream_t st) {
     const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT),
               op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
     const bool fp8_wgrad = lp->precision == MATMUL_FP8 && lp->fp8_wgrad;
@@ -347,16 +349,16 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     }
     if (!fp8_wgrad) {
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
-        matmul_backward_weight(mm, dweight, dbias, scratch, dout, inp, N, IC, OC, st);
+        matmul_backward_weight(mm, dweight, dbias, scratch, dout, inp, N, IC, OC, accumulate, st);
         return;
     }
-    // dW (OC, IC) += dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation into dW.
+    // dW (OC, IC) (+)= dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation.
     lowp_mark(lp, PROF_QUANTIZE, st);
     lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, QUANT_TO_E4M3, st);
     lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
     matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
-                 lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, OC, IC, N, true, st);
-    if (dbias) bias_backward(dbias, scratch, dout, N, OC, st);
+                 lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, OC, IC, N, accumulate, st);
+    if (dbias) bias_backward(dbias, scratch, dout, N, OC, accumulate, st);
 }
 
 #endif  // LLMC_MATMUL_LOWP_CUH

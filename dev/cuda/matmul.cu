@@ -1,8 +1,11 @@
 // Harness of llmc/matmul.cuh (cuBLASLt, bf16 in, fp32 accumulation): the forward with the bias
 // epilogue, the input gradient, the fp32 weight gradient accumulated onto existing values and
 // the bias gradient (colsum.cuh), against double-precision CPU loops on the same bf16 inputs;
-// identical bits on a rerun (small shapes); then TFLOPS at the shapes of GPT-2 d12 (N = 8 * 1024).
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md).
+// identical bits on a rerun, and the overwriting first write of a step (beta = 0 onto NaN) giving
+// the bits of adding to zeros (small shapes); then TFLOPS at the shapes of GPT-2 d12 (N = 8 * 1024),
+// the backward both adding and overwriting (what beta = 0 saves).
+// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md); the overwrite check and
+// timing (2026-11-24) have not run.
 #include "check.h"
 #include "../../llmc/matmul.cuh"
 
@@ -19,7 +22,7 @@ static void run(Matmul *mm, int N, int IC, int OC, bool timing) {
 
     if (!timing) {  // the CPU reference at the timing shapes would take minutes
         matmul_forward(mm, d_y, d_x, d_w, d_b, N, IC, OC, 0);
-        matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, 0);
+        matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, true, 0);
         std::vector<float> y((size_t)N * OC), dx((size_t)N * IC), dw = dw0, db = db0;
         #pragma omp parallel for
         for (int i = 0; i < N; i++) {
@@ -57,15 +60,29 @@ static void run(Matmul *mm, int N, int IC, int OC, bool timing) {
         snprintf(what, sizeof(what), "dbias += N=%d OC=%d", N, OC);
         expect_close(what, db1.data(), db.data(), db.size(), 1e-5);
         to_device(d_dw, dw0); to_device(d_db, db0);
-        matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, 0);
+        matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, true, 0);
         expect_true(to_host(d_dw, (size_t)OC * IC) == dw1 && to_host(d_db, OC) == db1, "dweight, dbias: identical bits on a rerun");
+        // A step's first write overwrites (beta = 0: C is not read, so NaN there must not matter) and
+        // must give the bits of adding to zeros, which ZeRO stages 2-3 (every micro-step overwrites
+        // a scratch) and stage 1 (later micro-steps add) rely on to agree bit for bit.
+        cuda_check(cudaMemset(d_dw, 0, (size_t)OC * IC * sizeof(float)));
+        cuda_check(cudaMemset(d_db, 0, OC * sizeof(float)));
+        matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, true, 0);
+        const std::vector<float> dw_zeros = to_host(d_dw, (size_t)OC * IC), db_zeros = to_host(d_db, OC);
+        cuda_check(cudaMemset(d_dw, 0xFF, (size_t)OC * IC * sizeof(float)));
+        cuda_check(cudaMemset(d_db, 0xFF, OC * sizeof(float)));
+        matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, false, 0);
+        snprintf(what, sizeof(what), "dweight, dbias overwritten (beta = 0, NaN before): the bits of += onto zeros N=%d", N);
+        expect_true(to_host(d_dw, (size_t)OC * IC) == dw_zeros && to_host(d_db, OC) == db_zeros, what);
     }
     if (timing) {
         const double flops = 2.0 * N * IC * OC;
         float f = time_median_ms([&] { matmul_forward(mm, d_y, d_x, d_w, d_b, N, IC, OC, 0); }, 5, 51, 0);
-        float b = time_median_ms([&] { matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, 0); }, 5, 51, 0);
-        printf("time N=%d IC=%d OC=%d: forward %.3f ms (%.0f TFLOPS), backward %.3f ms (%.0f TFLOPS) (median of 51)\n",
-               N, IC, OC, f, flops / (f * 1e9), b, 2 * flops / (b * 1e9));
+        float b = time_median_ms([&] { matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, true, 0); }, 5, 51, 0);
+        float b0 = time_median_ms([&] { matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, false, 0); }, 5, 51, 0);
+        printf("time N=%d IC=%d OC=%d: forward %.3f ms (%.0f TFLOPS), backward %.3f ms (%.0f TFLOPS), "
+               "backward overwriting dW %.3f ms (median of 51)\n",
+               N, IC, OC, f, flops / (f * 1e9), b, 2 * flops / (b * 1e9), b0);
     }
     cuda_check(cudaFree(d_x)); cuda_check(cudaFree(d_w)); cuda_check(cudaFree(d_b)); cuda_check(cudaFree(d_y));
     cuda_check(cudaFree(d_dy)); cuda_check(cudaFree(d_dx)); cuda_check(cudaFree(d_dw)); cuda_check(cudaFree(d_db));
@@ -74,13 +91,16 @@ static void run(Matmul *mm, int N, int IC, int OC, bool timing) {
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
+    const bool small_only = harness_small_only(argc, argv);
     Matmul mm;
     matmul_init(&mm);
     run(&mm, 111, 192, 576, false);      // odd N; the qkv shape of a C = 192 model
     run(&mm, 256, 768, 3072, false);     // the d12 fc shape (fewer rows)
-    run(&mm, 8 * 1024, 768, 2304, true); // d12 qkv
-    run(&mm, 8 * 1024, 768, 3072, true); // d12 fc
-    run(&mm, 8 * 1024, 3072, 768, true); // d12 fcproj
+    if (!small_only) {
+        run(&mm, 8 * 1024, 768, 2304, true); // d12 qkv
+        run(&mm, 8 * 1024, 768, 3072, true); // d12 fc
+        run(&mm, 8 * 1024, 3072, 768, true); // d12 fcproj
+    }
     matmul_free(&mm);
     return harness_exit("matmul");
 }

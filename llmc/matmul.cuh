@@ -14,8 +14,8 @@
 // Weight gradients are fp32, accumulated (beta = 1) or, on a step's first write, overwritten
 // (beta = 0: cuBLASLt does not read C, so neither a memset nor a read of the zeros is needed; the
 // heuristic does not see beta, so both modes use the same algorithm, and x + 0 = x keeps the bits);
-// bias gradients are column sums (colsum.cuh), because cuBLASLt's BGRAD epilogues round to the
-// bias type.
+// bias gradients are column sums (colsum.cuh), because cuBLASLt's BGRAD epilogues cannot add to a
+// gradient and round to the bias type.
 // GELU in the epilogue (--gelu-fusion): the forward of the MLP's fc layer can write both
 // gelu(x W^T + b) and its pre-activation (GELU_AUX_BIAS), and the input gradient of the fc
 // projection can multiply by gelu'(pre-activation) before its single rounding (DGELU). cuBLASLt's

@@ -68,8 +68,9 @@ report "nccl 1 rank stage 2 vs one process" $? "$detail"
 same "$out/nccl1_z2" "$out/nccl1_z3"
 report "nccl 1 rank stage 3 identical to stage 2" $? "(main.log, model_00000006.bin, samples)"
 # Stream ordering made visible: LLMC_ZERO_DEBUG_DELAY_US delays every collective on the comm stream
-# and the compute stream after each scratch zeroing, and fills reduced scratches and gather
-# buffers with NaN (train_gpt.cu, zero_debug_delay). Correct events absorb it: the same bits.
+# and the compute stream after it takes each gradient scratch, and fills reduced scratches and
+# gather buffers with NaN (train_gpt.cu, zero_debug_delay). Correct events absorb it: the same
+# bits (and a gradient that added to a scratch instead of overwriting it would be NaN).
 for z in 2 3; do
     LLMC_ZERO_DEBUG_DELAY_US=300 LLMC_GPU_COMM=nccl "$bin/train_gptcu" "${args[@]}" -d 128 -m 4 -z $z \
         -o "$out/nccl1_z${z}_delayed" > "$out/nccl1_z${z}_delayed.out" 2>&1

@@ -63,8 +63,8 @@ static void run(Matmul *mm, int N, int IC, int OC, bool timing) {
         matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, true, 0);
         expect_true(to_host(d_dw, (size_t)OC * IC) == dw1 && to_host(d_db, OC) == db1, "dweight, dbias: identical bits on a rerun");
         // A step's first write overwrites (beta = 0: C is not read, so NaN there must not matter) and
-        // must give the bits of adding to zeros, which ZeRO stages 2-3 (every micro-step overwrites
-        // a scratch) and stage 1 (later micro-steps add) rely on to agree bit for bit.
+        // must give the bits of adding to zeros (acc + 0 = acc): the trainer's gradients are then
+        // the bits it had when it zeroed them before the first micro-step.
         cuda_check(cudaMemset(d_dw, 0, (size_t)OC * IC * sizeof(float)));
         cuda_check(cudaMemset(d_db, 0, OC * sizeof(float)));
         matmul_backward(mm, d_dx, d_dw, d_db, d_scratch, d_dy, d_x, d_w, N, IC, OC, true, 0);

@@ -289,6 +289,7 @@ static void check_lowp_linear(Matmul *mm, matmul_precision precision, int fp8_wg
     cudaCheck(cudaMalloc(&d_scratch, colsum_scratch_floats(N, OC) * sizeof(float)));
     cudaCheck(cudaMemcpy(d_dw, dw0.data(), dw0.size() * sizeof(float), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_db, db0.data(), db0.size() * sizeof(float), cudaMemcpyHostToDevice));
+    lowp_begin_forward(&lp, true, 0);
     lowp_linear_forward(&lp, mm, d_out, d_inp, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
     lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_inp, d_w, N, IC, OC, 0, LINEAR_FC,
                          true, 0);  // adds to dw0, db0 (the whole-model checks cover the overwriting first write)
@@ -439,6 +440,94 @@ static void check_delayed_scaling(const TestCase &tc, const AdamWConfig &hp, con
     gpu_model_free(&del);
 }
 
+// 6d. The FP8 scales themselves, bit for bit. One linear over 7 training micro-steps whose input,
+// weight and output gradient are fixed tensors times powers of two (exact in bf16) that go up and
+// down, with an evaluation forward after step 3. Both sides quantize the same bf16 operands, so
+// after each pass the device's scale, its inverse and (delayed scaling) the amax ring of the
+// activation, the weight and the gradient must equal the CPU twin's: quant_scale() of llmc/quant.h
+// (E4M3 for the activation and the weight, E5M2 for the gradient) of llmc/amax_history.c's amax.
+// H = 0: current scaling (the cast computes the scale from the amax kernel's result); H = 3:
+// delayed scaling (lowp_begin_forward sets every scale from the ring and clears the slot that
+// this step's casts fill; an amax smaller than the one it overwrites shows a slot not cleared).
+static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
+    LowpMatmul lp;
+    lowp_init(&lp, MATMUL_FP8, 0, H, 1, IC > OC ? IC : OC, N);
+    AmaxHistory host;
+    amax_history_init(&host, lp.num_operands, H);
+    const std::vector<float> x = random_bf16((size_t)N * IC, 720 + H, 1.0f), w = random_bf16((size_t)OC * IC, 721 + H, 0.02f),
+                             dout = random_bf16((size_t)N * OC, 722 + H, 1e-3f);
+    const float base_amax[QUANT_ROLES] = {quant_amax(x.data(), x.size()), quant_amax(w.data(), w.size()),
+                                          quant_amax(dout.data(), dout.size())};
+    const float qmax[QUANT_ROLES] = {FP8_E4M3_MAX, FP8_E4M3_MAX, FP8_E5M2_MAX};
+    // Factors of (activation, weight, gradient) per micro-step; the last row is the evaluation's.
+    const float factor[8][QUANT_ROLES] = {{1, 1, 1},          {4, 1, 0.03125f}, {0.0625f, 2, 8},   {0.0625f, 0.125f, 1},
+                                          {2, 0.125f, 0.25f}, {0.5f, 1, 64},     {8, 4, 1},        {0.25f, 16, 1}};
+    bf16 *d_x, *d_w, *d_dout, *d_out, *d_dinp;
+    float *d_dw, *d_db, *d_scratch;
+    cudaCheck(cudaMalloc(&d_x, x.size() * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_w, w.size() * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_dout, dout.size() * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_out, (size_t)N * OC * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_dinp, (size_t)N * IC * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_dw, w.size() * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_db, (size_t)OC * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_scratch, colsum_scratch_floats(N, OC) * sizeof(float)));
+    auto upload_scaled = [](bf16 *d, const std::vector<float> &v, float f) {
+        std::vector<float> scaled(v.size());
+        for (size_t i = 0; i < v.size(); i++) scaled[i] = v[i] * f;  // a power of two: exact
+        bf16 *tmp = upload_bf16(scaled);
+        cudaCheck(cudaMemcpy(d, tmp, v.size() * sizeof(bf16), cudaMemcpyDeviceToDevice));
+        cudaCheck(cudaFree(tmp));
+    };
+    int bad_scales = 0, bad_history = 0;
+    // The device's scales of `roles` (a bit mask) against the twin's, the ring against the twin's.
+    auto compare_state = [&](const float *expected_scale, int roles) {
+        std::vector<float> scales((size_t)4 * lp.num_operands);
+        cudaCheck(cudaMemcpy(scales.data(), lp.scales, scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int r = 0; r < QUANT_ROLES; r++) {
+            if (!(roles >> r & 1)) continue;
+            const int op = quant_operand_index(0, LINEAR_FC, (quant_operand)r);
+            const float got = *(scales.data() + (lowp_scale(&lp, op) - lp.scales)),
+                        got_inv = *(scales.data() + (lowp_inv_scale(&lp, op) - lp.scales));
+            bad_scales += memcmp(&got, &expected_scale[r], 4) != 0 || got_inv != 1.0f / expected_scale[r];
+        }
+        if (H == 0) return;
+        std::vector<float> ring((size_t)lp.num_operands * H);
+        cudaCheck(cudaMemcpy(ring.data(), lp.history, ring.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        bad_history += memcmp(ring.data(), host.values, ring.size() * sizeof(float)) != 0;
+    };
+    for (int step = 0; step < 8; step++) {
+        const bool eval = step == 4;  // after training micro-steps 0-3
+        upload_scaled(d_x, x, factor[step][QUANT_ACTIVATION]);
+        upload_scaled(d_w, w, factor[step][QUANT_WEIGHT]);
+        upload_scaled(d_dout, dout, factor[step][QUANT_GRADIENT]);
+        float expected[QUANT_ROLES];
+        for (int r = 0; r < QUANT_ROLES; r++) {
+            const int op = quant_operand_index(0, LINEAR_FC, (quant_operand)r);
+            const float amax = base_amax[r] * factor[step][r];
+            expected[r] = quant_scale(H ? amax_history_amax(&host, op, amax) : amax, qmax[r], QUANT_SCALE_POW2);
+            if (H && !eval) amax_history_record(&host, op, amax);
+        }
+        lowp_begin_forward(&lp, !eval, 0);
+        lowp_linear_forward(&lp, mm, d_out, d_x, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, !eval, 0);
+        if (!eval) {
+            lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, d_w, N, IC, OC, 0, LINEAR_FC,
+                                 false, 0);
+            lowp_step_done(&lp);
+            if (H) amax_history_step_done(&host);
+        }
+        cudaCheck(cudaDeviceSynchronize());
+        compare_state(expected, eval ? 3 : 7);
+    }
+    check(bad_scales == 0 && bad_history == 0,
+          "fp8 scales     %s, 7 micro-steps + 1 evaluation: scales and inverses == CPU twin's (%d differ)%s",
+          H ? "delayed (H = 3)" : "current", bad_scales, H ? (bad_history ? ", amax ring differs" : ", amax ring ==") : "");
+    for (bf16 *p : {d_x, d_w, d_dout, d_out, d_dinp}) cudaCheck(cudaFree(p));
+    for (float *p : {d_dw, d_db, d_scratch}) cudaCheck(cudaFree(p));
+    amax_history_free(&host);
+    lowp_free(&lp);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 7. Selective recomputation.
 
@@ -471,8 +560,10 @@ static void check_forward_again(int N, int IC, int OC) {
     bf16 *d_x = upload_bf16(x), *d_x4 = upload_bf16(x4), *d_w = upload_bf16(w), *d_out, *d_again;
     cudaCheck(cudaMalloc(&d_out, (size_t)N * OC * sizeof(bf16)));
     cudaCheck(cudaMalloc(&d_again, (size_t)N * OC * sizeof(bf16)));
+    lowp_begin_forward(&lp, true, 0);
     lowp_linear_forward(&lp, &mm, d_out, d_x, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
     lowp_step_done(&lp);
+    lowp_begin_forward(&lp, true, 0);
     lowp_linear_forward(&lp, &mm, d_out, d_x4, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
     lowp_linear_forward_again(&lp, &mm, d_again, d_x4, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, 0);
     std::vector<uint16_t> out((size_t)N * OC), again(out.size());
@@ -822,6 +913,8 @@ int main(int argc, char **argv) {
         check_lowp_linear(&g.mm, MATMUL_FP8, 1, 112, IC, OC, 200 + 10 * shape);
         check_lowp_linear(&g.mm, MATMUL_INT8, 0, 112, IC, OC, 300 + 10 * shape);
     }
+    check_fp8_scales(&g.mm, 112, C, 4 * C, 0);
+    check_fp8_scales(&g.mm, 112, C, 4 * C, 3);
     gpu_model_free(&g);
     check_lowp_model(tc, hp, weights, MATMUL_FP8, 0, 0);
     check_lowp_model(tc, hp, weights, MATMUL_FP8, 0, 2);

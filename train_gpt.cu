@@ -856,11 +856,12 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
 
     zero_weights_acquire(g, 0);  // ZeRO-3 hooks (no-ops below stage 3): see GPUZero
     zero_weights_acquire(g, zero_layer_segment(0));
+    const quant_pass pass = with_grad ? QUANT_PASS_TRAIN : QUANT_PASS_EVAL;
+    lowp_begin_forward(&g->lp, pass == QUANT_PASS_TRAIN, st);  // the FP8/int8 amaxes and delayed scales
     mark(g, PROF_ENCODER);
     encoder_forward(g->encoded, d_inputs, param_ptr(g, PT_WTE, -1), param_ptr(g, PT_WPE, -1), B, T, C, st);
     zero_weights_release(g, 0);
     const bf16 *residual = g->encoded;
-    const quant_pass pass = with_grad ? QUANT_PASS_TRAIN : QUANT_PASS_EVAL;
     for (int l = 0; l < L; l++) {
         const GPUBlockActs a = block_buffers(g, l);
         zero_forward_prefetch(g, l);

@@ -2,10 +2,12 @@
 // (--matmul fp8|int8); bf16 passes straight through to matmul.cuh. The output head, attention,
 // LayerNorm and the optimizer never come here.
 //
-// STATUS: run once on an H100 (cuBLASLt 13; dev/gpu_report.md, 2025-11-22): test_gptcu's one-layer
-// checks against llmc/quant.h's emulation pass in every mode, training runs in fp8 and int8, and
-// the runs are deterministic. The whole-model check against the CPU twin has not run yet.
-// The weight gradients' overwrite mode (2026-11-24) has run only in the CPU emulator.
+// STATUS: verified on an H100 (cuBLASLt 13) at commit 7c74e66 (2026-11-23, dev/gpu_report.md):
+// test_gptcu's one-layer checks against llmc/quant.h's emulation and its whole-model checks
+// against the CPU twin pass in every mode (tiny, small, d12), and the runs are deterministic.
+// The weight gradients' overwrite mode (2026-11-24) and the scales set without one-thread kernels
+// (lowp_begin_forward, the casts computing current scales; 2026-11-24) have run only in the CPU
+// emulator.
 //
 // What each mode computes, the exact twin of quant_emulate_operand() (llmc/quant.h) in train_gpt.c:
 //              forward out = inp @ W^T + b          input gradient dinp = dout @ W     weight gradient
@@ -27,9 +29,14 @@
 //
 // Scales and histories live on the device, indexed by operand = (layer * 4 + linear) * 3 + role
 // (role: QUANT_ACTIVATION, QUANT_WEIGHT, QUANT_GRADIENT of llmc/quant.h), so no step waits on the
-// host. The weight's and the activation's scales of the forward are reused by the backward of the
-// same micro-step: the weight has not changed and the activation is the one the forward saw, so
-// the backward's transposed copies hold the same codes as the forward's.
+// host. Launches per operand and micro-step: current scaling, an amax pass and the cast (which
+// computes the scale); delayed scaling, the cast alone; plus one launch per forward pass for all
+// operands (lowp_begin_forward: amaxes zeroed, delayed scales set). At d48 (576 operands) that is
+// 1151 (current) or 575 (delayed) fewer tiny launches per micro-step than a memset and a scale
+// kernel before each cast (or a scale kernel alone).
+// The weight's and the activation's scales of the forward are reused by the backward of the same
+// micro-step: the weight has not changed and the activation is the one the forward saw, so the
+// backward's transposed copies hold the same codes as the forward's.
 #ifndef LLMC_MATMUL_LOWP_CUH
 #define LLMC_MATMUL_LOWP_CUH
 
@@ -46,8 +53,9 @@ typedef struct {
     int64_t history_steps;       // training micro-steps recorded in the history (host)
     // device state, one entry per operand
     float *scales;               // [num_operands][4]: 1/scale, scale, 2 unused (lowp_inv_scale, lowp_scale)
-    float *amax;                 // [num_operands]: the current amax (current scaling)
+    float *amax;                 // [num_operands]: the current amax (current scaling), zeroed per pass
     float *history;              // [num_operands][H]: amax ring, slot history_steps % H is this step's
+    uint8_t *amax_taken;         // host, [num_operands]: an amax accumulated since lowp_begin_forward
     // device scratch shared by all layers (sizes for the widest linear: 4C)
     uint8_t *q_inp, *q_inp_t;    // (N, 4C) activation codes; (4C, N) transposed (FP8 weight gradient)
     uint8_t *q_grad, *q_grad_t;  // (N, 4C) gradient codes; (4C, N) transposed (FP8 weight gradient)
@@ -154,6 +162,7 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
     lp->bytes = ops * (4 + 1 + (size_t)history_len) * sizeof(float) + 2 * wide + (size_t)4 * C * C;
     cudaCheck(cudaMalloc(&lp->scales, ops * 4 * sizeof(float)));
     cudaCheck(cudaMalloc(&lp->amax, ops * sizeof(float)));
+    lp->amax_taken = (uint8_t *)calloc_check(ops, 1);
     cudaCheck(cudaMalloc(&lp->q_inp, wide));
     cudaCheck(cudaMalloc(&lp->q_grad, wide));
     cudaCheck(cudaMalloc(&lp->q_weight, (size_t)4 * C * C));
@@ -185,63 +194,90 @@ static inline void lowp_free(LowpMatmul *lp) {
     cudaCheck(cudaFree(lp->q_weight));
     cudaCheck(cudaFree(lp->row_scales));
     cudaCheck(cudaFree(lp->acc));
+    free(lp->amax_taken);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Scales
 
-// Delayed scaling of one operand: scale from the max over its H history entries (amaxes of the
-// previous H micro-steps; bit patterns of non-negative floats order like the values and NaN sorts
-// above Inf, so a NaN amax gives a NaN scale), then, when this step records, clears the slot the
-// cast will fill with this step's amax. One thread: H is small.
-__global__ void lowp_delayed_scale_kernel(float *scale, float *inv_scale, float *history, int H, int slot, float qmax,
-                                          int record) {
-    unsigned int bits = 0;
-    for (int h = 0; h < H; h++) bits = max(bits, __float_as_uint(history[h]) & 0x7FFFFFFFu);
-    const float s = quant_scale(__uint_as_float(bits), qmax, QUANT_SCALE_POW2);
-    *scale = s;
-    *inv_scale = 1.0f / s;
-    if (record) history[slot] = 0.0f;
+// The start of a forward pass, for every operand at once (one thread each): zero its amax, and
+// with delayed scaling past the first recorded micro-step set its scale from the max of its H
+// history entries (the amaxes of the previous H micro-steps; bit patterns of non-negative floats
+// order like the values and NaN sorts above Inf, so a NaN amax gives a NaN scale); when the pass
+// records, clear the slot this micro-step's casts will fill. An operand's role fixes its format:
+// the gradient's is E5M2, the activation's and the weight's E4M3.
+__global__ void lowp_begin_kernel(float *scales, float *amax, float *history, int num_operands, int H, int slot,
+                                  int delayed_scales, int record) {
+    const int op = blockIdx.x * blockDim.x + threadIdx.x;
+    if (op >= num_operands) return;
+    amax[op] = 0.0f;
+    if (H == 0) return;
+    float *h = history + (size_t)op * H;
+    if (delayed_scales) {
+        unsigned int bits = 0;
+        for (int k = 0; k < H; k++) bits = max(bits, __float_as_uint(h[k]) & 0x7FFFFFFFu);
+        const float qmax = op % QUANT_ROLES == QUANT_GRADIENT ? FP8_E5M2_MAX : FP8_E4M3_MAX;
+        const float s = quant_scale(__uint_as_float(bits), qmax, QUANT_SCALE_POW2);
+        scales[4 * (size_t)op + 1] = s;  // lowp_scale
+        scales[4 * (size_t)op] = 1.0f / s;  // lowp_inv_scale
+    }
+    if (record) h[slot] = 0.0f;
+}
+
+// Every forward pass (training, validation, sampling) begins with this, before its first block
+// linear: one launch for all L * 12 operands instead of a memset and a scale kernel per cast.
+// record: a training pass (delayed scaling records this micro-step's amaxes).
+static inline void lowp_begin_forward(LowpMatmul *lp, bool record, cudaStream_t st) {
+    if (lp->precision == MATMUL_BF16) return;
+    lowp_mark(lp, PROF_QUANTIZE, st);
+    const int H = lp->history_len;
+    LLMC_LAUNCH(ceil_div(lp->num_operands, 256), 256, 0, st, lowp_begin_kernel)(
+        lp->scales, lp->amax, lp->history, lp->num_operands, H, H > 0 ? (int)(lp->history_steps % H) : 0,
+        H > 0 && lp->history_steps > 0, H > 0 && record);
+    kernelCheck();
+    memset(lp->amax_taken, 0, (size_t)lp->num_operands);
+}
+
+// The amax of operand `op` in this pass, which accumulates once: a second accumulation would mix
+// two tensors' amaxes (a forward pass that did not begin with lowp_begin_forward).
+static inline float *lowp_take_amax(LowpMatmul *lp, float *amax, int op) {
+    if (lp->amax_taken[op])
+        die("lowp: operand %d's amax accumulated twice in one pass (lowp_begin_forward must start every forward)", op);
+    lp->amax_taken[op] = 1;
+    return amax;
 }
 
 // Quantizes x (rows, cols) row-major as operand `op` into q (row-major) and/or qt (transposed);
-// either may be NULL, and without qt this is a plain cast. The scale is computed here and kept in
-// lp->scales for the backward: from the current amax (one extra read of x), or with delayed
-// scaling from the history, the cast itself then recording this step's amax when `record` (the
-// training forward and backward; not validation or sampling, which must not change the training
-// run). The first recorded step has no history yet and uses its current amax.
+// either may be NULL, and without qt this is a plain cast. The scale is kept in lp->scales for the
+// backward: from the current amax (one extra read of x; the cast computes the scale), or with
+// delayed scaling from the history (set by lowp_begin_forward), the cast itself then recording
+// this step's amax when `record` (the training forward and backward; not validation or sampling,
+// which must not change the training run). The first recorded step has no history yet and uses
+// its current amax.
 static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, const bf16 *x, int rows, int cols, int op,
                                  quant_target target, bool record, cudaStream_t st) {
     float *scale = lowp_scale(lp, op), *inv_scale = lowp_inv_scale(lp, op);
     const bool delayed = lp->history_len > 0, recording = delayed && record;
     const int H = lp->history_len, slot = delayed ? (int)(lp->history_steps % H) : 0;
-    float *history = delayed ? lp->history + (size_t)op * H : nullptr;
-    float *amax = recording ? history + slot : lp->amax + op;
+    float *amax = recording ? lp->history + (size_t)op * H + slot : lp->amax + op;
+    QuantScale qs = quant_scale_given(scale);
+    float *cast_amax = nullptr;
     if (delayed && lp->history_steps > 0) {
-        LLMC_LAUNCH(1, 1, 0, st, lowp_delayed_scale_kernel)(
-            scale, inv_scale, history, H, slot, quant_target_max(target), recording);
-        kernelCheck();
+        if (recording) cast_amax = lowp_take_amax(lp, amax, op);
     } else {
-        quant_amax_gpu(amax, x, (size_t)rows * cols, st);
-        quant_scale_from_amax_gpu(scale, inv_scale, amax, target, QUANT_SCALE_POW2, st);
+        quant_amax_gpu(lowp_take_amax(lp, amax, op), x, (size_t)rows * cols, st);
+        qs = quant_scale_of_amax(scale, inv_scale, amax, QUANT_SCALE_POW2);
     }
-    float *cast_amax = recording && lp->history_steps > 0 ? amax : nullptr;
-    if (qt) quant_transpose_gpu(q, qt, cast_amax, x, rows, cols, scale, target, st);
-    else quant_cast_gpu(q, cast_amax, x, (size_t)rows * cols, scale, target, st);
+    if (qt) quant_transpose_gpu(q, qt, cast_amax, x, rows, cols, qs, target, st);
+    else quant_cast_gpu(q, cast_amax, x, (size_t)rows * cols, qs, target, st);
 }
 
 // The transposed codes qt (cols, rows) of x (rows, cols) with the scale operand `op` already has
 // (set by lowp_quantize in this micro-step's forward).
 static inline void lowp_quantize_transposed_again(LowpMatmul *lp, uint8_t *qt, const bf16 *x, int rows, int cols,
                                                   int op, quant_target target, cudaStream_t st) {
-    quant_transpose_gpu((uint8_t *)nullptr, qt, (float *)nullptr, x, rows, cols, lowp_scale(lp, op), target, st);
-}
-
-// The int8 tensor scale of the weight (always current: the weight is read anyway) into lp->scales.
-static inline void lowp_int8_weight_scale(LowpMatmul *lp, const bf16 *weight, size_t n, int op, cudaStream_t st) {
-    quant_amax_gpu(lp->amax + op, weight, n, st);
-    quant_scale_from_amax_gpu(lowp_scale(lp, op), lowp_inv_scale(lp, op), lp->amax + op, QUANT_TO_INT8,
-                              QUANT_SCALE_POW2, st);
+    quant_transpose_gpu((uint8_t *)nullptr, qt, (float *)nullptr, x, rows, cols, quant_scale_given(lowp_scale(lp, op)),
+                        target, st);
 }
 
 // A training micro-step's forward and backward are done: the next one records into the next slot.
@@ -263,7 +299,7 @@ static inline void lowp_history_reset(LowpMatmul *lp) {
 // micro-step (llmc/recompute.h), which must give the forward's bits and change no state. FP8 then
 // casts with the scales the forward stored instead of choosing them: with delayed scaling a
 // scale chosen now would read the history the forward has since written this step's amax into.
-// int8 scales from the operands alone (row-wise and the weight's current amax), which are the same.
+// int8 takes the weight's stored scale too, and scales the rows from the operand alone (the same).
 static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight,
                                             const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
                                             bool again, cudaStream_t st) {
@@ -272,9 +308,10 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
     switch (lp->precision) {
     case MATMUL_FP8:
         if (again) {
-            quant_cast_gpu(lp->q_inp, (float *)nullptr, inp, (size_t)N * IC, lowp_scale(lp, op_inp), QUANT_TO_E4M3, st);
-            quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, lowp_scale(lp, op_w), QUANT_TO_E4M3,
-                           st);
+            quant_cast_gpu(lp->q_inp, (float *)nullptr, inp, (size_t)N * IC,
+                           quant_scale_given(lowp_scale(lp, op_inp)), QUANT_TO_E4M3, st);
+            quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC,
+                           quant_scale_given(lowp_scale(lp, op_w)), QUANT_TO_E4M3, st);
         } else {
             lowp_quantize(lp, lp->q_inp, nullptr, inp, N, IC, op_inp, QUANT_TO_E4M3, record, st);
             lowp_quantize(lp, lp->q_weight, nullptr, weight, OC, IC, op_w, QUANT_TO_E4M3, record, st);
@@ -283,16 +320,23 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
         matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, N, OC, IC, false, st);
         return;
-    case MATMUL_INT8:
+    case MATMUL_INT8: {
         int8_quantize_rows_gpu((int8_t *)lp->q_inp, lp->row_scales, inp, N, IC, QUANT_SCALE_POW2, st);
-        lowp_int8_weight_scale(lp, weight, (size_t)OC * IC, op_w, st);
-        quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, lowp_scale(lp, op_w), QUANT_TO_INT8, st);
+        // The weight's tensor scale, always current (the weight is read anyway).
+        QuantScale qs = quant_scale_given(lowp_scale(lp, op_w));
+        if (!again) {
+            float *amax = lowp_take_amax(lp, lp->amax + op_w, op_w);
+            quant_amax_gpu(amax, weight, (size_t)OC * IC, st);
+            qs = quant_scale_of_amax(lowp_scale(lp, op_w), lowp_inv_scale(lp, op_w), amax, QUANT_SCALE_POW2);
+        }
+        quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, qs, QUANT_TO_INT8, st);
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_inp, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
                      N, OC, IC, false, st);
         lowp_mark(lp, PROF_QUANTIZE, st);
         int8_dequantize_bias_gpu(out, lp->acc, lp->row_scales, lowp_scale(lp, op_w), bias, N, OC, st);
         return;
+    }
     default:
         matmul_forward(mm, out, inp, weight, bias, N, IC, OC, st);
     }

@@ -4,6 +4,8 @@
 //
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md). dev/cuda/quant.cu checks every kernel
 // against llmc/quant.h byte for byte, and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths.
+// The casts that compute their scale from an amax (QuantScale, 2026-11-24) have run only in the
+// CPU emulator (both harnesses' small cases, t_46).
 //
 // Conventions (the same as llmc/quant.h, whose scalar functions the CPU twin uses):
 //   - a scale is the multiplier before the cast: q = Q(x * scale); the GEMM dequantizes with
@@ -12,6 +14,9 @@
 //   - amax outputs are max |x| of the unscaled input, combined across blocks with an integer
 //     atomicMax on the fp32 bit pattern (valid because |x| >= 0; NaN patterns order above +Inf, so
 //     a NaN propagates). The caller zeroes an amax before the kernels that accumulate into it.
+//   - a cast takes its scale as a QuantScale: given (a scale already in device memory), or from
+//     an amax that an earlier kernel finished (current scaling), in which case the cast computes
+//     the scale itself and stores it with its inverse: no one-thread scale kernel between them.
 //   - FP8 casts use the hardware instruction cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (sm_89+), through
 //     __nv_cvt_float_to_fp8; llmc/quant.h is its bit-exact host twin. int8 uses quant.h's
 //     int8_from_float itself (rintf is cvt.rni on the GPU: ties to even).
@@ -39,7 +44,7 @@ static inline void quant_cuda_check_at(cudaError_t err, const char *what, const 
 // What a quantizing kernel writes: one byte per element, an FP8 code or an int8 (two's complement).
 typedef enum { QUANT_TO_E4M3 = 0, QUANT_TO_E5M2 = 1, QUANT_TO_INT8 = 2 } quant_target;
 
-static inline float quant_target_max(quant_target t) {
+static inline QUANT_HOSTDEV float quant_target_max(quant_target t) {
     return t == QUANT_TO_E4M3 ? FP8_E4M3_MAX : t == QUANT_TO_E5M2 ? FP8_E5M2_MAX : (float)INT8_QMAX;
 }
 
@@ -52,6 +57,32 @@ __device__ __forceinline__ float quant_load(__nv_bfloat16 x) { return __bfloat16
 __device__ __forceinline__ uint8_t quant_to_byte(float x, float scale, quant_target t) {
     if (t == QUANT_TO_INT8) return (uint8_t)int8_from_float(x, scale);
     return (uint8_t)__nv_cvt_float_to_fp8(x * scale, __NV_SATFINITE, t == QUANT_TO_E4M3 ? __NV_E4M3 : __NV_E5M2);
+}
+
+// The scale q = Q(x * s) of a cast. Given: s = *scale. From an amax (current scaling):
+// s = quant_scale(*amax, qmax of the cast's target, mode), computed by every thread from the amax
+// that an earlier kernel finished, and stored with its inverse (the GEMM's dequantization
+// multiplier) by thread 0 of block (0, 0) for the kernels that follow. No thread of that cast
+// reads *scale, so the store races with nothing.
+typedef struct {
+    float *scale;           // given: read; from an amax: written
+    float *inv_scale;       // from an amax: written (1 / scale); given: unused
+    const float *amax;      // NULL: the scale is given
+    quant_scale_mode mode;  // from an amax: how quant_scale rounds it (power of two or exact)
+} QuantScale;
+
+static inline QuantScale quant_scale_given(float *scale) {
+    return QuantScale{scale, nullptr, nullptr, QUANT_SCALE_POW2};
+}
+static inline QuantScale quant_scale_of_amax(float *scale, float *inv_scale, const float *amax, quant_scale_mode mode) {
+    return QuantScale{scale, inv_scale, amax, mode};
+}
+
+__device__ __forceinline__ float quant_scale_resolve(const QuantScale &qs, quant_target t) {
+    if (!qs.amax) return *qs.scale;
+    const float s = quant_scale(*qs.amax, quant_target_max(t), qs.mode);
+    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *qs.scale = s, *qs.inv_scale = 1.0f / s;
+    return s;
 }
 
 // Bits of |x|, ordered like the values (and NaN above Inf).
@@ -112,8 +143,8 @@ __device__ __forceinline__ void quant_block_amax(float *amax, unsigned int bits)
 // Grid-stride over groups of 8 elements (see quant_load8), then the remainder one by one.
 template <typename Tin>
 __global__ void quant_cast_kernel(uint8_t *__restrict__ out, float *amax, const Tin *__restrict__ in, size_t n,
-                                  const float *scale, quant_target target) {
-    const float s = *scale;
+                                  QuantScale scale, quant_target target) {
+    const float s = quant_scale_resolve(scale, target);
     const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
     const size_t groups = quant_vector_groups(in, out, n);
     unsigned int bits = 0;
@@ -136,7 +167,7 @@ __global__ void quant_cast_kernel(uint8_t *__restrict__ out, float *amax, const 
     if (amax) quant_block_amax(amax, bits);
 }
 
-// max |in| over a contiguous tensor, into *amax (zeroed by the caller). Same traversal as the cast.
+// max |in| over a contiguous tensor, accumulated into *amax. Same traversal as the cast.
 template <typename Tin>
 __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_t n) {
     const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
@@ -150,14 +181,6 @@ __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_
     }
     for (size_t i = 8 * groups + first; i < n; i += stride) bits = max(bits, quant_abs_bits(quant_load(in[i])));
     quant_block_amax(amax, bits);
-}
-
-// scale = quant_scale(amax, qmax, mode) and its inverse (for cuBLASLt's scale pointer), on one thread.
-__global__ void quant_scale_kernel(float *scale, float *inv_scale, const float *amax, float qmax,
-                                   quant_scale_mode mode) {
-    float s = quant_scale(*amax, qmax, mode);
-    *scale = s;
-    *inv_scale = 1.0f / s;
 }
 
 // Fused quantize and transpose of x (rows, cols) row-major:
@@ -180,10 +203,10 @@ __host__ __device__ __forceinline__ int quant_tile_col(int r, int c) { return ((
 template <typename Tin>
 __global__ void __launch_bounds__(QUANT_TILE_THREADS)
 quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restrict__ x, int rows, int cols,
-                       const float *scale, quant_target target) {
+                       QuantScale scale, quant_target target) {
     constexpr int GROUPS = QUANT_TILE * QUANT_TILE / 8;
     __shared__ __align__(8) uint8_t tile[QUANT_TILE][QUANT_TILE];  // swizzled: quant_tile_col
-    const float s = *scale;
+    const float s = quant_scale_resolve(scale, target);
     const int row0 = blockIdx.y * QUANT_TILE, col0 = blockIdx.x * QUANT_TILE;
     const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8));
     unsigned int bits = 0;
@@ -334,29 +357,23 @@ static inline int quant_grid_1d(size_t n, int block) {
 }
 
 template <typename Tin>
-static inline void quant_cast_gpu(uint8_t *out, float *amax, const Tin *in, size_t n, const float *scale,
-                              quant_target target, cudaStream_t stream) {
+static inline void quant_cast_gpu(uint8_t *out, float *amax, const Tin *in, size_t n, QuantScale scale,
+                                  quant_target target, cudaStream_t stream) {
     LLMC_LAUNCH(quant_grid_1d(n, 256), 256, 0, stream, quant_cast_kernel<Tin>)(out, amax, in, n, scale, target);
     quant_cuda_check(cudaGetLastError());
 }
 
-// *amax = max |in| (this zeroes it first).
+// *amax = max(*amax, max |in|): the caller zeroes *amax first (the trainer zeroes all its amaxes
+// in one launch, llmc/matmul_lowp.cuh's lowp_begin_forward).
 template <typename Tin>
 static inline void quant_amax_gpu(float *amax, const Tin *in, size_t n, cudaStream_t stream) {
-    quant_cuda_check(cudaMemsetAsync(amax, 0, sizeof(float), stream));
     LLMC_LAUNCH(quant_grid_1d(n, 256), 256, 0, stream, quant_amax_kernel<Tin>)(amax, in, n);
-    quant_cuda_check(cudaGetLastError());
-}
-
-static inline void quant_scale_from_amax_gpu(float *scale, float *inv_scale, const float *amax, quant_target target,
-                                         quant_scale_mode mode, cudaStream_t stream) {
-    LLMC_LAUNCH(1, 1, 0, stream, quant_scale_kernel)(scale, inv_scale, amax, quant_target_max(target), mode);
     quant_cuda_check(cudaGetLastError());
 }
 
 template <typename Tin>
 static inline void quant_transpose_gpu(uint8_t *q, uint8_t *qt, float *amax, const Tin *x, int rows, int cols,
-                                   const float *scale, quant_target target, cudaStream_t stream) {
+                                       QuantScale scale, quant_target target, cudaStream_t stream) {
     if (rows <= 0 || cols <= 0) die("quant_transpose_gpu: bad shape %d x %d", rows, cols);
     int tiles_y = (rows + QUANT_TILE - 1) / QUANT_TILE;
     if (tiles_y > 65535) die("quant_transpose_gpu: %d rows exceed the grid limit of %d", rows, 65535 * QUANT_TILE);

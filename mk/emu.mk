@@ -5,8 +5,9 @@
 # dev/emu/cuda_runtime.cc and dev/emu/cublaslt.cc.
 #   build/emu/selftest     the emulator's own checks, each shown to fire (t_44)
 #   build/emu/attention    the attention harness dev/cuda/attention.cu (t_44)
-#   build/emu/<k>          the harnesses of the kernels that write the gradients, dev/cuda/<k>.cu
-#                          for k in encoder, layernorm (with colsum.cuh) and matmul (t_46)
+#   build/emu/<k>          the harnesses dev/cuda/<k>.cu of the kernels that write the gradients,
+#                          k in encoder, layernorm (with colsum.cuh) and matmul, and of the FP8 and
+#                          int8 path, quant and matmul_lowp (t_46)
 #   build/emu/test_gptcu   test_gpt.cu: the whole GPU trainer against the CPU reference (t_45),
 #                          under AddressSanitizer and UBSan: a kernel's access past its cudaMalloc
 #                          allocation or a misaligned one is reported, as compute-sanitizer would
@@ -18,7 +19,7 @@
 #                          code is built so, or the linker could keep an unannotated copy of it.
 # The GPU communicators (llmc/comm_nccl.cu) are built as for a GPU: NCCL (dev/emu/nccl.cc, over
 # MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
-EMU_HARNESSES := $(addprefix $(BUILD)/emu/,encoder layernorm matmul)
+EMU_HARNESSES := $(addprefix $(BUILD)/emu/,encoder layernorm matmul quant matmul_lowp)
 EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/test_gptcu $(BUILD)/emu/train_gptcu \
                 $(EMU_HARNESSES)
 CUDA_TARGETS += $(EMU_PROGRAMS)
@@ -50,8 +51,8 @@ $(BUILD)/emu/race/%.o: dev/emu/%.cc dev/emu/cuda_emu.h dev/emu/ptx_isa.h dev/emu
 $(BUILD)/emu/attention: dev/cuda/attention.cu dev/cuda/common.h $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o
 	$(call EMU_CUDA_SOURCE,dev/cuda/attention.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@
 $(EMU_HARNESSES): $(BUILD)/emu/%: dev/cuda/%.cu dev/cuda/check.h dev/cuda/common.h $(EMU_HEADERS) $(EMU_RUNTIME) \
-                  $(BUILD)/llmc/utils.o
-	$(call EMU_CUDA_SOURCE,-fopenmp dev/cuda/$*.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@ -lgomp
+                  $(BUILD)/llmc/quant.o $(BUILD)/llmc/utils.o
+	$(call EMU_CUDA_SOURCE,-fopenmp dev/cuda/$*.cu) $(EMU_RUNTIME) $(BUILD)/llmc/quant.o $(BUILD)/llmc/utils.o -o $@ -lgomp
 $(BUILD)/emu/selftest: dev/emu/selftest.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o
 	$(call EMU_CUDA_SOURCE,dev/emu/selftest.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@
 

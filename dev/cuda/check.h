@@ -51,15 +51,6 @@ static inline std::vector<float> random_bf16_values(size_t n, uint64_t seed, flo
     return f;
 }
 
-// The arguments of a harness with small cases: none (every case, then the timings) or
-// --check-small (the small cases only, without timing: for the CPU emulator of dev/emu, t_46).
-static inline bool harness_small_only(int argc, char **argv) {
-    if (argc == 1) return false;
-    if (argc == 2 && !strcmp(argv[1], "--check-small")) return true;
-    fprintf(stderr, "usage: %s [--check-small]\n", argv[0]);
-    exit(2);
-}
-
 static inline int harness_exit(const char *name) {
     printf("%s: %d check(s) failed\n", name, g_failures);
     return g_failures ? 1 : 0;

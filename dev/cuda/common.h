@@ -9,6 +9,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <algorithm>
 #include <vector>
 #include "../../llmc/launch.cuh"
@@ -99,6 +101,15 @@ static __global__ void fill_uniform_bf16_kernel(__nv_bfloat16 *dst, size_t n, ui
 static inline void fill_uniform_bf16(__nv_bfloat16 *dst, size_t n, uint64_t seed, float lo, float hi) {
     LLMC_LAUNCH(1024, 256, 0, 0, fill_uniform_bf16_kernel)(dst, n, seed, lo, hi);
     cuda_check(cudaGetLastError());
+}
+
+// The arguments of a harness with small cases: none (every case, then the timings) or
+// --check-small (the small cases only, without timing: for the CPU emulator of dev/emu, t_46).
+static inline bool harness_small_only(int argc, char **argv) {
+    if (argc == 1) return false;
+    if (argc == 2 && !strcmp(argv[1], "--check-small")) return true;
+    fprintf(stderr, "usage: %s [--check-small]\n", argv[0]);
+    exit(2);
 }
 
 #endif  // DEV_CUDA_COMMON_H

@@ -200,11 +200,12 @@ static void check_switchback(int M, int N, int K, bool transpose_w, uint64_t see
     float *d_sx = device_alloc<float>(M), *d_amax = device_alloc<float>(1), *d_sw = device_alloc<float>(2);
     int32_t *d_acc = device_alloc<int32_t>((size_t)M * N);
     int8_quantize_rows_gpu(d_qx, d_sx, d_x, M, K, QUANT_SCALE_POW2, 0);
+    cuda_check(cudaMemset(d_amax, 0, sizeof(float)));
     quant_amax_gpu(d_amax, d_w, (size_t)N * K, 0);
-    quant_scale_from_amax_gpu(d_sw, d_sw + 1, d_amax, QUANT_TO_INT8, QUANT_SCALE_POW2, 0);
+    const QuantScale sw_of_amax = quant_scale_of_amax(d_sw, d_sw + 1, d_amax, QUANT_SCALE_POW2);
     uint8_t *q_nk = reinterpret_cast<uint8_t *>(d_qw);
-    if (transpose_w) quant_transpose_gpu((uint8_t *)nullptr, q_nk, (float *)nullptr, d_w, w_rows, w_cols, d_sw, QUANT_TO_INT8, 0);
-    else quant_transpose_gpu(q_nk, (uint8_t *)nullptr, (float *)nullptr, d_w, w_rows, w_cols, d_sw, QUANT_TO_INT8, 0);
+    if (transpose_w) quant_transpose_gpu((uint8_t *)nullptr, q_nk, (float *)nullptr, d_w, w_rows, w_cols, sw_of_amax, QUANT_TO_INT8, 0);
+    else quant_transpose_gpu(q_nk, (uint8_t *)nullptr, (float *)nullptr, d_w, w_rows, w_cols, sw_of_amax, QUANT_TO_INT8, 0);
     lt_plan p = lt_plan_create(M, N, K, CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, nullptr, nullptr, nullptr);
     lt_plan_run(p, d_acc, d_qx, d_qw, 0);
     int8_dequantize_bias_gpu(d_out, d_acc, d_sx, d_sw, transpose_w ? nullptr : d_bias, M, N, 0);
@@ -257,12 +258,13 @@ static void check_fp8_gemm(int M, int N, int K, quant_target x_target, bool with
     // Scale at [0], inverse scale at [4]: cuBLASLt 13 refuses (NOT_SUPPORTED) FP8 scale pointers
     // that are not 16-byte aligned (found on an H100).
     float *d_amax = device_alloc<float>(2), *d_sx = device_alloc<float>(8), *d_sw = device_alloc<float>(8);
+    cuda_check(cudaMemset(d_amax, 0, 2 * sizeof(float)));
     quant_amax_gpu(d_amax, d_x, x.size(), 0);
     quant_amax_gpu(d_amax + 1, d_w, w.size(), 0);
-    quant_scale_from_amax_gpu(d_sx, d_sx + 4, d_amax, x_target, QUANT_SCALE_POW2, 0);
-    quant_scale_from_amax_gpu(d_sw, d_sw + 4, d_amax + 1, QUANT_TO_E4M3, QUANT_SCALE_POW2, 0);
-    quant_cast_gpu(d_qx, (float *)nullptr, d_x, x.size(), d_sx, x_target, 0);
-    quant_cast_gpu(d_qw, (float *)nullptr, d_w, w.size(), d_sw, QUANT_TO_E4M3, 0);
+    quant_cast_gpu(d_qx, (float *)nullptr, d_x, x.size(), quant_scale_of_amax(d_sx, d_sx + 4, d_amax, QUANT_SCALE_POW2),
+                   x_target, 0);
+    quant_cast_gpu(d_qw, (float *)nullptr, d_w, w.size(), quant_scale_of_amax(d_sw, d_sw + 4, d_amax + 1, QUANT_SCALE_POW2),
+                   QUANT_TO_E4M3, 0);
     cudaDataType_t x_type = x_target == QUANT_TO_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
     lt_plan p = lt_plan_create(M, N, K, x_type, CUDA_R_8F_E4M3, CUDA_R_16BF, d_sx + 4, d_sw + 4, with_bias ? d_bias : nullptr);
     lt_plan_run(p, d_out, d_qx, d_qw, 0);
@@ -331,12 +333,12 @@ static void time_shapes(void) {
             double flops = 2.0 * M * N * K, ms[3];
             lt_plan p_bf16 = lt_plan_create(M, N, K, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, nullptr, nullptr, bias);
             ms[0] = time_median_ms([&] { lt_plan_run(p_bf16, out, x, w, 0); }, 3, 20, 0);
-            quant_cast_gpu(qx, (float *)nullptr, x, nx, one, QUANT_TO_E4M3, 0);
-            quant_cast_gpu(qw, (float *)nullptr, w, nw, one, QUANT_TO_E4M3, 0);
+            quant_cast_gpu(qx, (float *)nullptr, x, nx, quant_scale_given(one), QUANT_TO_E4M3, 0);
+            quant_cast_gpu(qw, (float *)nullptr, w, nw, quant_scale_given(one), QUANT_TO_E4M3, 0);
             lt_plan p_fp8 = lt_plan_create(M, N, K, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, one, one, bias);
             ms[1] = time_median_ms([&] { lt_plan_run(p_fp8, out, qx, qw, 0); }, 3, 20, 0);
-            quant_cast_gpu(qx, (float *)nullptr, x, nx, int8_scale, QUANT_TO_INT8, 0);
-            quant_cast_gpu(qw, (float *)nullptr, w, nw, int8_scale, QUANT_TO_INT8, 0);
+            quant_cast_gpu(qx, (float *)nullptr, x, nx, quant_scale_given(int8_scale), QUANT_TO_INT8, 0);
+            quant_cast_gpu(qw, (float *)nullptr, w, nw, quant_scale_given(int8_scale), QUANT_TO_INT8, 0);
             lt_plan p_int8 = lt_plan_create(M, N, K, CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, nullptr, nullptr, nullptr);
             ms[2] = time_median_ms([&] { lt_plan_run(p_int8, acc, qx, qw, 0); }, 3, 20, 0);
             printf("d%-3d %-9s %5d %5d   %9.1f   %9.1f %5.2fx   %9.1f %5.2fx\n", depths[di], names[s], N, K,
@@ -354,6 +356,7 @@ static void time_shapes(void) {
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
+    const bool small_only = harness_small_only(argc, argv);
     cudaDeviceProp prop;
     cuda_check(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
@@ -374,7 +377,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("matmul_lowp: all checks passed\n");
-    time_shapes();
+    if (!small_only) time_shapes();
     cuda_check(cudaFree(lt_workspace));
     cublas_check(cublasLtDestroy(lt));
     return 0;

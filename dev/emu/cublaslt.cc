@@ -170,6 +170,14 @@ cublasStatus_t supported(const Desc &d, const Layout &a, const Layout &b, const 
 extern "C" {
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) { return *handle = new cublasLtContext{1}, CUBLAS_STATUS_SUCCESS; }
+const char *cublasLtGetStatusString(cublasStatus_t status) {  // the statuses this emulation returns
+    switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+    }
+}
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) { return delete handle, CUBLAS_STATUS_SUCCESS; }
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute, cudaDataType_t scale_type) {

@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# The harnesses of the kernels that write the gradients run their small cases on the CPU emulator
-# of dev/emu (no GPU): dev/cuda/encoder.cu, layernorm.cu (the column sums of colsum.cuh) and
-# matmul.cu (the cuBLASLt calls of llmc/matmul.cuh, against the emulator's cuBLASLt), each with
-# --check-small. Besides their checks against CPU loops, each shows that a step's first write,
-# which overwrites (onto NaN), gives the bits of adding to zeros, and that adding twice doubles
-# the bits: the trainer writes its gradients so and no longer zeroes them. The cuBLASLt half (that
-# beta = 0 gives the bits of beta = 1 onto zeros on the hardware) needs the GPU: the same harness
-# there. About 10 s.
+# Kernel harnesses run their small cases on the CPU emulator of dev/emu (no GPU), each with
+# --check-small:
+#   - those of the kernels that write the gradients: dev/cuda/encoder.cu, layernorm.cu (the column
+#     sums of colsum.cuh) and matmul.cu (the cuBLASLt calls of llmc/matmul.cuh, against the
+#     emulator's cuBLASLt). Besides their checks against CPU loops, each shows that a step's first
+#     write, which overwrites (onto NaN), gives the bits of adding to zeros, and that adding twice
+#     doubles the bits: the trainer writes its gradients so and no longer zeroes them. The cuBLASLt
+#     half (that beta = 0 gives the bits of beta = 1 onto zeros on the hardware) needs the GPU: the
+#     same harness there.
+#   - those of the FP8 and int8 path: quant.cu (every kernel of llmc/quant.cuh byte for byte
+#     against llmc/quant.h, all 2^16 bf16 inputs; a cast that computes its scale from an amax must
+#     store it and its inverse) and matmul_lowp.cu (the int8 and FP8 GEMM chains against the CPU,
+#     with the emulator's cuBLASLt).
+# About 15 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 failed=0
-declare -A min_checks=([encoder]=10 [layernorm]=18 [matmul]=12)  # the checks each runs today
-for h in encoder layernorm matmul; do
+declare -A min_checks=([encoder]=10 [layernorm]=18 [matmul]=12 [quant]=78 [matmul_lowp]=7)  # the checks each runs today
+for h in encoder layernorm matmul quant matmul_lowp; do
     bin=build/emu/$h
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
     rc=0
     out=$(OMP_NUM_THREADS=2 "$bin" --check-small 2>&1) || rc=$?
     summary=$(tail -1 <<<"$out")
-    passed=$(grep -c '^ok ' <<<"$out" || true)
-    # Exit 0, the harness's own "0 check(s) failed", and at least min_checks passed (not cut short).
-    if [ "$rc" = 0 ] && [ "$summary" = "$h: 0 check(s) failed" ] && [ "$passed" -ge "${min_checks[$h]}" ]; then
+    # A passed check's line begins with "ok " (dev/cuda/check.h) or has " ok" after its name.
+    passed=$(grep -cE '^ok | ok( |$)' <<<"$out" || true)
+    # Exit 0, the harness's own summary of no failure, and at least min_checks passed (not cut short).
+    if [ "$rc" = 0 ] && { [ "$summary" = "$h: 0 check(s) failed" ] || [ "$summary" = "$h: all checks passed" ]; } &&
+       [ "$passed" -ge "${min_checks[$h]}" ]; then
         echo "ok   emulated dev/cuda/$h --check-small: $passed checks passed"
     else
         echo "FAIL emulated dev/cuda/$h --check-small (exit $rc, $passed checks passed, '$summary')"
-        grep -v '^ok ' <<<"$out" | head -20
+        grep -vE '^ok | ok( |$)' <<<"$out" | head -20
         failed=$((failed + 1))
     fi
 done

@@ -487,8 +487,7 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
         for (int r = 0; r < QUANT_ROLES; r++) {
             if (!(roles >> r & 1)) continue;
             const int op = quant_operand_index(0, LINEAR_FC, (quant_operand)r);
-            const float got = *(scales.data() + (lowp_scale(&lp, op) - lp.scales)),
-                        got_inv = *(scales.data() + (lowp_inv_scale(&lp, op) - lp.scales));
+            const float got = *lowp_scale_at(scales.data(), op), got_inv = *lowp_inv_scale_at(scales.data(), op);
             bad_scales += memcmp(&got, &expected_scale[r], 4) != 0 || got_inv != 1.0f / expected_scale[r];
         }
         if (H == 0) return;

@@ -75,8 +75,16 @@ static inline void lowp_mark(const LowpMatmul *lp, ProfPart part, cudaStream_t s
 // multiplier cuBLASLt reads). Each operand owns 16 bytes so that the inverse is 16-byte aligned:
 // cuBLASLt 13 on an H100 answers CUBLAS_STATUS_NOT_SUPPORTED for a scale pointer that is only
 // 4-byte aligned (measured, though the documentation does not say so).
-static inline float *lowp_inv_scale(const LowpMatmul *lp, int op) { return lp->scales + 4 * (size_t)op; }
-static inline float *lowp_scale(const LowpMatmul *lp, int op) { return lp->scales + 4 * (size_t)op + 1; }
+static inline QUANT_HOSTDEV float *lowp_inv_scale_at(float *scales, int op) { return scales + 4 * (size_t)op; }
+static inline QUANT_HOSTDEV float *lowp_scale_at(float *scales, int op) { return scales + 4 * (size_t)op + 1; }
+static inline float *lowp_inv_scale(const LowpMatmul *lp, int op) { return lowp_inv_scale_at(lp->scales, op); }
+static inline float *lowp_scale(const LowpMatmul *lp, int op) { return lowp_scale_at(lp->scales, op); }
+
+// An FP8 operand's format follows its role: the gradient's is E5M2 (range), the activation's and
+// the weight's E4M3 (precision).
+static inline QUANT_HOSTDEV quant_target lowp_fp8_target(int op) {
+    return op % QUANT_ROLES == QUANT_GRADIENT ? QUANT_TO_E5M2 : QUANT_TO_E4M3;
+}
 
 // ---------------------------------------------------------------------------------------------
 // cuBLASLt in the TN form
@@ -204,8 +212,7 @@ static inline void lowp_free(LowpMatmul *lp) {
 // with delayed scaling past the first recorded micro-step set its scale from the max of its H
 // history entries (the amaxes of the previous H micro-steps; bit patterns of non-negative floats
 // order like the values and NaN sorts above Inf, so a NaN amax gives a NaN scale); when the pass
-// records, clear the slot this micro-step's casts will fill. An operand's role fixes its format:
-// the gradient's is E5M2, the activation's and the weight's E4M3.
+// records, clear the slot this micro-step's casts will fill.
 __global__ void lowp_begin_kernel(float *scales, float *amax, float *history, int num_operands, int H, int slot,
                                   int delayed_scales, int record) {
     const int op = blockIdx.x * blockDim.x + threadIdx.x;
@@ -216,10 +223,9 @@ __global__ void lowp_begin_kernel(float *scales, float *amax, float *history, in
     if (delayed_scales) {
         unsigned int bits = 0;
         for (int k = 0; k < H; k++) bits = max(bits, __float_as_uint(h[k]) & 0x7FFFFFFFu);
-        const float qmax = op % QUANT_ROLES == QUANT_GRADIENT ? FP8_E5M2_MAX : FP8_E4M3_MAX;
-        const float s = quant_scale(__uint_as_float(bits), qmax, QUANT_SCALE_POW2);
-        scales[4 * (size_t)op + 1] = s;  // lowp_scale
-        scales[4 * (size_t)op] = 1.0f / s;  // lowp_inv_scale
+        const float s = quant_scale(__uint_as_float(bits), quant_target_max(lowp_fp8_target(op)), QUANT_SCALE_POW2);
+        *lowp_scale_at(scales, op) = s;
+        *lowp_inv_scale_at(scales, op) = 1.0f / s;
     }
     if (record) h[slot] = 0.0f;
 }
@@ -247,15 +253,16 @@ static inline float *lowp_take_amax(LowpMatmul *lp, float *amax, int op) {
     return amax;
 }
 
-// Quantizes x (rows, cols) row-major as operand `op` into q (row-major) and/or qt (transposed);
-// either may be NULL, and without qt this is a plain cast. The scale is kept in lp->scales for the
+// Quantizes x (rows, cols) row-major as FP8 operand `op` (in lowp_fp8_target(op)) into q
+// (row-major) and/or qt (transposed); either may be NULL, and without qt this is a plain cast. The scale is kept in lp->scales for the
 // backward: from the current amax (one extra read of x; the cast computes the scale), or with
 // delayed scaling from the history (set by lowp_begin_forward), the cast itself then recording
 // this step's amax when `record` (the training forward and backward; not validation or sampling,
 // which must not change the training run). The first recorded step has no history yet and uses
 // its current amax.
 static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, const bf16 *x, int rows, int cols, int op,
-                                 quant_target target, bool record, cudaStream_t st) {
+                                 bool record, cudaStream_t st) {
+    const quant_target target = lowp_fp8_target(op);
     float *scale = lowp_scale(lp, op), *inv_scale = lowp_inv_scale(lp, op);
     const bool delayed = lp->history_len > 0, recording = delayed && record;
     const int H = lp->history_len, slot = delayed ? (int)(lp->history_steps % H) : 0;
@@ -309,12 +316,12 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
     case MATMUL_FP8:
         if (again) {
             quant_cast_gpu(lp->q_inp, (float *)nullptr, inp, (size_t)N * IC,
-                           quant_scale_given(lowp_scale(lp, op_inp)), QUANT_TO_E4M3, st);
+                           quant_scale_given(lowp_scale(lp, op_inp)), lowp_fp8_target(op_inp), st);
             quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC,
-                           quant_scale_given(lowp_scale(lp, op_w)), QUANT_TO_E4M3, st);
+                           quant_scale_given(lowp_scale(lp, op_w)), lowp_fp8_target(op_w), st);
         } else {
-            lowp_quantize(lp, lp->q_inp, nullptr, inp, N, IC, op_inp, QUANT_TO_E4M3, record, st);
-            lowp_quantize(lp, lp->q_weight, nullptr, weight, OC, IC, op_w, QUANT_TO_E4M3, record, st);
+            lowp_quantize(lp, lp->q_inp, nullptr, inp, N, IC, op_inp, record, st);
+            lowp_quantize(lp, lp->q_weight, nullptr, weight, OC, IC, op_w, record, st);
         }
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
@@ -373,8 +380,8 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     switch (lp->precision) {
     case MATMUL_FP8:
         // dout (N, OC) in E5M2, and dout^T (OC, N) in the same pass for the FP8 weight gradient.
-        lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, dout, N, OC, op_g, QUANT_TO_E5M2, true, st);
-        lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, QUANT_TO_E4M3, st);  // W^T (IC, OC)
+        lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, dout, N, OC, op_g, true, st);
+        lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, lowp_fp8_target(op_w), st);  // W^T (IC, OC)
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, lp->q_weight, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, N, IC, OC, false, st);
@@ -398,7 +405,7 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     }
     // dW (OC, IC) (+)= dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation.
     lowp_mark(lp, PROF_QUANTIZE, st);
-    lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, QUANT_TO_E4M3, st);
+    lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, lowp_fp8_target(op_inp), st);
     lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
     matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
                  lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, OC, IC, N, accumulate, st);

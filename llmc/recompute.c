@@ -71,7 +71,8 @@ static int parse_list_item(char *item, int L, int *policies, char *err, size_t e
     if (!bad && *end == '-') bad = parse_layer(end + 1, &end, &hi);
     else hi = lo;
     if (bad || *end != '\0') { snprintf(err, errlen, "'%s' is not a layer or a range a-b", item); return -1; }
-    if (hi >= L || lo > hi) { snprintf(err, errlen, "layers %ld-%ld are outside 0-%d", lo, hi, L - 1); return -1; }
+    if (lo > hi) { snprintf(err, errlen, "layers %ld-%ld: the range is reversed (write %ld-%ld)", lo, hi, hi, lo); return -1; }
+    if (hi >= L) { snprintf(err, errlen, "layers %ld-%ld are outside 0-%d", lo, hi, L - 1); return -1; }
     int policy;
     if (recompute_parse_policy(colon + 1, &policy) != 0) {
         snprintf(err, errlen, "'%s' is not a policy (none, gelu, norm, attn, mlp, block, or a+b)", colon + 1);

@@ -268,7 +268,7 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
     if (by_budget) {
         double per_token = (budget_bytes - fixed_bytes) / (bytes_per_element * tokens);
         if (recompute_plan_budget(shape, device, L, per_token, policies) != 0)
-            usage_error("--mem-budget: %g GiB cannot hold the activations even recomputing every block (needs %.3f GiB)",
+            usage_error("--mem-budget: %g GiB cannot hold the activations even recomputing every block (needs %.4g GiB)",
                         tc->mem_budget_gib,
                         (fixed_bytes + L * recompute_layer_elements(shape, RC_BLOCK) * bytes_per_element * tokens) /
                             (double)(1ull << 30));

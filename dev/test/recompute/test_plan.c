@@ -37,6 +37,8 @@ int main(void) {
           "overlapping ranges are refused: %s", err);
     CHECK(recompute_parse_list("0-12:gelu", 12, pol, err, sizeof(err)) != 0 && strstr(err, "outside"),
           "out-of-range layers are refused: %s", err);
+    CHECK(recompute_parse_list("5-0:gelu,6-11:none", 12, pol, err, sizeof(err)) != 0 && strstr(err, "reversed (write 0-5)"),
+          "a reversed range is named as such: %s", err);
     CHECK(recompute_parse_list("0-99999999999:block", 12, pol, err, sizeof(err)) != 0 && strstr(err, "not a layer"),
           "a layer number too long to be one is refused, not wrapped: %s", err);
     CHECK(recompute_parse_list("0-5:block,,6-11:gelu", 12, pol, err, sizeof(err)) != 0 && strstr(err, "empty item"),

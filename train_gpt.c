@@ -254,39 +254,12 @@ static void attention_backward(float *dqkv, const float *dout, const float *qkv,
     }
 }
 
-// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-#define GELU_SCALE 0.7978845608028654f  // sqrt(2 / pi)
-static void gelu_forward(float *out, const float *inp, size_t n) {
-    #pragma omp parallel for
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + 0.044715f * x * x * x)));
-    }
-}
-
-// d = dout * gelu'(x), written over dout.
-static void gelu_backward_inplace(float *d, const float *inp, size_t n) {
-    #pragma omp parallel for
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        float th = tanhf(u), sech2 = 1.0f - th * th;
-        float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        d[i] *= grad;
-    }
-}
-
-static void residual_forward(float *out, const float *a, const float *b, size_t n) {
-    #pragma omp parallel for
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-
-// e^x for x <= 0, as the softmax uses it, in plain arithmetic that vectorizes (the library expf
-// is a call per element, a third of a small model's step): x = n ln2 + r with |r| <= ln2 / 2
-// (Cody-Waite: ln2 split in a part exact in fp32 and a correction), e^r by its Taylor polynomial
-// to degree 6 (truncation below r^7 / 7! < 1.3e-7 relative), 2^n by exponent bits. Relative error
-// about 2e-7. Arguments below -87 give e^-87 instead of a subnormal; such terms are 1e-38 of the
-// row's largest term and do not change any sum.
+// e^x for -87 <= x <= 0 (the softmax's and the GELU's arguments), in plain arithmetic that
+// vectorizes (the library expf is a call per element, a third of a small model's step):
+// x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite: ln2 split in a part exact in fp32 and a
+// correction), e^r by its Taylor polynomial to degree 6 (truncation below r^7 / 7! < 1.3e-7
+// relative), 2^n by exponent bits. Relative error about 2e-7. Arguments below -87 give e^-87
+// instead of a subnormal; such terms are 1e-38 of the row's largest term and do not change any sum.
 static inline float softmax_exp(float x) {
     x = x < -87.0f ? -87.0f : x;
     const float round = 12582912.0f;  // 1.5 * 2^23: (v + round) - round rounds v to an integer
@@ -295,6 +268,45 @@ static inline float softmax_exp(float x) {
     const float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
     union { int32_t i; float f; } scale = {.i = ((int32_t)n + 127) << 23};
     return p * scale.f;
+}
+
+// GELU, tanh approximation: gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+// 0.5 (1 + tanh(u)) = sigmoid(2u), computed from e = e^(-2|u|) <= 1 by softmax_exp (it vectorizes;
+// libm's tanhf is a call per element, which made the GELU 7% of the default CPU run):
+// sigmoid(2u) = 1 / (1 + e) for u >= 0 and e / (1 + e) below, so neither it nor 1 - sigmoid
+// cancels (1 + tanh(u) does as tanh(u) nears -1): a few ulp from the exact sigmoid. From |u| = 43.5
+// on (e < 1.7e-38) e is 0, so s is 0 or 1 exactly, as fp32 has it; a NaN |u| takes that branch too
+// (softmax_exp is never given a NaN) and a NaN x still gives NaN through the product x s.
+#define GELU_SCALE 0.7978845608028654f  // sqrt(2 / pi)
+#define GELU_CUBIC 0.044715f
+typedef struct { float s, one_minus_s, du_dx; } GeluTerms;  // sigmoid(2u), 1 - sigmoid(2u), u'(x)
+
+static inline GeluTerms gelu_terms(float x) {
+    const float u = GELU_SCALE * (x + GELU_CUBIC * x * x * x);
+    const float a = fabsf(u), e = a < 43.5f ? softmax_exp(-2.0f * a) : 0.0f, r = 1.0f / (1.0f + e);
+    GeluTerms t = {u >= 0.0f ? r : e * r, u >= 0.0f ? e * r : r, GELU_SCALE * (1.0f + 3.0f * GELU_CUBIC * x * x)};
+    return t;
+}
+
+static void gelu_forward(float *out, const float *inp, size_t n) {
+    #pragma omp parallel for simd
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] * gelu_terms(inp[i]).s;
+}
+
+// d = dout * gelu'(x), written over dout: gelu'(x) = s + 2 x s (1 - s) u'(x), s = sigmoid(2u)
+// (d/dx sigmoid(2u) = 2 s (1 - s) u').
+static void gelu_backward_inplace(float *d, const float *inp, size_t n) {
+    #pragma omp parallel for simd
+    for (size_t i = 0; i < n; i++) {
+        const float x = inp[i];
+        const GeluTerms t = gelu_terms(x);
+        d[i] *= t.s + 2.0f * x * t.s * t.one_minus_s * t.du_dx;
+    }
+}
+
+static void residual_forward(float *out, const float *a, const float *b, size_t n) {
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 // Cross-entropy over the first V of the Vp logits of each row: losses (N) per position, and each

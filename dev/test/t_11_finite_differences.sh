@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Finite-difference check of every parameter tensor's gradient on tiny random models (3 seeds).
+# Finite-difference check of every parameter tensor's gradient on tiny random models (3 seeds),
+# and the GELU and its derivative against their fp64 formulas.
 set -eu
 cd "$(dirname "$0")/../.."
 for seed in 5 6 7; do OMP_NUM_THREADS=2 ./build/test_model fd $seed; done
+OMP_NUM_THREADS=2 ./build/test_model gelu 11

@@ -3,6 +3,7 @@
 //                            on the same checkpoint and batch: logits, loss, every gradient, and
 //                            the losses and weights of the reference's optimizer steps
 //   test_model fd SEED       central finite differences of the loss on a tiny random model
+//   test_model gelu SEED     the GELU and its derivative against their fp64 formulas
 //   test_model recompute SEED  every recompute policy bit-identical to keeping everything
 // Exits 1 when any comparison is out of tolerance; prints every comparison.
 #define TESTING
@@ -200,6 +201,60 @@ static int run_fd(uint64_t seed) {
     return g_failures;
 }
 
+// The GELU and its derivative against the same formulas in fp64 (with the fp32 constants), where
+// s = sigmoid(2u) = 1 / (1 + e^(-2u)) has no cancellation at either end: on a dense grid over
+// [-20, 20] (every 1e-4), seeded random points there, and very small and very large |x|. Tolerance
+// 4 fp32 ulps (2^-21 relative) of the reference, plus what setting e^(-2|u|) < 1.7e-38 to 0 (|u| >= 43.5)
+// may cost: 2e-38 |x| in the GELU, 2e-38 (1 + 2 |x| u'(x)) in its derivative. The derivative crosses
+// zero near x = -0.75, so its error is measured against the magnitudes of its two terms, s and
+// 2 x s (1 - s) u'(x). NaN gives NaN and +inf +inf (gelu'(inf) is inf * 0 = NaN, as it was with tanhf).
+static double error_over_tolerance(double error, double tolerance) {
+    return error == 0.0 ? 0.0 : fabs(error) / tolerance;  // a nonzero error with no tolerance: inf
+}
+
+static int run_gelu(uint64_t seed) {
+    const int grid = 400001, random = 100000;
+    const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-8f, -1e-8f, 30.0f, -30.0f, 100.0f, -100.0f, 1e4f, -1e4f, 1e12f, -1e12f};
+    const int nspecial = (int)(sizeof(special) / sizeof(special[0])), n = grid + random + nspecial;
+    float *x = (float *)malloc_check(n * sizeof(float)), *y = (float *)malloc_check(n * sizeof(float)),
+          *d = (float *)malloc_check(n * sizeof(float));
+    for (int i = 0; i < grid; i++) x[i] = -20.0f + 1e-4f * (float)i;
+    for (int i = 0; i < random; i++) x[grid + i] = (float)(40.0 * rng_uniform(seed, 1, i) - 20.0);
+    for (int i = 0; i < nspecial; i++) x[grid + random + i] = special[i];
+    for (int i = 0; i < n; i++) d[i] = 1.0f;
+    gelu_forward(y, x, n);
+    gelu_backward_inplace(d, x, n);
+    const double rel = ldexp(1.0, -21), k = (double)GELU_SCALE, c = (double)GELU_CUBIC;
+    double worst_y = 0.0, worst_d = 0.0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        const double xd = x[i], u = k * (xd + c * xd * xd * xd);
+        const double s = 1.0 / (1.0 + exp(-2.0 * u)), one_minus_s = 1.0 / (1.0 + exp(2.0 * u));
+        const double du = k * (1.0 + 3.0 * c * xd * xd), ref_y = xd * s, slope = 2.0 * xd * s * one_minus_s * du;
+        // u's own rounding error in fp32, carried by ds/du = 2 s (1 - s)
+        const double ds = 2.0 * s * one_minus_s * ldexp(k * (fabs(xd) + c * fabs(xd) * fabs(xd) * fabs(xd)), -22);
+        const double ey = error_over_tolerance(y[i] - ref_y, rel * fabs(ref_y) + fabs(xd) * ds + 2e-38 * fabs(xd));
+        const double ed = error_over_tolerance(d[i] - (s + slope), rel * (fabs(s) + fabs(slope)) +
+                                               fabs(1.0 + 2.0 * xd * (1.0 - 2.0 * s) * du) * ds +
+                                               2e-38 * (1.0 + 2.0 * fabs(xd) * du));
+        worst_y = fmax(worst_y, ey);
+        worst_d = fmax(worst_d, ed);
+        if (!(ey <= 1.0 && ed <= 1.0) && bad++ < 5)
+            check(0, "gelu(%.9g) = %.9g, gelu' %.9g; fp64: %.9g, %.9g", xd, y[i], d[i], ref_y, s + slope);
+    }
+    check(bad == 0, "gelu and gelu' at %d points within 4 ulp of fp64: worst error/tolerance %.3f and %.3f", n, worst_y, worst_d);
+    const float odd[2] = {NAN, INFINITY};
+    float oy[2], od[2] = {1.0f, 1.0f};
+    gelu_forward(oy, odd, 2);
+    gelu_backward_inplace(od, odd, 2);
+    check(isnan(oy[0]) && isnan(od[0]) && oy[1] == INFINITY, "gelu(NaN) = %g, gelu'(NaN) = %g, gelu(inf) = %g", oy[0],
+          od[0], oy[1]);
+    free(x);
+    free(y);
+    free(d);
+    return g_failures;
+}
+
 // Every recompute policy, and a mixed per-layer list, against keeping everything: the gradients
 // of one step and the losses and weights of 5 optimizer steps must be bit-identical; and the
 // activation floats the trainer allocates must equal the cost model's prediction. The output
@@ -302,8 +357,9 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     if (argc == 3 && strcmp(argv[1], "case") == 0) return run_case(argv[2]) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fd") == 0) return run_fd(strtoull(argv[2], NULL, 10)) ? 1 : 0;
+    if (argc == 3 && strcmp(argv[1], "gelu") == 0) return run_gelu(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | recompute SEED | memory MODEL B T\n", argv[0]);
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | recompute SEED | memory MODEL B T\n", argv[0]);
     return 2;
 }

@@ -254,12 +254,12 @@ static inline float *lowp_take_amax(LowpMatmul *lp, float *amax, int op) {
 }
 
 // Quantizes x (rows, cols) row-major as FP8 operand `op` (in lowp_fp8_target(op)) into q
-// (row-major) and/or qt (transposed); either may be NULL, and without qt this is a plain cast. The scale is kept in lp->scales for the
-// backward: from the current amax (one extra read of x; the cast computes the scale), or with
-// delayed scaling from the history (set by lowp_begin_forward), the cast itself then recording
-// this step's amax when `record` (the training forward and backward; not validation or sampling,
-// which must not change the training run). The first recorded step has no history yet and uses
-// its current amax.
+// (row-major) and/or qt (transposed); either may be NULL, and without qt this is a plain cast.
+// The scale is kept in lp->scales for the backward: from the current amax (one extra read of x;
+// the cast computes the scale), or with delayed scaling from the history (set by
+// lowp_begin_forward), the cast itself then recording this step's amax when `record` (the
+// training forward and backward; not validation or sampling, which must not change the training
+// run). The first recorded step has no history yet and uses its current amax.
 static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, const bf16 *x, int rows, int cols, int op,
                                  bool record, cudaStream_t st) {
     const quant_target target = lowp_fp8_target(op);

@@ -196,8 +196,7 @@ double recompute_layer_seconds(const RecomputeShape *s, const RecomputeDevice *d
 // (the forward kernel timed 1.38x faster in its harness afterwards, not yet in the trainer), the
 // LayerNorm below the GELU's bandwidth (one warp per row). On the CPU the matmul rate is
 // OpenBLAS's sgemm timed alone at the fc's shape (the overheads are too noisy to fit it), the GELU
-// by its exponential (vectorized, no longer a tanhf call per element: 13e9 bytes/s instead of
-// 0.96e9), and the attention by its scalar loops.
+// is bound by its vectorized exponential, and the attention by its scalar loops.
 const RecomputeDevice recompute_device_h100 = {"an H100 (bf16)", 630e12, 140e12, 1.6e12, 2.6e12};
 const RecomputeDevice recompute_device_cpu = {"2 CPU cores (fp32)", 135e9, 11e9, 5e9, 13e9};
 

@@ -268,6 +268,35 @@ __device__ __forceinline__ void load_tile_async(__nv_bfloat16 *tile, const __nv_
     }
 }
 
+// Rows row0.. of K and V of one head into two tiles, each laid out as load_tile_async's.
+template <int ROWS, int HS, bool SWIZZLED = false, int THREADS = NTHREADS>
+__device__ __forceinline__ void load_kv_tiles_async(__nv_bfloat16 *k_tile, __nv_bfloat16 *v_tile, const __nv_bfloat16 *k_head,
+                                                    const __nv_bfloat16 *v_head, int64_t row_stride, int row0, int T) {
+    load_tile_async<ROWS, HS, SWIZZLED, THREADS>(k_tile, k_head, row_stride, row0, T);
+    load_tile_async<ROWS, HS, SWIZZLED, THREADS>(v_tile, v_head, row_stride, row0, T);
+}
+
+// The loop of the mma.sync kernels over the streamed tiles first..n_tiles-1, double-buffered:
+// the caller issued tile `first` into buffer 0 (its last cp.async group). Each iteration issues
+// tile i + 1 into the other buffer (load(i + 1, buf ^ 1)), waits for tile i's copies, and after a
+// barrier runs body(i, buf); a second barrier keeps buffer buf until every warp is done with it.
+template <typename Load, typename Body>
+__device__ __forceinline__ void for_each_streamed_tile(int first, int n_tiles, Load load, Body body) {
+    for (int i = first; i < n_tiles; i++) {
+        const int buf = (i - first) & 1;
+        if (i + 1 < n_tiles) {
+            load(i + 1, buf ^ 1);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        body(i, buf);
+        __syncthreads();
+    }
+}
+
 // Write a warp's 16 x HS fp32 accumulator, times `scale`, as bf16 rows of one head; rows >= T
 // are skipped. row0 is the warp's first row.
 template <int HS>
@@ -402,9 +431,11 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
     const int last_query = min(q0 + QROWS, T) - 1;
     const int n_tiles = last_query / BK + 1;
 
+    auto load_kv = [&](int j, int buf) {
+        load_kv_tiles_async<BK, HS>(sK + buf * BK * LD, sV + buf * BK * LD, k_head, v_head, row_stride, j * BK, T);
+    };
     load_tile_async<QROWS, HS>(sQ, q_head, row_stride, q0, T);
-    load_tile_async<BK, HS>(sK, k_head, row_stride, 0, T);
-    load_tile_async<BK, HS>(sV, v_head, row_stride, 0, T);
+    load_kv(0, 0);
     cp_async_commit();
 
     uint32_t qf[RT][HS / 16][4];
@@ -418,17 +449,7 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
     for (int r = 0; r < RT; r++) m[r][0] = m[r][1] = -INFINITY, l[r][0] = l[r][1] = 0.0f;
     const int warp_q0 = q0 + 16 * RT * warp;  // the warp's first query; tile r's rows: warp_q0 + 16 r + g (+ 8)
 
-    for (int j = 0; j < n_tiles; j++) {
-        const int buf = j & 1;
-        if (j + 1 < n_tiles) {
-            load_tile_async<BK, HS>(sK + (buf ^ 1) * BK * LD, k_head, row_stride, (j + 1) * BK, T);
-            load_tile_async<BK, HS>(sV + (buf ^ 1) * BK * LD, v_head, row_stride, (j + 1) * BK, T);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+    for_each_streamed_tile(0, n_tiles, load_kv, [&](int j, int buf) {
         if (j == 0) {
 #pragma unroll
             for (int r = 0; r < RT; r++)
@@ -452,8 +473,7 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
 #pragma unroll
         for (int r = 0; r < RT; r++) acc_to_a<BK>(pf[r], s[r]);
         mma_a_regs_b_rows_k<HS, BK, HS, RT>(o, pf, sV + buf * BK * LD, lane);
-        __syncthreads();  // every warp is done with this buffer before iteration j+1 refills it
-    }
+    });
 
     __nv_bfloat16 *out_head = out + (int64_t)b * T * C + h * HS;
 #pragma unroll
@@ -496,14 +516,6 @@ __device__ __forceinline__ void publish_tiles() {
     __syncthreads();
 }
 
-// Rows row0.. of K and V of one head into swizzled tiles (the wgmma kernels' streamed key tiles).
-template <int ROWS, int HS, int THREADS>
-__device__ __forceinline__ void load_kv_tiles_async(__nv_bfloat16 *k_tile, __nv_bfloat16 *v_tile, const __nv_bfloat16 *k_head,
-                                                    const __nv_bfloat16 *v_head, int64_t row_stride, int row0, int T) {
-    load_tile_async<ROWS, HS, true, THREADS>(k_tile, k_head, row_stride, row0, T);
-    load_tile_async<ROWS, HS, true, THREADS>(v_tile, v_head, row_stride, row0, T);
-}
-
 // The loop of the forward and dQ kernels over key tiles 0..n_tiles-1 of ROWS keys, K and V
 // double-buffered in sK[2], sV[2] (tiles of ROWS x HS): tile 0 was issued by the caller (in the
 // last cp.async group); each iteration publishes tile j, issues tile j + 1, then calls
@@ -517,8 +529,8 @@ __device__ __forceinline__ void for_each_kv_tile(int n_tiles, __nv_bfloat16 *sK,
         const int buf = j & 1;
         publish_tiles();
         if (j + 1 < n_tiles) {
-            load_kv_tiles_async<ROWS, HS, THREADS>(sK + (buf ^ 1) * ROWS * HS, sV + (buf ^ 1) * ROWS * HS, k_head,
-                                                   v_head, row_stride, (j + 1) * ROWS, T);
+            load_kv_tiles_async<ROWS, HS, true, THREADS>(sK + (buf ^ 1) * ROWS * HS, sV + (buf ^ 1) * ROWS * HS,
+                                                         k_head, v_head, row_stride, (j + 1) * ROWS, T);
             cp_async_commit();
         }
         if (active(j * ROWS)) body(j * ROWS, buf);
@@ -591,7 +603,7 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
     const int wg_last_query = min(wg_q0 + 63, T - 1);
 
     load_tile_async<QROWS, HS, true, THREADS>(sQ, q_head, row_stride, q0, T);
-    load_kv_tiles_async<KEYS, HS, THREADS>(sK, sV, k_head, v_head, row_stride, 0, T);
+    load_kv_tiles_async<KEYS, HS, true, THREADS>(sK, sV, k_head, v_head, row_stride, 0, T);
     cp_async_commit();
 
     float o[HS / 8][4];
@@ -765,8 +777,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         }
     };
 
-    load_tile_async<ROWS_PER_CTA, HS>(sK, k_head, row_stride, k0, T);
-    load_tile_async<ROWS_PER_CTA, HS>(sV, v_head, row_stride, k0, T);
+    load_kv_tiles_async<ROWS_PER_CTA, HS>(sK, sV, k_head, v_head, row_stride, k0, T);
     load_query_tile(first_tile, 0);
     cp_async_commit();
 
@@ -777,16 +788,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
     const int key_lo = k0 + 16 * warp + g;  // key of accumulator rows c0,c1 (c2,c3: key_lo + 8)
 
-    for (int i = first_tile; i < n_tiles; i++) {
-        const int buf = (i - first_tile) & 1;
-        if (i + 1 < n_tiles) {
-            load_query_tile(i + 1, buf ^ 1);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+    for_each_streamed_tile(first_tile, n_tiles, load_query_tile, [&](int i, int buf) {
         const __nv_bfloat16 *q_tile = sQ + buf * BQ * LD, *do_tile = sdO + buf * BQ * LD;
         const float *lse_tile = sLse + buf * BQ, *delta_tile = sDelta + buf * BQ;
 
@@ -809,8 +811,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dv, &af, do_tile, lane);
         acc_to_a<BQ>(af, dp);
         mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dk, &af, q_tile, lane);
-        __syncthreads();  // every warp is done with this buffer before it is refilled
-    }
+    });
 
     __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
     store_rows<HS>(dk_head, row_stride, k0 + 16 * warp, T, dk, scale, scale, lane);
@@ -850,10 +851,12 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     const int last_query = min(q0 + ROWS_PER_CTA, T) - 1;
     const int n_tiles = last_query / BK + 1;
 
+    auto load_kv = [&](int j, int buf) {
+        load_kv_tiles_async<BK, HS>(sK + buf * BK * LD, sV + buf * BK * LD, k_head, v_head, row_stride, j * BK, T);
+    };
     load_tile_async<ROWS_PER_CTA, HS>(sQ, q_head, row_stride, q0, T);
     load_tile_async<ROWS_PER_CTA, HS>(sdO, do_head, C, q0, T);
-    load_tile_async<BK, HS>(sK, k_head, row_stride, 0, T);
-    load_tile_async<BK, HS>(sV, v_head, row_stride, 0, T);
+    load_kv(0, 0);
     cp_async_commit();
 
     const int row_lo = q0 + 16 * warp + g;  // query of accumulator rows c0,c1 (c2,c3: row_lo + 8)
@@ -870,17 +873,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 #pragma unroll
     for (int n = 0; n < HS / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
 
-    for (int j = 0; j < n_tiles; j++) {
-        const int buf = j & 1;
-        if (j + 1 < n_tiles) {
-            load_tile_async<BK, HS>(sK + (buf ^ 1) * BK * LD, k_head, row_stride, (j + 1) * BK, T);
-            load_tile_async<BK, HS>(sV + (buf ^ 1) * BK * LD, v_head, row_stride, (j + 1) * BK, T);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+    for_each_streamed_tile(0, n_tiles, load_kv, [&](int j, int buf) {
         if (j == 0) {
 #pragma unroll
             for (int kk = 0; kk < HS / 16; kk++) {
@@ -901,8 +894,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         uint32_t af[BK / 16][4];
         acc_to_a<BK>(af, dp);
         mma_a_regs_b_rows_k<HS, BK, HS, 1>(&dq, &af, k_tile, lane);
-        __syncthreads();  // every warp is done with this buffer before it is refilled
-    }
+    });
 
     __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
     store_rows<HS>(dq_head, row_stride, q0 + 16 * warp, T, dq, scale, scale, lane);
@@ -1088,7 +1080,7 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
 
     load_tile_async<ROWS, HS, true, THREADS>(sQ, q_head, row_stride, q0, T);
     load_tile_async<ROWS, HS, true, THREADS>(sdO, do_head, C, q0, T);
-    load_kv_tiles_async<TILE, HS, THREADS>(sK, sV, k_head, v_head, row_stride, 0, T);
+    load_kv_tiles_async<TILE, HS, true, THREADS>(sK, sV, k_head, v_head, row_stride, 0, T);
     cp_async_commit();
 
     const int row_lo = wg_q0 + 16 * warp + g;  // query of accumulator rows 0, 1 (2, 3: row_lo + 8)

@@ -17,8 +17,9 @@
 //      recompute no GELU alone, which excludes the budget plan; fp8 with delayed scaling; int8),
 //      and allocate exactly the activation bytes the plan predicts; an FP8 forward replayed after
 //      its amax grew gives its bits.
-//   8. GELU in cuBLASLt's epilogues, the levels other than the default (--gelu-fusion 0, 2): logits,
-//      loss and gradients against the CPU reference with the tolerances of 1 and 2; determinism.
+//   8. GELU in cuBLASLt's epilogues at every level (--gelu-fusion 0, 1, 2), with random biases and
+//      LayerNorm weights: logits, loss and gradients against the CPU reference with the
+//      tolerances of 1 and 2; determinism.
 // Checks 1-5 run the trainer's defaults for bf16 (gpu_model_options: --gelu-fusion 1).
 // Usage: test_gptcu tiny|small|d12 [recompute] [wgmma] (configurations below; recompute: check 7
 // alone, else 1-6 and 8; wgmma: every model here with --attention wgmma, head size 64 only, so tiny

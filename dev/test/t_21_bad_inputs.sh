@@ -10,12 +10,14 @@ rm -rf "$dir" && mkdir -p "$dir"
 export OMP_NUM_THREADS=2 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
 fails=0
 
-# expect CODE PATTERN -- ARGS...: the exit status is CODE, stderr matches PATTERN, no sanitizer report.
+# expect CODE PATTERN -- ARGS...: the exit status is CODE, stderr is one line matching PATTERN, no
+# sanitizer report.
 expect() {
     local code=$1 pattern=$2; shift 3
     "$bin" "$@" > "$dir/out" 2> "$dir/err"
     local rc=$?
-    if [ $rc -ne "$code" ] || ! grep -qE -e "$pattern" "$dir/err" || grep -qE "Sanitizer|runtime error" "$dir/err"; then
+    if [ $rc -ne "$code" ] || [ "$(wc -l < "$dir/err")" -ne 1 ] || ! grep -qE -e "$pattern" "$dir/err" ||
+        grep -qE "Sanitizer|runtime error" "$dir/err"; then
         echo "FAIL: $* -> exit $rc (want $code), stderr:"; sed 's/^/      /' "$dir/err" | head -5
         fails=$((fails + 1))
     else

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ZeRO stages 0..3 under mpirun with 2 and 3 ranks (3: the slices need padding) against one
-# process with the same global batch, and the stages against each other. About 20 s.
+# ZeRO stages 0..3 under mpirun with 2, 3 and 4 ranks (3: the slices need padding) against one
+# process with the same global batch, and the stages against each other. About 30 s.
 #
 # What must hold, and why:
 # - One process runs W micro-steps of B x T where W ranks run one each, on the same windows of
@@ -30,7 +30,7 @@ args=("${model[@]}" -x 6 -l 1e-3 -u 2 -c 0.1 -i "$dir/data/train_*.bin" -j "$dir
       -s 3 -g 6 -n 6)
 tol=(1e-5 1e-5)
 
-for W in 2 3; do
+for W in 2 3 4; do
     d=$((2 * 32 * W))
     ./train_gpt "${args[@]}" -d $d -m $((2 * W)) -o "$dir/one_$W" > "$dir/one_$W.out"
     for z in 0 1 2 3; do
@@ -65,4 +65,4 @@ for z in 1 2 3; do
     compare "$dir/one_chunk" "$dir/np2_chunk_z$z" 1 6 "${tol[@]}"
 done
 for z in 2 3; do compare "$dir/np2_chunk_z1" "$dir/np2_chunk_z$z" 1 6 0 0; done
-echo "zero equal: stages 0-3 on 2 and 3 ranks match one process; stages 1-3 bit-identical; also with the head in chunks"
+echo "zero equal: stages 0-3 on 2, 3 and 4 ranks match one process; stages 1-3 bit-identical; also with the head in chunks"

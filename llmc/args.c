@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <stddef.h>
 #include <inttypes.h>
 #include <math.h>
@@ -79,7 +80,7 @@ static const Option kOptions[] = {
 #undef F
 #define NUM_OPTIONS (sizeof(kOptions) / sizeof(kOptions[0]))
 
-static void set_defaults(TrainConfig *c) {
+void train_config_defaults(TrainConfig *c) {
     memset(c, 0, sizeof(*c));
     c->train_pattern = "data/nlpcorpus/nlpcorpus_train_*.bin";
     c->val_pattern = "data/nlpcorpus/nlpcorpus_val_*.bin";
@@ -115,7 +116,7 @@ static void set_defaults(TrainConfig *c) {
 
 static void print_help(FILE *out) {
     TrainConfig d;
-    set_defaults(&d);
+    train_config_defaults(&d);
     fprintf(out, "usage: %s [flags]\n\nTrains a GPT-2 model. Flags (default in brackets):\n", program_name());
     for (size_t i = 0; i < NUM_OPTIONS; i++) {
         const Option *o = &kOptions[i];
@@ -170,6 +171,10 @@ static void set_value(TrainConfig *cfg, const Option *o, const char *value) {
         double x = strtod(value, &end);
         if (end == value || *end != '\0' || errno || !isfinite(x) || x < o->min || x > o->max)
             usage_error("%s: '%s' is not a number in [%g, %g]", label, value, o->min, o->max);
+        // fp32 would hold it as 0 (for most of these flags "off") or a subnormal.
+        if (x != 0 && fabs(x) < FLT_MIN)
+            usage_error("%s: '%s' is below fp32's smallest normal number %g, so it would be 0 or subnormal", label,
+                        value, FLT_MIN);
         *(float *)field = (float)x;
         break;
     }
@@ -187,27 +192,38 @@ static void set_value(TrainConfig *cfg, const Option *o, const char *value) {
     }
 }
 
+static int is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+// The option that arg names (-b, --batch or --batch=4, then *inline_value = "4"), or NULL.
+static const Option *find_option(const char *arg, const char **inline_value) {
+    *inline_value = NULL;
+    for (size_t k = 0; k < NUM_OPTIONS; k++) {
+        const Option *c = &kOptions[k];
+        if (c->flag && strcmp(arg, c->flag) == 0) return c;
+        if (arg[0] == '-' && arg[1] == '-') {
+            size_t n = strlen(c->name);
+            if (strncmp(arg + 2, c->name, n) == 0 && (arg[2 + n] == '\0' || arg[2 + n] == '=')) {
+                if (arg[2 + n] == '=') *inline_value = arg + 3 + n;
+                return c;
+            }
+        }
+    }
+    return NULL;
+}
+
 void parse_train_args(TrainConfig *cfg, int argc, char **argv) {
-    set_defaults(cfg);
+    train_config_defaults(cfg);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+        if (is_help(arg)) {
             print_help(stdout);
             exit(0);
         }
-        const Option *o = NULL;
-        const char *inline_value = NULL;
-        for (size_t k = 0; k < NUM_OPTIONS && !o; k++) {
-            const Option *c = &kOptions[k];
-            if (c->flag && strcmp(arg, c->flag) == 0) o = c;
-            else if (arg[0] == '-' && arg[1] == '-') {
-                size_t n = strlen(c->name);
-                if (strncmp(arg + 2, c->name, n) == 0 && (arg[2 + n] == '\0' || arg[2 + n] == '=')) {
-                    o = c;
-                    if (arg[2 + n] == '=') inline_value = arg + 3 + n;
-                }
-            }
-        }
+        const char *inline_value;
+        const Option *o = find_option(arg, &inline_value);
+        if (!o && arg[0] != '-')  // most often a glob the shell expanded into several files
+            usage_error("unexpected argument '%s' (every flag takes one value; quote the globs of -i and -j so that "
+                        "the shell does not expand them)", arg);
         if (!o) usage_error("unknown flag '%s'", arg);
         if (o->type == OPT_SWITCH) {
             if (inline_value) usage_error("--%s takes no value", o->name);
@@ -216,7 +232,10 @@ void parse_train_args(TrainConfig *cfg, int argc, char **argv) {
         }
         if (!inline_value) {
             char label[48];
-            if (i + 1 >= argc) usage_error("%s needs a value", flag_label(o, label, sizeof(label)));
+            const char *unused;
+            // "-o -s 0" or "-o --profile": the value is missing, not a directory named like a flag.
+            if (i + 1 >= argc || is_help(argv[i + 1]) || find_option(argv[i + 1], &unused))
+                usage_error("%s needs a value", flag_label(o, label, sizeof(label)));
             inline_value = argv[++i];
         }
         set_value(cfg, o, inline_value);
@@ -225,6 +244,12 @@ void parse_train_args(TrainConfig *cfg, int argc, char **argv) {
     if (cfg->max_steps == 0)
         usage_error("-x (--steps): 0 steps would train nothing: give 1 or more, or -1 for one pass over the training data");
     if (cfg->resume && !cfg->output_dir[0]) usage_error("-y (--resume) 1 needs an output directory (-o)");
+    if (cfg->resume && cfg->bench)
+        usage_error("--bench times a random model on random tokens and writes nothing: it does not resume (-y 1)");
+    // Room for "/state_<8 digits>_<5 digits>.bin.tmp.<pid>" in a 4096-byte path.
+    if (strlen(cfg->output_dir) > 4000)
+        usage_error("-o (--out): the path is %zu bytes; checkpoint paths in it must stay under 4096",
+                    strlen(cfg->output_dir));
 }
 
 void print_train_config(const TrainConfig *cfg, FILE *out) {

@@ -77,6 +77,8 @@ typedef struct {
 
 // Fills cfg from argv (defaults first). Prints help and exits 0 on -h; exits 2 on a bad flag.
 void parse_train_args(TrainConfig *cfg, int argc, char **argv);
+// Every field at its default (what parse_train_args starts from).
+void train_config_defaults(TrainConfig *cfg);
 // The whole configuration, one "name value" pair per line, for the log.
 void print_train_config(const TrainConfig *cfg, FILE *out);
 

@@ -84,7 +84,10 @@ void checkpoint_read_params(const char *path, const GPT2Config *cfg, float *para
     GPT2Config file_cfg;
     checkpoint_read_config(path, &file_cfg);
     if (memcmp(&file_cfg, cfg, sizeof(*cfg)) != 0)
-        die("'%s' holds another model than the one being loaded (-e describes L, C, NH and the vocabulary)", path);
+        die("'%s' holds another model (L %d C %d NH %d maxT %d V %d) than the one being loaded (L %d C %d NH %d "
+            "maxT %d V %d: -e, --max-seq-len, --vocab-size)", path, file_cfg.num_layers, file_cfg.channels,
+            file_cfg.num_heads, file_cfg.max_seq_len, file_cfg.vocab_size, cfg->num_layers, cfg->channels,
+            cfg->num_heads, cfg->max_seq_len, cfg->vocab_size);
     FILE *f = fopen_check(path, "rb");
     int32_t h[256];
     fread_check(h, sizeof(int32_t), 256, f, path);

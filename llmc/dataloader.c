@@ -95,7 +95,8 @@ void dataloader_next_batch(DataLoader *dl, int *inputs, int *targets) {
             feof(dl->file) ? "the file is now shorter than its header says" : strerror(errno));
     for (int64_t i = 0; i <= window; i++) {
         if (dl->buffer[i] >= dl->vocab_size)
-            die("shard '%s' is corrupt: token %u at offset %lld is outside the vocabulary (V=%d)", path,
+            die("shard '%s': token %u at offset %lld is outside the model's vocabulary (V=%d): the shard is corrupt "
+                "or made for a larger vocabulary than the model's (--vocab-size, or the checkpoint's V)", path,
                 dl->buffer[i], (long long)(first + i), dl->vocab_size);
     }
     for (int64_t i = 0; i < window; i++) {

@@ -63,7 +63,8 @@ static int injected_disk_full(size_t n) {
 static void set_error(AtomicFile *af, const char *what) {
     if (af->failed) return;
     af->failed = 1;
-    snprintf(af->error, sizeof(af->error), "%s '%s': %s", what, af->tmp_path, strerror(errno));
+    // The reason before the path: a long path is what a short buffer cuts.
+    snprintf(af->error, sizeof(af->error), "%s (%s) '%s'", what, strerror(errno), af->tmp_path);
 }
 
 int atomic_open(AtomicFile *af, const char *path) {
@@ -124,7 +125,7 @@ int atomic_commit(AtomicFile *af) {
         const char *dir = dirname(dir_copy);
         if (sync_directory(dir) != 0) {
             af->failed = 1;
-            snprintf(af->error, sizeof(af->error), "cannot fsync the directory '%s': %s", dir, strerror(errno));
+            snprintf(af->error, sizeof(af->error), "cannot fsync (%s) the directory '%s'", strerror(errno), dir);
             unlink(af->path);
         }
         free(dir_copy);

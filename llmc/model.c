@@ -81,9 +81,29 @@ ParamSlot gpt2_slot(const GPT2Config *cfg, int i) {
 
 int gpt2_pad_vocab(int vocab_size) { return (vocab_size + 127) / 128 * 128; }
 
+// Reads the decimal digits at *s (no sign or space), advancing *s past them: their value, or -1
+// when *s holds no digit. Values saturate at 2^24, beyond every range of gpt2_config_error, so
+// that a huge number is rejected there instead of wrapping into a valid one (and 64 * depth
+// cannot overflow).
+static int read_count(const char **s) {
+    if (**s < '0' || **s > '9') return -1;
+    int v = 0;
+    for (; **s >= '0' && **s <= '9'; (*s)++) v = v >= (1 << 24) / 10 ? 1 << 24 : v * 10 + (**s - '0');
+    return v;
+}
+
+// Consumes `word` at *s, then a count: the count, or -1.
+static int read_word_count(const char **s, const char *word) {
+    const size_t n = strlen(word);
+    if (strncmp(*s, word, n) != 0) return -1;
+    *s += n;
+    return read_count(s);
+}
+
 int gpt2_config_from_string(const char *desc, GPT2Config *cfg) {
-    int depth = 0, L = 0, C = 0, NH = 0, end = 0;
-    if (sscanf(desc, "d%d%n", &depth, &end) == 1 && desc[end] == '\0') {
+    const char *p = desc;
+    int depth = read_word_count(&p, "d"), L = 0, C = 0, NH = 0;
+    if (depth >= 0 && *p == '\0') {
         // GPT-2's published sizes; other depths use 64-channel heads, one per layer.
         L = depth;
         switch (depth) {
@@ -92,9 +112,12 @@ int gpt2_config_from_string(const char *desc, GPT2Config *cfg) {
         case 48: C = 1600; NH = 25; break;  // 1.5B
         default: C = 64 * depth; NH = depth; break;  // d12: 768 channels, 12 heads (124M)
         }
-    } else if (sscanf(desc, "L%dC%dNH%d%n", &L, &C, &NH, &end) == 3 && desc[end] == '\0') {
     } else {
-        return -1;
+        p = desc;
+        L = read_word_count(&p, "L");
+        C = L >= 0 ? read_word_count(&p, "C") : -1;
+        NH = C >= 0 ? read_word_count(&p, "NH") : -1;
+        if (NH < 0 || *p != '\0') return -1;
     }
     memset(cfg, 0, sizeof(*cfg));
     cfg->num_layers = L;

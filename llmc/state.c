@@ -187,20 +187,25 @@ static void state_path_of_rank(const char *state_path, int q, char *out, size_t 
 
 int state_read_range(const char *state_path, int64_t num_params, size_t begin, size_t end, float *m, float *v,
                      float *master, TrainState *st) {
-    char path[4096];
-    state_path_of_rank(state_path, 0, path, sizeof(path));
+    char path[4096], first_path[4096];
+    state_path_of_rank(state_path, 0, first_path, sizeof(first_path));
     TrainState first;
     int has_master;
-    state_read_header(path, &first, &has_master);
+    state_read_header(first_path, &first, &has_master);
     size_t covered = 0;
     for (int q = 0; q < first.num_ranks; q++) {
         state_path_of_rank(state_path, q, path, sizeof(path));
         TrainState s;
         int with_master;
         state_read_header(path, &s, &with_master);
-        if (s.num_params != num_params || s.num_ranks != first.num_ranks || s.rank != q || s.step != first.step ||
-            with_master != has_master)
-            die("'%s' does not belong with '%s' (another model, step or number of ranks)", path, state_path);
+        if (s.num_params != num_params)
+            die("'%s' holds the state of another model (%lld parameters, not %lld)", path, (long long)s.num_params,
+                (long long)num_params);
+        if (s.rank != q) die("'%s' holds rank %d's state, not rank %d's", path, (int)s.rank, q);
+        if (q > 0 && (s.num_ranks != first.num_ranks || s.step != first.step || with_master != has_master))
+            die("'%s' (step %lld of %d ranks%s) does not belong with '%s' (step %lld of %d ranks%s)", path,
+                (long long)s.step, (int)s.num_ranks, with_master ? ", master weights" : "", first_path,
+                (long long)first.step, (int)first.num_ranks, has_master ? ", master weights" : "");
         size_t lo = (size_t)s.begin > begin ? (size_t)s.begin : begin;
         size_t hi = (size_t)s.end < end ? (size_t)s.end : end;
         if (q != 0 && lo >= hi) continue;

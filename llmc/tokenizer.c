@@ -457,9 +457,10 @@ Tokenizer *tokenizer_from_memory(const char *encoder_json, size_t encoder_json_l
 static char *read_file(const char *dir, const char *name, size_t *len, char *reason, size_t rsize) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
+    const char *why;
+    FILE *f = fopen_regular(path, &why);
     if (!f) {
-        fail(reason, rsize, "cannot open '%s': %s", path, strerror(errno));
+        fail(reason, rsize, "cannot open '%s': %s", path, why);
         return NULL;
     }
     char *buf = NULL;

@@ -323,6 +323,14 @@ int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg) {
             usage_error("-e (--model): '%s' is not d<depth>, L<layers>C<channels>NH<heads> or an existing checkpoint file",
                         tc->model);
         checkpoint_read_config(tc->model, cfg);
+        // The file's shape stands; flags that set another (the defaults aside) would be ignored silently.
+        TrainConfig d;
+        train_config_defaults(&d);
+        if ((tc->max_seq_len != d.max_seq_len && tc->max_seq_len != cfg->max_seq_len) ||
+            (tc->vocab_size != d.vocab_size && tc->vocab_size != cfg->vocab_size))
+            if (!is_secondary_rank())
+                printf("note: the checkpoint's model has maxT %d and V %d; --max-seq-len and --vocab-size describe "
+                       "a random model and are not used\n", cfg->max_seq_len, cfg->vocab_size);
     } else {
         cfg->max_seq_len = tc->max_seq_len;
         cfg->vocab_size = tc->vocab_size;
@@ -394,8 +402,17 @@ int trainer_run(Trainer *t) {
         }
     }
     int steps = tc->max_steps;
-    if (steps < 0) steps = tc->bench ? 15 : (int)(dataloader_total_tokens(&train_loader) / total_batch);
-    if (steps < 1) steps = 1;
+    if (steps < 0 && tc->bench) steps = 15;
+    if (steps < 0) {  // one pass
+        const int64_t tokens = dataloader_total_tokens(&train_loader), pass = tokens / total_batch;
+        if (pass > 1 << 30)
+            usage_error("-x (--steps) -1: one pass over the training data is %lld steps, more than 2^30: give -x",
+                        (long long)pass);
+        steps = pass > 0 ? (int)pass : 1;
+        if (pass == 0 && main_rank)
+            printf("note: the training shards hold %lld tokens, less than one step of %lld: one step, which "
+                   "repeats them\n", (long long)tokens, (long long)total_batch);
+    }
     const int sampling = !tc->bench && tc->sample_every > 0 && tc->gen_tokens > 0 && T > 1;
     Tokenizer *tok = NULL;
     if (sampling && main_rank) {
@@ -462,6 +479,9 @@ int trainer_run(Trainer *t) {
             else if (st.run_seed != tc->seed && main_rank)
                 printf("note: the run started with --seed %llu, which it keeps; --seed %llu is not used\n",
                        (unsigned long long)st.run_seed, (unsigned long long)tc->seed);
+            if (start_step >= steps && main_rank)
+                printf("note: the checkpoint is at step %d, and the run has %d steps: nothing to train (a larger "
+                       "-x goes on)\n", start_step, steps);
         }
     }
 

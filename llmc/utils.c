@@ -1,10 +1,12 @@
 #include "utils.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,14 +19,23 @@ void set_program_name(const char *argv0) {
 
 const char *program_name(void) { return g_program_name; }
 
+// prefix, the formatted message and suffix as one write: under mpirun several ranks may report
+// at once, and lines written in pieces interleave.
+static void write_error_line(const char *prefix, const char *suffix, const char *fmt, va_list ap) {
+    char line[8192];
+    int n = snprintf(line, sizeof(line), "%s: %s", g_program_name, prefix);
+    if (n >= 0 && n < (int)sizeof(line)) n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    if (n >= 0 && n < (int)sizeof(line)) snprintf(line + n, sizeof(line) - (size_t)n, "%s\n", suffix);
+    if (n >= (int)sizeof(line) - 1) line[sizeof(line) - 2] = '\n';  // cut, but still one line
+    fflush(stdout);
+    fputs(line, stderr);
+}
+
 void die(const char *fmt, ...) {
     va_list ap;
-    fflush(stdout);
-    fprintf(stderr, "%s: error: ", g_program_name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    write_error_line("error: ", "", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     exit(1);
 }
 
@@ -32,7 +43,7 @@ void die(const char *fmt, ...) {
 // the launcher ends the others when it exits. A secondary rank says its error only after a
 // pause, in case rank 0 did not find it (a file missing on one node): had it exited at once, the
 // launcher could have killed rank 0 before it printed.
-static int is_secondary_rank(void) {
+int is_secondary_rank(void) {
     static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = getenv(vars[i]);
@@ -48,12 +59,9 @@ void usage_error(const char *fmt, ...) {
         sleep(10);
     }
     va_list ap;
-    fflush(stdout);
-    fprintf(stderr, "%s: ", g_program_name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    write_error_line("", " (run with -h for help)", fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (run with -h for help)\n");
     exit(2);
 }
 
@@ -75,9 +83,32 @@ void *realloc_check_at(void *p, size_t size, const char *file, int line) {
     return q;
 }
 
+FILE *fopen_regular(const char *path, const char **why) {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *why = strerror(errno);
+        return NULL;
+    }
+    struct stat st;
+    const int stat_failed = fstat(fd, &st) != 0;
+    if (stat_failed || !S_ISREG(st.st_mode)) {
+        *why = stat_failed ? strerror(errno) : S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file";
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        *why = strerror(errno);
+        close(fd);
+    }
+    return f;
+}
+
 FILE *fopen_check(const char *path, const char *mode) {
-    FILE *f = fopen(path, mode);
-    if (!f) die("cannot open '%s' for %s: %s", path, mode[0] == 'r' ? "reading" : "writing", strerror(errno));
+    const char *why = NULL;
+    FILE *f = mode[0] == 'r' ? fopen_regular(path, &why) : fopen(path, mode);
+    if (!f) die("cannot open '%s' for %s: %s", path, mode[0] == 'r' ? "reading" : "writing", why ? why : strerror(errno));
     return f;
 }
 

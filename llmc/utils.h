@@ -22,6 +22,9 @@ const char *program_name(void);
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 // Print "<program>: <message>" plus a hint to run -h, and exit(2).
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+// Under mpirun, whether this process is a rank other than 0 (from the launcher's environment, so
+// that it can be asked before the communicator exists).
+int is_secondary_rank(void);
 
 // Checked allocation: never returns NULL (dies naming the caller's file:line and the size).
 #define malloc_check(size) malloc_check_at((size), __FILE__, __LINE__)
@@ -31,7 +34,11 @@ void *malloc_check_at(size_t size, const char *file, int line);
 void *calloc_check_at(size_t n, size_t size, const char *file, int line);
 void *realloc_check_at(void *p, size_t size, const char *file, int line);
 
+// A regular file opened for reading ("rb"), or NULL with *why set: a directory, FIFO or device is
+// refused (a FIFO would block the open, a device might never end).
+FILE *fopen_regular(const char *path, const char **why);
 // Checked stdio: die with the path and the reason (strerror) on failure or short read/write.
+// Reading ("r..." modes) opens regular files only (fopen_regular).
 FILE *fopen_check(const char *path, const char *mode);
 void fread_check(void *dst, size_t size, size_t count, FILE *f, const char *path);
 void fwrite_check(const void *src, size_t size, size_t count, FILE *f, const char *path);

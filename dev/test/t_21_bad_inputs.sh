@@ -40,6 +40,19 @@ expect 2 "-e \(--model\) 'L2C30NH4'" -- -e L2C30NH4
 expect 2 "needs an output directory" -- "${tiny[@]}" -y 1 -i "$dir/good.bin"
 expect 2 "--gelu-fusion belongs to the GPU trainer" -- "${tiny[@]}" --gelu-fusion 2 -i "$dir/good.bin"
 expect 2 "--gelu-fusion: .3. is not an integer in \[-1, 2\]" -- --gelu-fusion 3
+# A number past int's range must not wrap into a valid model (4294967298 = 2^32 + 2).
+expect 2 "-e \(--model\) 'L4294967298C32NH2': the number of layers" -- -e L4294967298C32NH2
+expect 2 "-e \(--model\) 'd4294967298': the number of layers" -- -e d4294967298
+expect 2 "'d\+2' is not d<depth>" -- -e d+2
+# A nonzero value that fp32 holds as 0 would mean "off" for these flags.
+expect 2 "--grad-clip: '1e-50' is below fp32's smallest normal number" -- --grad-clip 1e-50
+expect 2 "-l \(--lr\): '1e-40' is below fp32's smallest normal number" -- -l 1e-40
+# A flag where a value belongs, and arguments the shell made from an unquoted glob.
+expect 2 "-o \(--out\) needs a value" -- "${tiny[@]}" -o --profile
+expect 2 "-o \(--out\) needs a value" -- "${tiny[@]}" -o -s 0
+expect 2 "unexpected argument 'b.bin' \(every flag takes one value; quote the globs" -- -i a.bin b.bin
+expect 2 "--bench times a random model on random tokens and writes nothing: it does not resume" -- --bench -o "$dir/b" -y 1
+expect 2 "-o \(--out\): the path is 4001 bytes" -- -o "$(printf 'd%.0s' $(seq 4001))"
 
 # Files.
 expect 2 "'missing.bin' is not d<depth>, L<layers>C<channels>NH<heads> or an existing checkpoint file" -- -e missing.bin
@@ -57,7 +70,13 @@ expect 1 "is not a token shard: magic" -- "${tiny[@]}" -i "$dir/magic.bin"
 /usr/bin/python3 dev/test/make_shard.py "$dir/small.bin" 10 300 8
 expect 1 "has 10 tokens; one micro-step" -- "${tiny[@]}" -i "$dir/small.bin"
 /usr/bin/python3 dev/test/make_shard.py "$dir/vocab.bin" 400 60000 9
-expect 1 "token .* outside the vocabulary" -- "${tiny[@]}" -i "$dir/vocab.bin" -x 1
+expect 1 "token .* outside the model's vocabulary \(V=300\): the shard is corrupt or made for a larger" -- "${tiny[@]}" -i "$dir/vocab.bin" -x 1
+# Not regular files: a FIFO would block the open until a writer came, a directory fail later.
+mkfifo "$dir/fifo.bin"
+expect 1 "cannot open '.*fifo.bin' for reading: it is not a regular file" -- "${tiny[@]}" -i "$dir/fifo.bin"
+expect 1 "cannot open '.*fifo.bin' for reading: it is not a regular file" -- -e "$dir/fifo.bin"
+mkdir -p "$dir/dir.bin"
+expect 1 "cannot open '.*dir.bin' for reading: it is a directory" -- "${tiny[@]}" -i "$dir/dir.bin"
 
 # A checkpoint and state to damage.
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 2 -n 2 -o "$dir/run" > /dev/null 2>&1 || { echo "FAIL: could not train the tiny model"; exit 1; }
@@ -87,12 +106,20 @@ cp "$dir/state.bak" "$state"
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 > "$dir/out" 2>&1 && grep -q "resumed from step 2" "$dir/out" \
     && echo "ok   the restored state resumes" || { echo "FAIL: the restored state does not resume"; fails=$((fails + 1)); }
 # Resuming with another model than the checkpoint's.
-expect 1 "model_00000004.bin. holds another model than the one being loaded" -- -e L2C32NH2 --vocab-size 300 \
+expect 1 "model_00000004.bin. holds another model \(L 1 C 32 NH 2 maxT 16 V 300\) than the one being loaded \(L 2 C 32" -- -e L2C32NH2 --vocab-size 300 \
     --max-seq-len 16 -b 2 -t 8 -v 0 -s 0 -i "$dir/good.bin" -x 6 -o "$dir/run" -y 1
 # A resume keeps the run's seed (the GPU's stochastic rounding is keyed by it) and says so.
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 --seed 99 > "$dir/out" 2>&1 &&
     grep -q "note: the run started with --seed 1337, which it keeps; --seed 99 is not used" "$dir/out" \
     && echo "ok   a resume with another --seed keeps the run's" || { echo "FAIL: a resume with another --seed"; fails=$((fails + 1)); }
+# A resume of a run that has reached -x trains nothing, and says so.
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 > "$dir/out" 2>&1 &&
+    grep -q "note: the checkpoint is at step 4, and the run has 4 steps: nothing to train" "$dir/out" \
+    && echo "ok   a resume at -x says there is nothing to train" || { echo "FAIL: a resume at -x"; fails=$((fails + 1)); }
+# A checkpoint's shape stands; --max-seq-len for another one is named as unused.
+"$bin" -e "$model" --max-seq-len 64 -b 2 -t 8 -i "$dir/good.bin" -x 1 -v 0 -s 0 > "$dir/out" 2>&1 &&
+    grep -q "note: the checkpoint's model has maxT 16 and V 300; --max-seq-len and --vocab-size describe a random model" "$dir/out" \
+    && echo "ok   --max-seq-len with a checkpoint is named as unused" || { echo "FAIL: --max-seq-len with a checkpoint"; fails=$((fails + 1)); }
 
 # -m beyond what the validation shards hold is cut to it (a second pass would count windows twice).
 /usr/bin/python3 dev/test/make_shard.py "$dir/val.bin" 49 300 8  # 3 micro-batches of 16 tokens

@@ -76,7 +76,7 @@ check "shard truncated mid-run: refused at open time on the next start" bash -c 
 printf '\xff\xff' | dd of="$dir/two/train_000000.bin" bs=1 seek=$((1024 + 2 * 150)) conv=notrunc 2> /dev/null
 ./train_gpt "${two[@]}" -x 4 > "$dir/vocab.out" 2> "$dir/vocab.err"
 check "bad token: exit 1 and names the shard and offset" grep -q \
-    "shard '$dir/two/train_000000.bin' is corrupt: token 65535 at offset 150 is outside the vocabulary (V=512)" "$dir/vocab.err"
+    "shard '$dir/two/train_000000.bin': token 65535 at offset 150 is outside the model's vocabulary (V=512)" "$dir/vocab.err"
 check "bad token: found at step 3, after two good steps" test "$(grep -c '^step ' "$dir/vocab.out")" -eq 2
 
 # Spikes: 200 steps of a repeating pattern (the loss falls below 0.01), then random tokens (the

@@ -1069,10 +1069,11 @@ static int cpu_save(void *self, const char *model_path, const char *state_path, 
             zero_release(m->zero, seg);
         }
     }
-    int rc = main_rank ? checkpoint_write(model_path, &m->cfg, whole, err, errlen) : 0;
+    TrainState mine = *st;
+    mine.model_sum_saved = main_rank;
+    int rc = main_rank ? checkpoint_write(model_path, &m->cfg, whole, &mine.model_sum, err, errlen) : 0;
     free(assembled);
     if (rc != 0) return rc;
-    TrainState mine = *st;
     mine.amax = m->amax;
     return state_write(state_path, &mine, own_moments(c, m->m), own_moments(c, m->v), NULL, err, errlen);
 }

@@ -1116,7 +1116,9 @@ static int gpu_save(void *self, const char *model_path, const char *state_path, 
     gpu_sync(g);
     float *weights = main_rank ? (float *)malloc_check(g->num_params * sizeof(float)) : NULL;
     gpu_get_weights(g, weights);  // the bf16 weights, as fp32, for the model file
-    int rc = main_rank ? checkpoint_write(model_path, &g->cfg, weights, err, errlen) : 0;
+    TrainState mine = *st;  // with the model file's checksum, and this rank's FP8 amax history (delayed scaling), if any
+    mine.model_sum_saved = main_rank;
+    int rc = main_rank ? checkpoint_write(model_path, &g->cfg, weights, &mine.model_sum, err, errlen) : 0;
     free(weights);
     if (rc != 0) return rc;
     const ZeroRange own = zero_slice_params(p, p->rank);
@@ -1126,7 +1128,6 @@ static int gpu_save(void *self, const char *model_path, const char *state_path, 
     cudaCheck(cudaMemcpy(m, own_state(g, g->m), bytes, cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(v, own_state(g, g->v), bytes, cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(master, own_state(g, g->master), bytes, cudaMemcpyDeviceToHost));
-    TrainState mine = *st;  // with this rank's FP8 amax history (delayed scaling), if any
     AmaxHistory history;
     gpu_history_get(g, &history);
     mine.amax = history;

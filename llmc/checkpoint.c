@@ -25,17 +25,26 @@ static uint64_t header_hash(const int32_t *h) {
     return fnv1a64(FNV1A64_INIT, copy, sizeof(copy));
 }
 
+static uint64_t stored_sum(const int32_t *h) { return (uint64_t)(uint32_t)h[11] | (uint64_t)(uint32_t)h[12] << 32; }
+
 static size_t payload_bytes(const GPT2Config *cfg, int version) {
     return gpt2_num_params(cfg) * (version == CHECKPOINT_VERSION_BF16 ? 2 : 4);
 }
 
-void checkpoint_read_config(const char *path, GPT2Config *cfg) {
+// Reads the 256-word header; returns the file's size.
+static long read_header(const char *path, int32_t *h) {
     FILE *f = fopen_check(path, "rb");
     long size = file_size_check(f, path);
-    int32_t h[256];
-    if (size < (long)sizeof(h)) die("'%s' is not a model checkpoint: %ld bytes, shorter than the 1024-byte header", path, size);
+    if (size < 256 * (long)sizeof(int32_t))
+        die("'%s' is not a model checkpoint: %ld bytes, shorter than the 1024-byte header", path, size);
     fread_check(h, sizeof(int32_t), 256, f, path);
     fclose(f);
+    return size;
+}
+
+void checkpoint_read_config(const char *path, GPT2Config *cfg) {
+    int32_t h[256];
+    long size = read_header(path, h);
     if (h[0] != CHECKPOINT_MAGIC)
         die("'%s' is not a model checkpoint: magic %d, expected %d", path, h[0], CHECKPOINT_MAGIC);
     if (h[1] != CHECKPOINT_VERSION_FP32 && h[1] != CHECKPOINT_VERSION_BF16)
@@ -52,6 +61,13 @@ void checkpoint_read_config(const char *path, GPT2Config *cfg) {
     size_t want = sizeof(h) + payload_bytes(cfg, h[1]);
     if ((size_t)size != want)
         die("'%s' is %s: %ld bytes, the header's model needs %zu", path, (size_t)size < want ? "truncated" : "longer than its header says", size, want);
+}
+
+int checkpoint_stored_sum(const char *path, uint64_t *sum) {
+    int32_t h[256];
+    read_header(path, h);
+    *sum = stored_sum(h);
+    return h[0] == CHECKPOINT_MAGIC && h[10] == CHECKPOINT_SUM_MARK;
 }
 
 typedef struct {
@@ -101,8 +117,7 @@ void checkpoint_read_params(const char *path, const GPT2Config *cfg, float *para
     free(c.buf);
     fclose(f);
     if (header_summed || h[10] == CHECKPOINT_PAYLOAD_SUM_MARK) {
-        uint64_t stored = (uint64_t)(uint32_t)h[11] | (uint64_t)(uint32_t)h[12] << 32;
-        if (stored != c.hash) die("'%s' is corrupt: checksum mismatch", path);
+        if (stored_sum(h) != c.hash) die("'%s' is corrupt: checksum mismatch", path);
     }
 }
 
@@ -135,7 +150,8 @@ static void write_tensor(size_t mem_offset, size_t numel, void *vctx) {
     c->hash = fnv1a64(c->hash, c->params + mem_offset, numel * sizeof(float));
 }
 
-int checkpoint_write(const char *path, const GPT2Config *cfg, const float *params, char *err, size_t errlen) {
+int checkpoint_write(const char *path, const GPT2Config *cfg, const float *params, uint64_t *sum, char *err,
+                     size_t errlen) {
     int32_t h[256] = {0};
     h[0] = CHECKPOINT_MAGIC;
     h[1] = CHECKPOINT_VERSION_FP32;
@@ -161,5 +177,6 @@ int checkpoint_write(const char *path, const GPT2Config *cfg, const float *param
         snprintf(err, errlen, "%s", af.error);
         return -1;
     }
+    *sum = c.hash;
     return 0;
 }

@@ -34,8 +34,14 @@ void checkpoint_read_config(const char *path, GPT2Config *cfg);
 void checkpoint_read_params(const char *path, const GPT2Config *cfg, float *params);
 // Converts a parameter-sized array from the file's stacked order to the layer-major memory order.
 void params_file_order_to_memory(const GPT2Config *cfg, const float *file_order, float *layer_major);
-// Writes an fp32 (version 3) checkpoint atomically. Returns 0, or -1 with a message in err.
-int checkpoint_write(const char *path, const GPT2Config *cfg, const float *params, char *err, size_t errlen);
+// Writes an fp32 (version 3) checkpoint atomically; *sum gets the checksum it holds (the training
+// state records it: llmc/state.h). Returns 0, or -1 with a message in err.
+int checkpoint_write(const char *path, const GPT2Config *cfg, const float *params, uint64_t *sum, char *err,
+                     size_t errlen);
+// The whole-file checksum a checkpoint's header holds (read from the header alone; the payload is
+// verified against it by checkpoint_read_params). Returns 0 when the file holds none (written by
+// another trainer, or an older file of this project that sums the payload only).
+int checkpoint_stored_sum(const char *path, uint64_t *sum);
 
 #ifdef __cplusplus
 }

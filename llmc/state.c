@@ -50,6 +50,8 @@ int state_write(const char *path, const TrainState *st, const float *m, const fl
     h[16] = amax_n ? ah->steps : 0;
     h[17] = (int64_t)st->run_seed;
     h[18] = st->skipped_in_a_row;
+    h[19] = st->model_sum_saved ? (int64_t)st->model_sum : 0;
+    h[20] = st->model_sum_saved != 0;
     size_t n = (size_t)(st->end - st->begin);
     SavedOutliers so[2];
     pack_outliers(&st->loss_outliers, &so[0]);
@@ -90,6 +92,8 @@ static void parse_header(const char *path, const int64_t *h, long file_size, Tra
     st->run_seed_saved = h[1] >= 2;
     if (h[18] < 0 || h[18] > INT32_MAX) die("'%s': corrupt header (%lld updates skipped in a row)", path, (long long)h[18]);
     st->skipped_in_a_row = (int)h[18];
+    st->model_sum_saved = (int)h[20];
+    st->model_sum = (uint64_t)h[19];
     st->rank = (int)h[3];
     st->num_ranks = (int)h[4];
     st->num_params = h[5];
@@ -107,7 +111,7 @@ static void parse_header(const char *path, const int64_t *h, long file_size, Tra
     if (st->step < 0 || h[4] < 1 || h[4] > INT32_MAX || h[3] < 0 || h[3] >= h[4] || st->num_params < 1 ||
         st->begin < 0 || st->end < st->begin || st->end - st->begin > st->num_params || h[12] < 0 || h[12] > 1 ||
         h[14] < 0 || h[14] > AMAX_MAX_OPERANDS || h[15] < 0 || h[15] > AMAX_MAX_LENGTH || (h[14] == 0) != (h[15] == 0) ||
-        h[16] < 0)
+        h[16] < 0 || h[20] < 0 || h[20] > 1)
         die("'%s' is corrupt: impossible values in the header", path);
     int64_t n = st->end - st->begin;
     // The slice must fit in the file before its byte count is computed (n * 12 can overflow).

@@ -7,7 +7,10 @@
 //     weights follow (GPU trainer), [13] FNV-1a 64 of the header (with [13] zero) and everything
 //     after it, [14] operands and [15] length of this rank's FP8 amax history (0 0: none), [16]
 //     its recorded micro-steps, [17] the run's --seed (the GPU's stochastic rounding is keyed by it),
-//     [18] updates skipped in a row up to the step (-sm counts on across a resume; 0 in older files)
+//     [18] updates skipped in a row up to the step (-sm counts on across a resume; 0 in older files),
+//     [19] the checksum of the checkpoint's model file (llmc/checkpoint.h) and [20] 1 when [19]
+//     holds it (rank 0's file; 0 in the other ranks' files and in older files): a resume refuses
+//     a model file of another step or run beside the state
 //   float m[end-begin], v[end-begin], master[end-begin] (if [12]),
 //   the loss and grad-norm OutlierDetectors (int32 count, int32 next, double values[WINDOW]),
 //   float amax history[operands][length] (llmc/amax_history.h; each rank its own: the
@@ -38,6 +41,8 @@ typedef struct {
     uint64_t run_seed;   // --seed of the run's first start (0 in a version 1 file)
     int run_seed_saved;  // read: 0 for a version 1 file
     int skipped_in_a_row;  // updates skipped in a row up to step (llmc/trainer.c, -sm)
+    uint64_t model_sum;    // the checksum of the model file written with this state (checkpoint_write)
+    int model_sum_saved;   // whether model_sum holds it (rank 0's file of a checkpoint)
     int rank, num_ranks;
     int64_t num_params;
     int64_t begin, end;

@@ -65,6 +65,19 @@ static void checkpoint_paths(const char *dir, long step, int rank, char *model, 
     snprintf(done, n, "%s/DONE_%08ld", dir, step);
 }
 
+// A checkpoint's model file must be the one written with its state: a model file copied from
+// another step or run passes its own checksum, and would silently train on from weights whose
+// moments, data position and step are not theirs. Rank 0's state file records the model's
+// checksum (checkpoints from before it existed are not checked).
+static void check_model_matches_state(const char *dir, long step, const TrainState *st) {
+    char model[4096], state[4096], done[4096];
+    checkpoint_paths(dir, step, 0, model, state, done, sizeof(model));
+    uint64_t sum;
+    if (st->model_sum_saved && (!checkpoint_stored_sum(model, &sum) || sum != st->model_sum))
+        die("'%s' is not the model file written with '%s': it was replaced, or copied from another step or run", model,
+            state);
+}
+
 static void remove_file(const char *dir, const char *name) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -466,6 +479,7 @@ int trainer_run(Trainer *t) {
             char model[4096], state[4096], done[4096];
             checkpoint_paths(tc->output_dir, (long)newest, rank, model, state, done, sizeof(model));
             be->load(be->self, model, state, &st);
+            check_model_matches_state(tc->output_dir, (long)newest, &st);
             st.rank = rank;  // the checkpoint's writer may have had another rank and slice
             st.num_ranks = comm->size;
             st.begin = t->shard_begin;

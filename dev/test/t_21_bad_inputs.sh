@@ -81,6 +81,7 @@ expect 1 "cannot open '.*dir.bin' for reading: it is a directory" -- "${tiny[@]}
 # A checkpoint and state to damage.
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 2 -n 2 -o "$dir/run" > /dev/null 2>&1 || { echo "FAIL: could not train the tiny model"; exit 1; }
 model="$dir/run/model_00000002.bin"
+cp "$model" "$dir/model2.bak"
 head -c 3000 "$model" > "$dir/trunc_model.bin"
 expect 1 "trunc_model.bin' is truncated" -- -e "$dir/trunc_model.bin"
 cp "$model" "$dir/flip_model.bin" && printf '\x55' | dd of="$dir/flip_model.bin" bs=1 seek=5000 conv=notrunc 2>/dev/null
@@ -116,6 +117,12 @@ expect 1 "model_00000004.bin. holds another model \(L 1 C 32 NH 2 maxT 16 V 300\
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 > "$dir/out" 2>&1 &&
     grep -q "note: the checkpoint is at step 4, and the run has 4 steps: nothing to train" "$dir/out" \
     && echo "ok   a resume at -x says there is nothing to train" || { echo "FAIL: a resume at -x"; fails=$((fails + 1)); }
+# A model file copied over another step's passes its own checksum; the state records the one it
+# was written with.
+cp "$dir/run/model_00000004.bin" "$dir/model4.bak" && cp "$dir/model2.bak" "$dir/run/model_00000004.bin"
+expect 1 "model_00000004.bin' is not the model file written with '.*state_00000004_00000.bin': it was replaced" -- \
+    "${tiny[@]}" -i "$dir/good.bin" -x 6 -o "$dir/run" -y 1
+cp "$dir/model4.bak" "$dir/run/model_00000004.bin"
 # A checkpoint's shape stands; --max-seq-len for another one is named as unused.
 "$bin" -e "$model" --max-seq-len 64 -b 2 -t 8 -i "$dir/good.bin" -x 1 -v 0 -s 0 > "$dir/out" 2>&1 &&
     grep -q "note: the checkpoint's model has maxT 16 and V 300; --max-seq-len and --vocab-size describe a random model" "$dir/out" \

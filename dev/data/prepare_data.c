@@ -78,6 +78,17 @@ static size_t parse_size(const char *flag, const char *text, size_t min, size_t 
     return (size_t)v;
 }
 
+// Whether arg names an option ("-s", "-s5", "--shard-tokens=5", "--shard"): then "-o -s 5" lacks
+// -o's value rather than naming the output "-s" (as train_gpt decides).
+static bool names_option(const char *arg, const char *shortopts, const struct option *longopts) {
+    if (arg[0] != '-' || !arg[1]) return false;
+    if (arg[1] != '-') return arg[1] != ':' && strchr(shortopts, arg[1]);
+    size_t n = strcspn(arg + 2, "=");
+    for (const struct option *o = longopts; o->name; o++)
+        if (strncmp(o->name, arg + 2, n) == 0) return true;
+    return false;
+}
+
 static Options parse_options(int argc, char **argv) {
     Options o = {.prefix = NULL, .tokenizer_dir = "data/gpt2", .format = "auto", .jsonl_field = "text",
                  .shard_tokens = 100000000, .val_fraction = -1, .chunk_bytes = 1 << 20};
@@ -90,9 +101,13 @@ static Options parse_options(int argc, char **argv) {
         {"shard-tokens", required_argument, 0, 's'},  {"val-fraction", required_argument, 0, 'v'},
         {"chunk-bytes", required_argument, 0, OPT_CHUNK_BYTES},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+    static const char shortopts[] = ":i:o:t:f:s:v:h";
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":i:o:t:f:s:v:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        // A value given as its own argument that is an option; one attached ("--output=-s") is taken.
+        if (optarg && optarg == argv[optind - 1] && names_option(optarg, shortopts, longopts))
+            usage_error("option %s needs a value", argv[optind - 2]);
         switch (c) {
         case 'i': o.inputs[o.n_inputs++] = optarg; break;
         case 'o': o.prefix = optarg; break;
@@ -166,7 +181,8 @@ static void add_path(FileList *list, const char *path, const char *format) {
         }
         closedir(dir);
         // Sorted, so that the output does not depend on the order readdir happens to return.
-        qsort(list->files + first, list->count - first, sizeof(InputFile), compare_paths);
+        if (list->count > first)  // (an empty directory: files may still be NULL)
+            qsort(list->files + first, list->count - first, sizeof(InputFile), compare_paths);
         return;
     }
     if (!S_ISREG(st.st_mode)) die("input '%s' is neither a regular file nor a directory", path);

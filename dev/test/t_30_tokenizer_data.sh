@@ -95,9 +95,14 @@ expect 2 "--shard-tokens must be an integer" -i "$dir/small.jsonl" "${out[@]}" -
 expect 2 "--val-fraction must be a number in \[0, 1\)" -i "$dir/small.jsonl" "${out[@]}" --val-fraction 1.5
 expect 2 "--format must be auto, text or jsonl" -i "$dir/small.jsonl" "${out[@]}" -f xml
 expect 2 "option -i needs a value" "${out[@]}" -i
+# A flag where a value belongs is the value missing, not an output named "-h" (in the current directory).
+expect 2 "option -o needs a value" -i "$dir/small.jsonl" -o -h
+expect 2 "option -s needs a value" -i "$dir/small.jsonl" "${out[@]}" -s --val-fraction 0.1
 expect 2 "no output" -i "$dir/small.jsonl"
 expect 2 "-o takes a path prefix" -i "$dir/small.jsonl" -o "$dir/"
 expect 1 "cannot read input '.*missing.txt'" -i "$dir/missing.txt" "${out[@]}"
+mkdir -p "$dir/empty_dir"  # no file to sort
+expect 1 "the input holds no text" -i "$dir/empty_dir" "${out[@]}"
 expect 1 "'.*a_val_000000.bin' already exists" -i "$dir/small.jsonl" -o "$dir/a"
 expect 1 "cannot create shard '/dev/null/x_val_000000.bin.tmp'" -i "$dir/small.jsonl" -o /dev/null/x
 expect 1 "cannot create shard '.*no_such_dir/x_val_000000.bin.tmp'" -i "$dir/small.jsonl" -o "$dir/no_such_dir/x"

@@ -12,8 +12,9 @@
 // tokens (see safe_cut); only a stretch of text without such a line break, or one JSON line, is
 // held whole. The pieces of a batch are encoded in parallel (OpenMP) and written in
 // input order, so the shards do not depend on the number of threads. Shards are written under
-// temporary names, fsync'ed, and renamed only when everything succeeded (then the directory is
-// fsync'ed): a failed run or a crash leaves no shard under a final name that is not complete.
+// temporary names (NAME.tmp.PID), fsync'ed, and renamed only when everything succeeded (then the
+// directory is fsync'ed): a failed run or a crash leaves no shard under a final name that is not
+// complete. Existing shards of the prefix, whatever their number, are refused.
 #include "../../llmc/dataloader.h"
 #include "../../llmc/fileio.h"
 #include "../../llmc/tokenizer.h"
@@ -259,10 +260,13 @@ typedef struct {
     size_t tokens[2];
 } ShardWriter;
 
+// The temporary name carries the process id, as AtomicFile's do: no other run's temporary, nor an
+// input so named, is overwritten.
 static char *shard_path(const char *prefix, enum Split split, int index, bool temp) {
-    size_t n = strlen(prefix) + 32;
+    size_t n = strlen(prefix) + 48;
     char *path = malloc_check(n);
-    snprintf(path, n, "%s_%s_%06d.bin%s", prefix, SPLIT_NAME[split], index, temp ? ".tmp" : "");
+    if (temp) snprintf(path, n, "%s_%s_%06d.bin.tmp.%d", prefix, SPLIT_NAME[split], index, (int)getpid());
+    else snprintf(path, n, "%s_%s_%06d.bin", prefix, SPLIT_NAME[split], index);
     return path;
 }
 
@@ -573,13 +577,24 @@ static void read_jsonl_file(Run *r, const InputFile *in) {
     fclose(f);
 }
 
+// Any file the trainer's globs PREFIX_val_*.bin and PREFIX_train_*.bin would match, not only the
+// first shards: an older run's shard 7 would be mixed into this run's data, or overwritten (were it
+// an input).
 static void refuse_existing_output(const char *prefix) {
-    for (int s = VAL; s <= TRAIN; s++) {
-        char *path = shard_path(prefix, s, 0, false);
-        if (access(path, F_OK) == 0)
-            die("'%s' already exists: remove the old shards or choose another -o prefix", path);
-        free(path);
+    char *dir_copy = strdup(prefix), *base_copy = strdup(prefix);
+    if (!dir_copy || !base_copy) die("out of memory");
+    const char *dir_path = dirname(dir_copy), *base = basename(base_copy);
+    size_t n = strlen(base);
+    DIR *dir = opendir(dir_path);  // when it cannot be listed, open_shard says why
+    for (struct dirent *entry; dir && (entry = readdir(dir));) {
+        if (strncmp(entry->d_name, base, n) != 0) continue;
+        const char *rest = entry->d_name + n;
+        if (has_suffix(rest, ".bin") && (strncmp(rest, "_val_", 5) == 0 || strncmp(rest, "_train_", 7) == 0))
+            die("'%s/%s' already exists: remove the old shards or choose another -o prefix", dir_path, entry->d_name);
     }
+    if (dir) closedir(dir);
+    free(dir_copy);
+    free(base_copy);
 }
 
 int main(int argc, char **argv) {

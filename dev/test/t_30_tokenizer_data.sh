@@ -103,9 +103,16 @@ expect 2 "-o takes a path prefix" -i "$dir/small.jsonl" -o "$dir/"
 expect 1 "cannot read input '.*missing.txt'" -i "$dir/missing.txt" "${out[@]}"
 mkdir -p "$dir/empty_dir"  # no file to sort
 expect 1 "the input holds no text" -i "$dir/empty_dir" "${out[@]}"
-expect 1 "'.*a_val_000000.bin' already exists" -i "$dir/small.jsonl" -o "$dir/a"
-expect 1 "cannot create shard '/dev/null/x_val_000000.bin.tmp'" -i "$dir/small.jsonl" -o /dev/null/x
-expect 1 "cannot create shard '.*no_such_dir/x_val_000000.bin.tmp'" -i "$dir/small.jsonl" -o "$dir/no_such_dir/x"
+expect 1 "'.*a_(val|train)_0000[0-9]{2}.bin' already exists" -i "$dir/small.jsonl" -o "$dir/a"
+# Any older shard of the prefix, not only the first: the trainer's glob would mix it in.
+mkdir -p "$dir/old" && rm -f "$dir"/old/* && : > "$dir/old/x_train_000007.bin"
+expect 1 "'.*old/x_train_000007.bin' already exists" -i "$dir/small.jsonl" -o "$dir/old/x"
+# An input named like a temporary shard is not overwritten (temporaries carry the process id).
+rm -f "$dir"/old/* && head -n 10 "$dir/small.jsonl" | tee "$dir/old/x_val_000000.bin.tmp" > "$dir/tmp_input"
+$tool -i "$dir/old/x_val_000000.bin.tmp" -f jsonl -o "$dir/old/x" > /dev/null 2>&1 &&
+    cmp -s "$dir/tmp_input" "$dir/old/x_val_000000.bin.tmp" || fail "an input named PREFIX_val_000000.bin.tmp was overwritten"
+expect 1 "cannot create shard '/dev/null/x_val_000000.bin.tmp.[0-9]+'" -i "$dir/small.jsonl" -o /dev/null/x
+expect 1 "cannot create shard '.*no_such_dir/x_val_000000.bin.tmp.[0-9]+'" -i "$dir/small.jsonl" -o "$dir/no_such_dir/x"
 
 : > "$dir/empty.txt"
 expect 1 "the input holds no text" -i "$dir/empty.txt" "${out[@]}"

@@ -9,9 +9,11 @@
 #   NCCL_SOCKET_IFNAME, NCCL_IB_HCA   the network NCCL uses between nodes (GPU trainer)
 #   MPI_IFACE                         the interface MPI's own TCP traffic uses (e.g. eth0)
 set -euo pipefail
+[ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 HOSTFILE NP [trainer flags...]" >&2; exit 2; }
+# HOSTFILE is named from the caller's directory, not the checkout's (the cd below).
+[ -f "$1" ] && [ -r "$1" ] || { echo "$0: the hostfile '$1' is not a readable file" >&2; exit 1; }
+hostfile=$(realpath -- "$1") np=$2; shift 2
 cd "$(dirname "$0")/.."
-[ $# -ge 2 ] && [ -f "$1" ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 HOSTFILE NP [trainer flags...]" >&2; exit 2; }
-hostfile=$1 np=$2; shift 2
 trainer=${TRAINER:-./train_gpt}
 if [ -z "${TRAINER:-}" ] && [ -x ./train_gptcu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
     trainer=./train_gptcu

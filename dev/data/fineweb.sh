@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 documents=${1:-20000}
-[[ "$documents" =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [DOCUMENTS]" >&2; exit 2; }
+# At most 9 digits: bash's arithmetic silently wraps a count past 2^63.
+[ $# -le 1 ] && [[ "$documents" =~ ^[1-9][0-9]{0,8}$ ]] || { echo "usage: $0 [DOCUMENTS, 1 to 999999999]" >&2; exit 2; }
 out=data/fineweb
 pages=$out/pages
 api="https://datasets-server.huggingface.co/rows?dataset=HuggingFaceFW%2Ffineweb&config=sample-10BT&split=train"

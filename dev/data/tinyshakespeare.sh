@@ -7,6 +7,7 @@
 # Needs internet once (curl); idempotent. The tokenizer files come from dev/data/nlpcorpus.sh's
 # npm step (run offline afterwards). Not run by the tests: the test machine has no internet.
 set -euo pipefail
+[ $# -eq 0 ] || { echo "usage: $0 (no arguments)" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
 url=https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
 out=data/tinyshakespeare

@@ -3,7 +3,8 @@
 # inputs (text, directories, JSON lines), output independent of threads and chunking, and bad
 # inputs (a clear one-line error, exit 2 for flags and 1 otherwise, no shard left behind under a
 # final or temporary name), and terminating signals mid-run (nothing left behind; none under
-# nohup for SIGHUP). Every run of the tool here is the AddressSanitizer/UBSan build.
+# nohup for SIGHUP); then bad arguments of the data and launch scripts (with mpirun and curl
+# stubbed). Every run of the tool here is the AddressSanitizer/UBSan build.
 # About 25 s on 2 cores.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -184,6 +185,32 @@ if signal_mid_run HUP; then
         echo "ok   SIGHUP under nohup: exit 0, $done shards"
     fi
 fi
+
+echo "== the data and launch scripts: arguments"
+# Stubs: mpirun prints its arguments, curl fails (no download is ever started here).
+root=$PWD stubs=$dir/stubs
+mkdir -p "$stubs" "$dir/call er" && echo "localhost slots=2" > "$dir/call er/hosts"
+printf '#!/bin/sh\necho "$@"\n' > "$stubs/mpirun" && printf '#!/bin/sh\nexit 7\n' > "$stubs/curl" && chmod +x "$stubs"/*
+# expect_script CODE PATTERN SCRIPT ARGS...: run from "$dir/call er" (a path with a space), exit
+# status CODE and output matching PATTERN.
+expect_script() {
+    local code=$1 pattern=$2 script=$3 got rc; shift 3
+    got=$(cd "$dir/call er" && PATH="$root/$stubs:$PATH" TRAINER=/bin/true bash "$root/$script" "$@" 2>&1)
+    rc=$?
+    if [ $rc -ne "$code" ] || ! grep -qE -e "$pattern" <<< "$got"; then
+        fail "$script $* -> exit $rc (want $code): $(head -c 300 <<< "$got")"
+    else
+        echo "ok   exit $rc: $script $*"
+    fi
+}
+# The hostfile is named from the caller's directory, not the checkout's.
+expect_script 0 "--hostfile $root/$dir/call er/hosts -np 2 " scripts/launch_multi_node.sh hosts 2 -e d12
+expect_script 1 "the hostfile 'nohosts' is not a readable file" scripts/launch_multi_node.sh nohosts 2
+# Arguments a data script does not take are refused, not ignored.
+expect_script 2 "usage: .*nlpcorpus.sh \(no arguments\)" dev/data/nlpcorpus.sh --force
+expect_script 2 "usage: .*tinyshakespeare.sh \(no arguments\)" dev/data/tinyshakespeare.sh extra
+expect_script 2 "usage: .*fineweb.sh \[DOCUMENTS" dev/data/fineweb.sh 10 extra
+expect_script 2 "usage: .*fineweb.sh \[DOCUMENTS" dev/data/fineweb.sh 99999999999999999999
 
 [ $fails -eq 0 ] && echo "all data tool checks passed"
 [ $fails -eq 0 ]

@@ -10,8 +10,12 @@ bash dev/data/nlpcorpus.sh
 data=(-i "data/nlpcorpus/nlpcorpus_train_*.bin" -j "data/nlpcorpus/nlpcorpus_val_*.bin")
 # out/default is the default job's own directory: each run starts it afresh (a trainer refuses
 # another run's checkpoints), unless the arguments name a resume or another directory.
-fresh=1
-for arg in "$@"; do case $arg in -y | --resume | --resume=* | -o | --out | --out=*) fresh=0 ;; esac; done
+fresh=1 previous=
+for arg in "$@"; do
+    case $previous in -y | --resume) [ "$arg" = 0 ] || fresh=0 ;; esac  # -y 0 is no resume
+    case $arg in --resume=0) ;; --resume=* | -o | --out | --out=*) fresh=0 ;; esac
+    previous=$arg
+done
 [ $fresh = 0 ] || rm -rf out/default
 if [ -x ./train_gptcu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
     # d12 for about 2.5 epochs of the 1.95M-token corpus (300 steps of 16k tokens; more overfits):

@@ -80,6 +80,9 @@ void stop_signals_install(void) {
     sa.sa_flags = SA_RESTART;  // reads and writes in progress continue rather than fail with EINTR
     if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
         die("cannot install the SIGTERM/SIGINT handlers");
+    // A file-size limit (ulimit -f) would kill the run silently in a checkpoint write; ignored, the
+    // write fails with EFBIG and the checkpoint is reported and skipped, as on a full disk.
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 int stop_signal_received(void) { return g_stop_signal; }

@@ -33,7 +33,7 @@ typedef enum {
     NUM_TRAIN_PHASES
 } TrainPhase;
 
-// Installs the SIGTERM/SIGINT handlers.
+// Installs the SIGTERM/SIGINT handlers, and ignores SIGXFSZ (a write past ulimit -f fails instead).
 void stop_signals_install(void);
 // The first stop signal received (SIGTERM or SIGINT), or 0.
 int stop_signal_received(void);

@@ -242,6 +242,7 @@ static void install_handlers(void) {
         if (sigaction(signals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(signals[i], &sa, NULL);
         sigaddset(&set, signals[i]);
     }
+    signal(SIGXFSZ, SIG_IGN);  // past ulimit -f a write fails (EFBIG) and is reported, not a silent death
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 #pragma omp parallel
     { }  // the team is created now, with the signals blocked

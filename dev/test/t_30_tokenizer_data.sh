@@ -114,6 +114,12 @@ $tool -i "$dir/old/x_val_000000.bin.tmp" -f jsonl -o "$dir/old/x" > /dev/null 2>
     cmp -s "$dir/tmp_input" "$dir/old/x_val_000000.bin.tmp" || fail "an input named PREFIX_val_000000.bin.tmp was overwritten"
 expect 1 "cannot create shard '/dev/null/x_val_000000.bin.tmp.[0-9]+'" -i "$dir/small.jsonl" -o /dev/null/x
 expect 1 "cannot create shard '.*no_such_dir/x_val_000000.bin.tmp.[0-9]+'" -i "$dir/small.jsonl" -o "$dir/no_such_dir/x"
+# Past a file-size limit (ulimit -f 16: 16 KiB, less than a 20000-token shard) a write fails and
+# is reported; SIGXFSZ killed the tool without a word (and left its temporaries).
+printf '#!/bin/sh\nulimit -f 16 && exec %s "$@"\n' "$PWD/$tool" > "$dir/limited.sh" && chmod +x "$dir/limited.sh"
+unlimited=$tool tool=$dir/limited.sh
+expect 1 "writing '.*bad_val_000000.bin.tmp.[0-9]+' failed: File too large" -i "$dir/small.jsonl" "${out[@]}" --shard-tokens 20000
+tool=$unlimited
 
 : > "$dir/empty.txt"
 expect 1 "the input holds no text" -i "$dir/empty.txt" "${out[@]}"

@@ -51,6 +51,18 @@ for policy in 0 1; do
     done
 done
 
+# A file-size limit (ulimit -f) between the model's and the state's sizes: every state write
+# fails with EFBIG (SIGXFSZ, which killed the run without a word, is ignored), each checkpoint
+# is reported and its model removed, and training goes on to the end with the same losses.
+run=$dir/ulimit
+limit_kib=$(((model_bytes + state_bytes) / 2 / 1024))
+(ulimit -f $limit_kib && ./train_gpt "${args[@]}" -o "$run" > "$run.out" 2> "$run.err")
+rc=$?
+check "ulimit -f $limit_kib: exit 0 (got $rc)" test $rc -eq 0
+check "ulimit -f: warns that step 2 was not written" grep -q "checkpoint at step 2 not written: .*File too large" "$run.err"
+check "ulimit -f: no checkpoint file remains" test "$(ls "$run")" = main.log
+check "ulimit -f: training went on with the same losses" cmp "$dir/ref/main.log" "$run/main.log"
+
 # A new run into a directory holding another run's complete checkpoints (seed 2) is refused:
 # -nk would keep the other run's higher steps and delete this run's, and -y 1 would resume
 # theirs. The other run's files stay as they were, even a temporary it may still be writing.

@@ -1116,6 +1116,7 @@ int main(int argc, char **argv) {
 
     GPT2Config cfg;
     const int from_checkpoint = trainer_model_config(&tc, &cfg);
+    trainer_check_ranks_agree(&comm, argc, argv, &cfg, from_checkpoint ? tc.model : NULL);
 
     // Recomputation, matmul precision and the output head's chunks.
     const RecomputeShape shape = cpu_recompute_shape(&cfg, tc.T);

@@ -1204,6 +1204,7 @@ int main(int argc, char **argv) {
 
     GPT2Config cfg;
     const int from_checkpoint = trainer_model_config(&tc, &cfg);
+    trainer_check_ranks_agree(&comm, argc, argv, &cfg, from_checkpoint ? tc.model : NULL);
 
     const int device = comm_gpu_device(&comm);
     cudaCheck(cudaSetDevice(device));

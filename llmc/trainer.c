@@ -355,6 +355,25 @@ int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg) {
     return from_checkpoint;
 }
 
+void trainer_check_ranks_agree(Comm *comm, int argc, char **argv, const GPT2Config *cfg, const char *checkpoint) {
+    uint64_t print = FNV1A64_INIT;
+    for (int i = 1; i < argc; i++) print = fnv1a64(print, argv[i], strlen(argv[i]) + 1);  // with the NUL: "-x" "12" != "-x1" "2"
+    print = fnv1a64(print, cfg, sizeof(*cfg));
+    uint64_t sum = 0;
+    if (checkpoint && checkpoint_stored_sum(checkpoint, &sum)) print = fnv1a64(print, &sum, sizeof(sum));
+    uint64_t first = print;
+    comm->broadcast_bytes(comm, &first, sizeof(first));
+    double others = first != print;
+    comm->allreduce_sum_f64(comm, &others, 1);
+    if (others == 0) return;
+    if (comm->rank == 0)
+        fprintf(stderr, "%s: error: %d of %d ranks were started with other arguments than rank 0's, or read another "
+                "model file: every rank must run the same command on the same files\n", program_name(), (int)others,
+                comm->size);
+    comm->barrier(comm);  // every rank exits after rank 0 has said why (the launcher kills at the first exit)
+    exit(2);
+}
+
 void trainer_initial_weights(const TrainConfig *tc, const GPT2Config *cfg, int from_checkpoint, float *weights) {
     if (from_checkpoint) checkpoint_read_params(tc->model, cfg, weights);
     else gpt2_init_params(cfg, weights, tc->seed);

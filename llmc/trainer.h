@@ -102,6 +102,12 @@ matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu);
 // --max-seq-len and --vocab-size) or a checkpoint file. Checks -t against maxT (exit 2). Returns 1
 // when -e is a checkpoint to load, 0 for a random initialization.
 int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg);
+// Under mpirun, every rank must run the same command on the same model: a rank with another -l
+// would train a replica that drifts silently from the others, one with another model would fail
+// in its first collective. Compares the arguments, the model's shape and the checksum of the -e
+// checkpoint (NULL for a random model) with rank 0's; when any rank differs, rank 0 says so and
+// every rank exits 2.
+void trainer_check_ranks_agree(Comm *comm, int argc, char **argv, const GPT2Config *cfg, const char *checkpoint);
 // The starting weights (layer-major, gpt2_num_params floats): the checkpoint's when
 // from_checkpoint (trainer_model_config's answer), else the seeded GPT-2 initialization.
 void trainer_initial_weights(const TrainConfig *tc, const GPT2Config *cfg, int from_checkpoint, float *weights);

@@ -6,7 +6,7 @@
 #   hung:    rank 1 gets SIGSTOP mid-run (alive but silent); the others must give up with the
 #            one-line "did not complete within 5 s" error and mpirun exit non-zero.
 # Each case must end within 5 s + 15 s of slack. And a bad flag is reported by one rank, not
-# by each. About 15 s.
+# by each, as are ranks that disagree on their arguments or model file. About 20 s.
 set -eu
 cd "$(dirname "$0")/../.."
 source dev/test/zero/common.sh
@@ -62,6 +62,30 @@ for bad in "-b 0" "-d 100"; do
     test $((SECONDS - start)) -lt 8 || { echo "FAIL: a bad flag ($bad) under mpirun took $((SECONDS - start)) s"; exit 1; }
     echo "bad flag $bad under mpirun: reported once, exit $rc after $((SECONDS - start)) s"
 done
+
+# Ranks started with other arguments (an MPMD launch), or reading other model files under one
+# name (node-local copies; here each rank's own working directory): a rank with another -l would
+# train a replica that drifts silently, one with another model would fail in its first collective.
+# Rank 0 says so once, and the run exits 2.
+expect_disagree() {  # NAME, then mpirun's application contexts
+    local name=$1 rc=0; shift
+    "${mpirun_cmd[@]}" "$@" > "$dir/$name.out" 2> "$dir/$name.err" || rc=$?
+    test $rc -eq 2 && test "$(grep -c "ranks were started with other arguments than rank 0's, or read another model file" \
+        "$dir/$name.err")" = 1 || { echo "FAIL: $name: exit $rc, stderr:"; cat "$dir/$name.err"; exit 1; }
+    echo "ranks that disagree ($name): reported once, exit $rc"
+}
+expect_disagree "another -l" -np 1 ./train_gpt "${model[@]}" --bench -x 2 : -np 1 ./train_gpt "${model[@]}" --bench -x 2 -l 1e-2
+expect_disagree "another model" -np 1 ./train_gpt "${model[@]}" --bench -x 2 : -np 1 ./train_gpt "${model[@]}" --bench -x 2 -e L1C64NH4
+/usr/bin/python3 dev/test/make_shard.py "$dir/data.bin" 4000 512 1 > /dev/null
+for seed in 1 2; do
+    ./train_gpt "${model[@]}" -i "$dir/data.bin" -x 1 -v 0 -s 0 --seed $seed -o "$dir/ckpt$seed" > /dev/null
+    mkdir -p "$dir/node$seed" && cp "$dir/ckpt$seed/model_00000001.bin" "$dir/node$seed/model.bin"
+done
+from_file=("$PWD/train_gpt" -e model.bin -b 2 -t 32 -i "$PWD/$dir/data.bin" -x 2 -v 0 -s 0)
+expect_disagree "another model file" -np 1 -wdir "$dir/node1" "${from_file[@]}" : -np 1 -wdir "$dir/node2" "${from_file[@]}"
+cp "$dir/node1/model.bin" "$dir/node2/model.bin"
+"${mpirun_cmd[@]}" -np 1 -wdir "$dir/node1" "${from_file[@]}" : -np 1 -wdir "$dir/node2" "${from_file[@]}" > "$dir/same.out" 2>&1 ||
+    { echo "FAIL: ranks with equal model files under one name do not train:"; tail -3 "$dir/same.out"; exit 1; }
 
 run_case killed KILL
 run_case hung STOP

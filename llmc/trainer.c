@@ -355,23 +355,39 @@ int trainer_model_config(const TrainConfig *tc, GPT2Config *cfg) {
     return from_checkpoint;
 }
 
-void trainer_check_ranks_agree(Comm *comm, int argc, char **argv, const GPT2Config *cfg, const char *checkpoint) {
-    uint64_t print = FNV1A64_INIT;
-    for (int i = 1; i < argc; i++) print = fnv1a64(print, argv[i], strlen(argv[i]) + 1);  // with the NUL: "-x" "12" != "-x1" "2"
-    print = fnv1a64(print, cfg, sizeof(*cfg));
-    uint64_t sum = 0;
-    if (checkpoint && checkpoint_stored_sum(checkpoint, &sum)) print = fnv1a64(print, &sum, sizeof(sum));
+// Exits 2 on every rank, rank 0 saying that some ranks `differ` ("... than rank 0's"), unless
+// every rank's fingerprint equals rank 0's.
+static void ranks_agree_or_exit(Comm *comm, uint64_t print, const char *differ) {
     uint64_t first = print;
     comm->broadcast_bytes(comm, &first, sizeof(first));
     double others = first != print;
     comm->allreduce_sum_f64(comm, &others, 1);
     if (others == 0) return;
     if (comm->rank == 0)
-        fprintf(stderr, "%s: error: %d of %d ranks were started with other arguments than rank 0's, or read another "
-                "model file: every rank must run the same command on the same files\n", program_name(), (int)others,
-                comm->size);
+        fprintf(stderr, "%s: error: %d of %d ranks %s: every rank must run the same command on the same files\n",
+                program_name(), (int)others, comm->size, differ);
     comm->barrier(comm);  // every rank exits after rank 0 has said why (the launcher kills at the first exit)
     exit(2);
+}
+
+void trainer_check_ranks_agree(Comm *comm, int argc, char **argv, const GPT2Config *cfg, const char *checkpoint) {
+    uint64_t print = FNV1A64_INIT;
+    for (int i = 1; i < argc; i++) print = fnv1a64(print, argv[i], strlen(argv[i]) + 1);  // with the NUL: "-x" "12" != "-x1" "2"
+    print = fnv1a64(print, cfg, sizeof(*cfg));
+    uint64_t sum = 0;
+    if (checkpoint && checkpoint_stored_sum(checkpoint, &sum)) print = fnv1a64(print, &sum, sizeof(sum));
+    ranks_agree_or_exit(comm, print, "were started with other arguments than rank 0's, or read another model file");
+}
+
+// Every rank takes its own windows of one global stream of shards: ranks that list other shards
+// (node-local copies that differ) would read other data, and a one-pass run (-x -1) would count
+// other step numbers, and hang at the end. Compares the shards' number and token counts.
+static void check_ranks_share_data(Comm *comm, const DataLoader *dl, const char *which) {
+    uint64_t print = fnv1a64(FNV1A64_INIT, &dl->num_shards, sizeof(dl->num_shards));
+    print = fnv1a64(print, dl->shard_tokens, (size_t)dl->num_shards * sizeof(int64_t));
+    char differ[128];
+    snprintf(differ, sizeof(differ), "see other %s shards than rank 0 (their number or sizes)", which);
+    ranks_agree_or_exit(comm, print, differ);
 }
 
 void trainer_initial_weights(const TrainConfig *tc, const GPT2Config *cfg, int from_checkpoint, float *weights) {
@@ -419,8 +435,10 @@ int trainer_run(Trainer *t) {
     int have_val = 0, val_batches = tc->val_batches;
     if (!tc->bench) {
         dataloader_init(&train_loader, tc->train_pattern, B, T, rank, comm->size, cfg->vocab_size);
+        check_ranks_share_data(comm, &train_loader, "training");
         if (tc->val_every > 0 && tc->val_batches > 0 && tc->val_pattern[0]) {
             dataloader_init(&val_loader, tc->val_pattern, B, T, rank, comm->size, cfg->vocab_size);
+            check_ranks_share_data(comm, &val_loader, "validation");
             have_val = 1;
             // More batches than the shards hold would count some windows twice.
             const int64_t whole = dataloader_batches_per_pass(&val_loader);

@@ -6,7 +6,7 @@
 #   hung:    rank 1 gets SIGSTOP mid-run (alive but silent); the others must give up with the
 #            one-line "did not complete within 5 s" error and mpirun exit non-zero.
 # Each case must end within 5 s + 15 s of slack. And a bad flag is reported by one rank, not
-# by each, as are ranks that disagree on their arguments or model file. About 20 s.
+# by each, as are ranks that disagree on their arguments, model file or shards. About 20 s.
 set -eu
 cd "$(dirname "$0")/../.."
 source dev/test/zero/common.sh
@@ -67,23 +67,30 @@ done
 # name (node-local copies; here each rank's own working directory): a rank with another -l would
 # train a replica that drifts silently, one with another model would fail in its first collective.
 # Rank 0 says so once, and the run exits 2.
-expect_disagree() {  # NAME, then mpirun's application contexts
-    local name=$1 rc=0; shift
+expect_disagree() {  # NAME PATTERN, then mpirun's application contexts
+    local name=$1 pattern=$2 rc=0; shift 2
     "${mpirun_cmd[@]}" "$@" > "$dir/$name.out" 2> "$dir/$name.err" || rc=$?
-    test $rc -eq 2 && test "$(grep -c "ranks were started with other arguments than rank 0's, or read another model file" \
-        "$dir/$name.err")" = 1 || { echo "FAIL: $name: exit $rc, stderr:"; cat "$dir/$name.err"; exit 1; }
+    test $rc -eq 2 && test "$(grep -c "$pattern: every rank must run the same command" "$dir/$name.err")" = 1 ||
+        { echo "FAIL: $name: exit $rc, stderr:"; cat "$dir/$name.err"; exit 1; }
     echo "ranks that disagree ($name): reported once, exit $rc"
 }
-expect_disagree "another -l" -np 1 ./train_gpt "${model[@]}" --bench -x 2 : -np 1 ./train_gpt "${model[@]}" --bench -x 2 -l 1e-2
-expect_disagree "another model" -np 1 ./train_gpt "${model[@]}" --bench -x 2 : -np 1 ./train_gpt "${model[@]}" --bench -x 2 -e L1C64NH4
+differ="1 of 2 ranks were started with other arguments than rank 0's, or read another model file"
+expect_disagree "another -l" "$differ" -np 1 ./train_gpt "${model[@]}" --bench -x 2 : -np 1 ./train_gpt "${model[@]}" --bench -x 2 -l 1e-2
+expect_disagree "another model" "$differ" -np 1 ./train_gpt "${model[@]}" --bench -x 2 : -np 1 ./train_gpt "${model[@]}" --bench -x 2 -e L1C64NH4
 /usr/bin/python3 dev/test/make_shard.py "$dir/data.bin" 4000 512 1 > /dev/null
 for seed in 1 2; do
     ./train_gpt "${model[@]}" -i "$dir/data.bin" -x 1 -v 0 -s 0 --seed $seed -o "$dir/ckpt$seed" > /dev/null
     mkdir -p "$dir/node$seed" && cp "$dir/ckpt$seed/model_00000001.bin" "$dir/node$seed/model.bin"
 done
 from_file=("$PWD/train_gpt" -e model.bin -b 2 -t 32 -i "$PWD/$dir/data.bin" -x 2 -v 0 -s 0)
-expect_disagree "another model file" -np 1 -wdir "$dir/node1" "${from_file[@]}" : -np 1 -wdir "$dir/node2" "${from_file[@]}"
+expect_disagree "another model file" "$differ" -np 1 -wdir "$dir/node1" "${from_file[@]}" : -np 1 -wdir "$dir/node2" "${from_file[@]}"
 cp "$dir/node1/model.bin" "$dir/node2/model.bin"
+# Shards under one name that differ (here in size) would feed the ranks other data.
+/usr/bin/python3 dev/test/make_shard.py "$dir/node1/shard.bin" 4000 512 2 > /dev/null
+/usr/bin/python3 dev/test/make_shard.py "$dir/node2/shard.bin" 5000 512 2 > /dev/null
+local_data=("$PWD/train_gpt" -e model.bin -b 2 -t 32 -i shard.bin -x 2 -v 0 -s 0)
+expect_disagree "other training shards" "1 of 2 ranks see other training shards than rank 0 (their number or sizes)" \
+    -np 1 -wdir "$dir/node1" "${local_data[@]}" : -np 1 -wdir "$dir/node2" "${local_data[@]}"
 "${mpirun_cmd[@]}" -np 1 -wdir "$dir/node1" "${from_file[@]}" : -np 1 -wdir "$dir/node2" "${from_file[@]}" > "$dir/same.out" 2>&1 ||
     { echo "FAIL: ranks with equal model files under one name do not train:"; tail -3 "$dir/same.out"; exit 1; }
 

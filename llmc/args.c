@@ -5,6 +5,7 @@
 #include <float.h>
 #include <stddef.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,10 @@ void parse_train_args(TrainConfig *cfg, int argc, char **argv) {
     // Combinations no single range can state.
     if (cfg->max_steps == 0)
         usage_error("-x (--steps): 0 steps would train nothing: give 1 or more, or -1 for one pass over the training data");
+    // Both trainers count a micro-batch's tokens in an int (the product would overflow).
+    if ((int64_t)cfg->B * cfg->T > INT_MAX)
+        usage_error("-b (--batch) %d x -t (--seq-len) %d = %lld tokens per micro-step: at most %d", cfg->B, cfg->T,
+                    (long long)cfg->B * cfg->T, INT_MAX);
     if (cfg->resume && !cfg->output_dir[0]) usage_error("-y (--resume) 1 needs an output directory (-o)");
     if (cfg->resume && cfg->bench)
         usage_error("--bench times a random model on random tokens and writes nothing: it does not resume (-y 1)");

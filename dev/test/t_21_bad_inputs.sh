@@ -53,6 +53,9 @@ expect 2 "-o \(--out\) needs a value" -- "${tiny[@]}" -o -s 0
 expect 2 "unexpected argument 'b.bin' \(every flag takes one value; quote the globs" -- -i a.bin b.bin
 expect 2 "--bench times a random model on random tokens and writes nothing: it does not resume" -- --bench -o "$dir/b" -y 1
 expect 2 "-o \(--out\): the path is 4001 bytes" -- -o "$(printf 'd%.0s' $(seq 4001))"
+# B*T past the int both trainers count a micro-batch's tokens in (it wrapped, undefined behaviour).
+expect 2 "-b \(--batch\) 1048576 x -t \(--seq-len\) 1048576 = 1099511627776 tokens per micro-step: at most 2147483647" -- \
+    -e L1C32NH2 --max-seq-len 1048576 -b 1048576 -t 1048576
 
 # Files.
 expect 2 "'missing.bin' is not d<depth>, L<layers>C<channels>NH<heads> or an existing checkpoint file" -- -e missing.bin

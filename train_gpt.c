@@ -1157,7 +1157,8 @@ int main(int argc, char **argv) {
     ZeroRange own = zero_slice_params(plan, comm.rank);
     Trainer trainer = {.tc = &tc, .cfg = &cfg, .backend = &backend, .comm = &comm, .num_params = (int64_t)m->num_params,
                        .shard_begin = (int64_t)own.begin, .shard_end = (int64_t)own.end,
-                       .flops_per_token = trainer_flops_per_token(&cfg, tc.T)};
+                       .flops_per_token = trainer_flops_per_token(&cfg, tc.T),
+                       .peak_flops = tc.peak_tflops * 1e12};  // MFU only when --peak-tflops gives the CPU's peak
     trainer_run(&trainer);
     cpu_free(&cpu);
     comm.finalize(&comm);

@@ -131,6 +131,10 @@ cp "$dir/model4.bak" "$dir/run/model_00000004.bin"
     grep -q "note: the checkpoint's model has maxT 16 and V 300; --max-seq-len and --vocab-size describe a random model" "$dir/out" \
     && echo "ok   --max-seq-len with a checkpoint is named as unused" || { echo "FAIL: --max-seq-len with a checkpoint"; fails=$((fails + 1)); }
 
+# --peak-tflops is not ignored on the CPU: it is the CPU's peak, and each step shows MFU.
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -x 1 --peak-tflops 1 > "$dir/out" 2>&1 && grep -q "^step .* | MFU [0-9.]*% | ETA" "$dir/out" \
+    && echo "ok   --peak-tflops gives the CPU trainer's MFU" || { echo "FAIL: --peak-tflops on the CPU"; fails=$((fails + 1)); }
+
 # -m beyond what the validation shards hold is cut to it (a second pass would count windows twice).
 /usr/bin/python3 dev/test/make_shard.py "$dir/val.bin" 49 300 8  # 3 micro-batches of 16 tokens
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -j "$dir/val.bin" -v 1 -m 20 -x 1 > "$dir/m20" 2>&1

@@ -597,6 +597,34 @@ static GPUModelOptions gpu_model_options(matmul_precision precision) {
     return o;
 }
 
+// What train_gptcu cannot run, into buf (NULL: nothing): the model's shape (*usage 0: C, the padded
+// vocabulary and the head sizes its kernels take), or the flags' (*usage 1: --attention wgmma's
+// head size, B*T rows of 4C elements indexed in 32 bits). main asks before it touches the GPU.
+static const char *gpu_unsupported(const GPT2Config *cfg, int B, int T, int attention, int *usage, char *buf,
+                                   size_t n) {
+    const int C = cfg->channels, HS = C / cfg->num_heads;
+    *usage = 0;
+    if (C % 64 != 0)
+        snprintf(buf, n, "C = %d is not a multiple of 64, which train_gptcu's kernels need (128-bit loads, aligned "
+                 "tensors)", C);
+    else if (cfg->padded_vocab_size % 128 != 0)
+        snprintf(buf, n, "Vp = %d is not a multiple of 128, which train_gptcu's kernels need", cfg->padded_vocab_size);
+    else if (!attention_head_size_supported(HS))
+        snprintf(buf, n, "head size C / NH = %d; train_gptcu's attention takes 64 or 128", HS);
+    else {
+        *usage = 1;
+        if (attention == ATTENTION_WGMMA && HS != 64)
+            snprintf(buf, n, "--attention wgmma: head size C / NH = %d; its backward is written for 64 only (mma takes "
+                     "64 and 128)", HS);
+        else if ((int64_t)B * T * 4 * C > INT32_MAX)
+            snprintf(buf, n, "-b (--batch) %d x -t (--seq-len) %d = %lld rows: train_gptcu indexes B*T x 4C = %lld "
+                     "elements (C = %d) in 32 bits, at most %d", B, T, (long long)B * T, (long long)B * T * 4 * C, C,
+                     INT32_MAX);
+        else return NULL;
+    }
+    return buf;
+}
+
 static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, const AdamWConfig *hp, uint64_t seed,
                             const GPUModelOptions *opt) {
     memset(g, 0, sizeof(*g));
@@ -610,17 +638,14 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     g->attention = opt->attention;
     g->head_rows = opt->head_rows > 0 && opt->head_rows < B * T ? opt->head_rows : B * T;
     const int C = cfg->channels, NH = cfg->num_heads;
-    if (C % 64 != 0) die("train_gptcu: C = %d must be a multiple of 64 (128-bit loads, aligned tensors)", C);
-    if (cfg->padded_vocab_size % 128 != 0) die("train_gptcu: Vp = %d must be a multiple of 128", cfg->padded_vocab_size);
-    attention_require_supported(NH, C / NH);
-    if (g->attention == ATTENTION_WGMMA) {
-        if (C / NH != 64) die("train_gptcu: --attention wgmma: head size %d; its backward is written for 64 only", C / NH);
-        if (!attention_wgmma_available())
-            die("train_gptcu: --attention wgmma needs a GPU of compute capability 9.0 (H100, H200) and a build for "
-                "sm_90a (make NVCC_ARCH=sm_90)");
-    }
-    if ((int64_t)B * T * 4 * C > INT32_MAX)
-        die("train_gptcu: B*T = %lld rows is too large for C = %d", (long long)B * T, C);
+    char why[256];
+    int usage;
+    if (gpu_unsupported(cfg, B, T, g->attention, &usage, why, sizeof(why)))  // main says it first, for the trainer
+        die("%s", why);
+    attention_require_supported(NH, C / NH);  // and the GPU's compute capability
+    if (g->attention == ATTENTION_WGMMA && !attention_wgmma_available())
+        die("--attention wgmma needs a GPU of compute capability 9.0 (H100, H200) and a build for sm_90a "
+            "(make NVCC_ARCH=sm_90)");
 
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_init(&g->mm);
@@ -717,7 +742,7 @@ static void gpu_get_weights(GPUModel *g, float *weights) {
 
 static void check_tokens(const int *tok, int n, int V, const char *what) {
     for (int i = 0; i < n; i++)
-        if (tok[i] < 0 || tok[i] >= V) die("train_gptcu: %s token %d at position %d is outside the vocabulary [0, %d)", what, tok[i], i, V);
+        if (tok[i] < 0 || tok[i] >= V) die("%s token %d at position %d is outside the vocabulary [0, %d)", what, tok[i], i, V);
 }
 
 // Whether layer l's fc forward writes the GELU output from cuBLASLt's epilogue (GELU_FUSED_BOTH,
@@ -1196,7 +1221,8 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
-    if (tc.gelu_fusion > 0 && gpu_block_precision(&tc) != MATMUL_BF16)
+    const matmul_precision precision = gpu_block_precision(&tc);
+    if (tc.gelu_fusion > 0 && precision != MATMUL_BF16)
         usage_error("--gelu-fusion %d needs bf16 block matmuls (--matmul bf16 or auto): its epilogues are bf16 cuBLASLt's",
                     tc.gelu_fusion);
     Comm comm;
@@ -1205,6 +1231,18 @@ int main(int argc, char **argv) {
     GPT2Config cfg;
     const int from_checkpoint = trainer_model_config(&tc, &cfg);
     trainer_check_ranks_agree(&comm, argc, argv, &cfg, from_checkpoint ? tc.model : NULL);
+    // What the flags or the model ask for and the kernels cannot run is said before the GPU is
+    // touched (without one, or with a busy one, it would be a CUDA error): a flag's value exits 2,
+    // said once under mpirun; a checkpoint's model exits 1, as a file that cannot be used.
+    char why[256];
+    int usage;
+    if (gpu_unsupported(&cfg, tc.B, tc.T, tc.attention, &usage, why, sizeof(why))) {
+        if (usage) usage_error("%s", why);
+        if (from_checkpoint) die("'%s' holds a model that train_gptcu cannot run: %s", tc.model, why);
+        usage_error("-e (--model) '%s': %s", tc.model, why);
+    }
+    int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
+    gpu_recompute_plan(&tc, &cfg, comm.rank, policies);
 
     const int device = comm_gpu_device(&comm);
     cudaCheck(cudaSetDevice(device));
@@ -1212,9 +1250,7 @@ int main(int argc, char **argv) {
     cudaCheck(cudaGetDeviceProperties(&prop, device));
 
     const AdamWConfig hp = trainer_adamw_config(&tc);
-    int *policies = (int *)malloc_check((size_t)cfg.num_layers * sizeof(int));
-    gpu_recompute_plan(&tc, &cfg, comm.rank, policies);
-    GPUModelOptions opt = gpu_model_options(gpu_block_precision(&tc));
+    GPUModelOptions opt = gpu_model_options(precision);
     opt.fp8_wgrad = tc.fp8_wgrad;
     opt.amax_history = tc.amax_history;
     if (tc.gelu_fusion >= 0) opt.gelu_fusion = tc.gelu_fusion;  // -1: the default for the precision

@@ -19,6 +19,9 @@
 #      and a mixed recompute list, in FP8 (delayed scaling, FP8 weight gradients) with the wgmma
 #      attention, and in int8 with the output head in chunks: every kernel the trainer launches,
 #      no race reported (dev/test/t_44 shows the build reporting planted ones).
+#   4. What only the GPU trainer refuses (model shapes its kernels cannot run, --attention wgmma's
+#      head size, a micro-batch past 32-bit indices): one line and status 2, or 1 for a checkpoint,
+#      before the GPU is touched.
 # Parts 1 and 2 run with the emulator's streams deferred (LLMC_EMU_STREAM_ORDER, dev/emu/
 # cuda_runtime.cc): work runs only when the host must see it, in an order that favours one stream,
 # so a missing wait between the compute and comm streams, or a host read of a copy not yet
@@ -28,7 +31,7 @@
 # needs a GPU. About 3 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for bin in build/emu/test_gptcu build/emu/train_gptcu build/emu/race/train_gptcu; do
+for bin in build/emu/test_gptcu build/emu/train_gptcu build/emu/race/train_gptcu train_gpt; do
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
 done
 dir=$(mktemp -d)
@@ -124,5 +127,29 @@ for i in "${!race_configs[@]}"; do
         "race build: train_gptcu ${race_configs[$i]}: exit $rc, $races race report(s)"
     [ "$races" = 0 ] || grep -E -A6 'WARNING: ThreadSanitizer' "$dir/race$i.log" | head -30
 done
+
+# 4. Refusals of the GPU trainer's own. LLMC_GPU_COMM=bad fails in comm_gpu_device, the trainer's
+# first step on the GPU, with status 1: each refusal must come before it. A checkpoint of a shape
+# the CPU trainer runs and the GPU trainer cannot comes from ./train_gpt.
+refused() {  # refused <status> <pattern> <train_gptcu args...>
+    local code=$1 pattern=$2 rc=0
+    shift 2
+    LLMC_GPU_COMM=bad build/emu/train_gptcu "$@" >"$dir/refused.out" 2>"$dir/refused.err" || rc=$?
+    [ "$rc" = "$code" ] && [ "$(wc -l <"$dir/refused.err")" = 1 ] && grep -qE -e "$pattern" "$dir/refused.err" &&
+        ok=1 || ok=0
+    check "$ok" "train_gptcu $*: exit $rc (want $code): $(head -1 "$dir/refused.err")"
+}
+small=(--vocab-size 512 --max-seq-len 16 -b 2 -t 8 -x 1 -v 0 -s 0 -i "$dir/train_*.bin")
+refused 2 "-e \(--model\) 'L1C96NH1': C = 96 is not a multiple of 64" -e L1C96NH1 "${small[@]}"
+refused 2 "-e \(--model\) 'L1C64NH2': head size C / NH = 32; train_gptcu's attention takes 64 or 128" \
+    -e L1C64NH2 "${small[@]}"
+refused 2 "--attention wgmma: head size C / NH = 128; its backward is written for 64 only" \
+    -e L1C128NH1 --attention wgmma "${small[@]}"
+refused 2 "-b \(--batch\) 524288 x -t \(--seq-len\) 16 = 8388608 rows: .* in 32 bits" -e L1C64NH1 "${small[@]}" \
+    -b 524288 -t 16
+refused 2 "-r \(--recompute-level\): 'bogus' is not a policy" -e L1C64NH1 "${small[@]}" -r bogus
+OMP_NUM_THREADS=1 ./train_gpt -e L1C32NH2 "${small[@]}" -o "$dir/c32" >/dev/null 2>&1
+refused 1 "'.*/c32/model_00000001.bin' holds a model that train_gptcu cannot run: C = 32 is not a multiple of 64" \
+    -e "$dir/c32/model_00000001.bin" "${small[@]}"
 echo "$failed check(s) failed"
 [ "$failed" = 0 ]

@@ -372,7 +372,8 @@ static void ranks_agree_or_exit(Comm *comm, uint64_t print, const char *differ) 
 
 void trainer_check_ranks_agree(Comm *comm, int argc, char **argv, const GPT2Config *cfg, const char *checkpoint) {
     uint64_t print = FNV1A64_INIT;
-    for (int i = 1; i < argc; i++) print = fnv1a64(print, argv[i], strlen(argv[i]) + 1);  // with the NUL: "-x" "12" != "-x1" "2"
+    for (int i = 1; i < argc; i++)  // each with its NUL: "-x" "12" is not "-x1" "2"
+        print = fnv1a64(print, argv[i], strlen(argv[i]) + 1);
     print = fnv1a64(print, cfg, sizeof(*cfg));
     uint64_t sum = 0;
     if (checkpoint && checkpoint_stored_sum(checkpoint, &sum)) print = fnv1a64(print, &sum, sizeof(sum));

@@ -209,8 +209,9 @@ expect_script() {
         echo "ok   exit $rc: $script $*"
     fi
 }
-# The hostfile is named from the caller's directory, not the checkout's.
-expect_script 0 "--hostfile $root/$dir/call er/hosts -np 2 " scripts/launch_multi_node.sh hosts 2 -e d12
+# The hostfile is named from the caller's directory, not the checkout's (and passed on resolved:
+# under make test-sanitize the checkout is a shadow of links).
+expect_script 0 "--hostfile $(realpath "$dir/call er/hosts") -np 2 " scripts/launch_multi_node.sh hosts 2 -e d12
 expect_script 1 "the hostfile 'nohosts' is not a readable file" scripts/launch_multi_node.sh nohosts 2
 # Arguments a data script does not take are refused, not ignored.
 expect_script 2 "usage: .*nlpcorpus.sh \(no arguments\)" dev/data/nlpcorpus.sh --force

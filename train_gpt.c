@@ -1108,6 +1108,9 @@ int main(int argc, char **argv) {
     if (tc.gelu_fusion > 0)
         usage_error("--gelu-fusion belongs to the GPU trainer (cuBLASLt epilogues); this CPU trainer computes GELU "
                     "in its own loop");
+    if (tc.fp8_fast_accum > 0)
+        usage_error("--fp8-fast-accum belongs to the GPU trainer (an accumulation mode of Hopper's FP8 tensor cores); "
+                    "this CPU trainer's FP8 emulation accumulates in fp32");
     if (tc.attention != ATTENTION_MMA)
         usage_error("--attention %s belongs to the GPU trainer (its CUDA kernels); this CPU trainer computes attention "
                     "in its own loop", attention_kernel_names[tc.attention]);

@@ -573,13 +573,14 @@ static uint64_t gpu_rounding_seed(uint64_t run_seed) { return run_seed ^ 0x5eedb
 enum GeluFusion { GELU_UNFUSED, GELU_FUSED_BACKWARD, GELU_FUSED_BOTH };
 
 // How a GPU model computes, beside its shape: the precision of the four block linears
-// (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, amax_history, gelu_fusion and attention as
-// the flags --fp8-wgrad, --amax-history, --gelu-fusion and --attention, the L layers' recompute
+// (MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8), fp8_wgrad, fp8_fast_accum, amax_history, gelu_fusion and
+// attention as the flags --fp8-wgrad, --fp8-fast-accum, --amax-history, --gelu-fusion and
+// --attention, the L layers' recompute
 // policies (NULL: keep everything), the rows of the output head at once (llmc/trainer.h; 0: all
 // B*T), the ZeRO stage over host's ranks (host NULL: one process) and --profile.
 typedef struct {
     matmul_precision precision;
-    int fp8_wgrad, amax_history, gelu_fusion, attention;
+    int fp8_wgrad, fp8_fast_accum, amax_history, gelu_fusion, attention;
     const int *policies;
     int head_rows;
     int zero_stage;
@@ -649,7 +650,8 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
 
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_init(&g->mm);
-    lowp_init(&g->lp, opt->precision, opt->fp8_wgrad, opt->amax_history, cfg->num_layers, C, B * T);
+    lowp_init(&g->lp, opt->precision, opt->fp8_wgrad, opt->fp8_fast_accum, opt->amax_history, cfg->num_layers, C,
+              B * T);
     event_timeline_start(&g->timeline, opt->profile, g->stream);
     g->lp.timeline = opt->profile ? &g->timeline : NULL;
     gpu_zero_alloc(g, opt->zero_stage, opt->host);
@@ -1252,6 +1254,7 @@ int main(int argc, char **argv) {
     const AdamWConfig hp = trainer_adamw_config(&tc);
     GPUModelOptions opt = gpu_model_options(precision);
     opt.fp8_wgrad = tc.fp8_wgrad;
+    opt.fp8_fast_accum = tc.fp8_fast_accum;
     opt.amax_history = tc.amax_history;
     if (tc.gelu_fusion >= 0) opt.gelu_fusion = tc.gelu_fusion;  // -1: the default for the precision
     opt.attention = tc.attention;
@@ -1292,10 +1295,12 @@ int main(int argc, char **argv) {
                "time (logits %.1f MiB)\n", (double)g.kept_bytes * mib, predicted_act_bytes * mib,
                (double)g.recompute_scratch_bytes * mib, g.head_rows,
                (double)g.head_rows * cfg.padded_vocab_size * sizeof(bf16) * mib);
-        printf("block matmuls: %s%s%s, low-precision scratch %.1f MiB\n",
+        const char *const fast_accum[] = {"", ", fast accumulation in the forward GEMMs",
+                                          ", fast accumulation in every FP8 GEMM"};
+        printf("block matmuls: %s%s%s%s, low-precision scratch %.1f MiB\n",
                g.lp.precision == MATMUL_FP8 ? "fp8" : g.lp.precision == MATMUL_INT8 ? "int8" : "bf16",
-               g.lp.fp8_wgrad ? ", fp8 weight gradient" : "",
-               g.lp.history_len > 0 ? ", delayed scaling" : "", (double)g.lp.bytes * mib);
+               g.lp.fp8_wgrad ? ", fp8 weight gradient" : "", g.lp.history_len > 0 ? ", delayed scaling" : "",
+               fast_accum[g.lp.fast_accum], (double)g.lp.bytes * mib);
         const char *const fusion[] = {"off", "fc projection's input gradient", "fc projection's input gradient and fc forward"};
         printf("gelu in cuBLASLt epilogues: %s", fusion[g.gelu_fusion]);
         if (g.gelu_fusion == GELU_FUSED_BOTH) {

@@ -68,6 +68,7 @@ static const Option kOptions[] = {
     {NULL, "matmul", OPT_ENUM, matmul_mode_names, F(matmul), 0, NUM_MATMUL_MODES - 1, "precision of the block matmuls: auto (fp32 on the CPU, bf16 on a GPU), fp32, bf16, fp8, int8"},
     {NULL, "fp8-wgrad", OPT_INT, NULL, F(fp8_wgrad), 0, 1, "1: the weight-gradient matmul in FP8 too (E5M2 x E4M3)"},
     {NULL, "amax-history", OPT_INT, NULL, F(amax_history), 0, 1024, "FP8 delayed scaling from the max amax of this many micro-steps (0: current scaling)"},
+    {NULL, "fp8-fast-accum", OPT_INT, NULL, F(fp8_fast_accum), 0, 2, "GPU, --matmul fp8: cuBLASLt's fast accumulation (the GEMM never promotes its partial sums to fp32: faster, less exact): 0 off, 1 the forward GEMMs, 2 every FP8 GEMM"},
     {"-r", "recompute-level", OPT_STRING, NULL, F(recompute_level), 0, 0, "recompute policy of every layer: none, gelu, norm, attn, mlp, block, or a+b"},
     {NULL, "recompute", OPT_STRING, NULL, F(recompute_list), 0, 0, "recompute policies by layer range, e.g. 0-5:block,6-11:gelu"},
     {NULL, "mem-budget", OPT_FLOAT, NULL, F(mem_budget_gib), 0, 1e6, "budget in GiB for the activations kept for the backward pass: choose the cheapest recompute plan that fits (0: off)"},

@@ -66,6 +66,7 @@ typedef struct {
     int matmul;                 // --matmul  enum MatmulMode
     int fp8_wgrad;              // --fp8-wgrad  1: the weight-gradient matmul in FP8 too
     int amax_history;           // --amax-history  FP8 delayed scaling window, 0 = current scaling
+    int fp8_fast_accum;         // --fp8-fast-accum  GPU: cuBLASLt fast accumulation (0 off, 1 forward, 2 every FP8 GEMM)
     int gelu_fusion;            // --gelu-fusion  GPU: GELU in cuBLASLt epilogues (0 off, 1 backward, 2 both; -1 auto)
     int attention;              // --attention  GPU: enum AttentionKernel
     // selective recomputation (llmc/recompute.h); at most one of these is not the default

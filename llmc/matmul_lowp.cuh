@@ -7,7 +7,8 @@
 // against the CPU twin pass in every mode (tiny, small, d12), and the runs are deterministic.
 // The weight gradients' overwrite mode (2026-11-24) and the scales set without one-thread kernels
 // (lowp_begin_forward, the casts computing current scales; 2026-11-24) have run only in the CPU
-// emulator.
+// emulator. --fp8-fast-accum (2026-11-25) has run only in the emulator, whose GEMMs accumulate
+// exactly: its speed and its error on Hopper are unmeasured.
 //
 // What each mode computes, the exact twin of quant_emulate_operand() (llmc/quant.h) in train_gpt.c:
 //              forward out = inp @ W^T + b          input gradient dinp = dout @ W     weight gradient
@@ -37,6 +38,14 @@
 // The weight's and the activation's scales of the forward are reused by the backward of the same
 // micro-step: the weight has not changed and the activation is the one the forward saw, so the
 // backward's transposed copies hold the same codes as the forward's.
+//
+// Accumulation (--fp8-fast-accum). Hopper's FP8 tensor-core instruction (k = 32 products a step)
+// keeps about 14 significant bits of its running sum. By default cuBLASLt promotes those partial
+// sums into separate fp32 registers every few instructions; with CUBLASLT_MATMUL_DESC_FAST_ACCUM
+// it never does, which is faster (about 1.1-1.2x per GEMM elsewhere; not yet measured here) and
+// less exact: each of the K/32 instructions may drop about 2^-13 of the running sum. Level 1 sets
+// it for the forward GEMMs (as Transformer Engine and torchao do by default), level 2 for every
+// FP8 GEMM. lowp_accumulation_bound() states the error each mode is checked against.
 #ifndef LLMC_MATMUL_LOWP_CUH
 #define LLMC_MATMUL_LOWP_CUH
 
@@ -48,6 +57,7 @@
 typedef struct {
     matmul_precision precision;  // MATMUL_BF16, MATMUL_FP8 or MATMUL_INT8
     int fp8_wgrad;               // 1: the FP8 weight gradient
+    int fast_accum;              // --fp8-fast-accum: 0 off, 1 the forward GEMMs, 2 every FP8 GEMM
     int history_len;             // H; 0: current scaling
     int num_operands;            // L * NUM_BLOCK_LINEARS * QUANT_ROLES
     int64_t history_steps;       // training micro-steps recorded in the history (host)
@@ -86,6 +96,17 @@ static inline QUANT_HOSTDEV quant_target lowp_fp8_target(int op) {
     return op % QUANT_ROLES == QUANT_GRADIENT ? QUANT_TO_E5M2 : QUANT_TO_E4M3;
 }
 
+// The bound on |gpu - ref| / sum_k |a_k b_k| of the accumulation of one FP8 GEMM output over K
+// products (ref: the fp64 sum over the dequantized operands, whose products are exact in fp32):
+// promoted (fast_accum 0): fp32 partial sums (K 2^-24 <= 2^-11 for K <= 8192) plus the
+// instruction's reduced-precision partial sums (about 2^-13), 2^-10 in all; fast accumulation: the
+// running sum (at most sum |a_k b_k|) may lose 2^-13 of itself in each of the K/32 instructions,
+// K/32 2^-13 more. Checked by test_gptcu (check 6a) and dev/cuda/matmul_lowp, which print the
+// worst error / bound measured. int8 accumulates exactly.
+static inline double lowp_accumulation_bound(int K, bool fast_accum) {
+    return ldexp(1.0, -10) + (fast_accum ? ldexp((double)K / 32, -13) : 0.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // cuBLASLt in the TN form
 
@@ -96,15 +117,18 @@ static inline QUANT_HOSTDEV quant_target lowp_fp8_target(int op) {
 //     or fp32 (accumulate: out += ...); each operand dequantized by the fp32 device scalar its
 //     inv_scale pointer holds (cuBLASLt's B and A scale pointers).
 //   int8 (x, w CUDA_R_8I): compute int32, out int32 (exact; no scales, no bias).
+// fast_accum (FP8 only): CUBLASLT_MATMUL_DESC_FAST_ACCUM (see the top of this file).
 // Requirements: K and Nc multiples of 16 and 16-byte aligned matrices (cuBLASLt's heuristic then
 // finds no algorithm), and 16-byte aligned scale pointers (checked here).
 static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, const void *x, cudaDataType_t x_type,
                                 const void *w, cudaDataType_t w_type, const float *x_inv_scale,
                                 const float *w_inv_scale, const bf16 *bias, int M, int Nc, int K, bool accumulate,
-                                cudaStream_t stream) {
+                                bool fast_accum, cudaStream_t stream) {
     const bool integer = x_type == CUDA_R_8I;
-    if (integer != (w_type == CUDA_R_8I) || integer != (out_type == CUDA_R_32I) || (integer && (bias || accumulate)))
-        die("matmul_lt_tn: int8 operands go with each other and an int32 output, without bias or accumulation");
+    if (integer != (w_type == CUDA_R_8I) || integer != (out_type == CUDA_R_32I) ||
+        (integer && (bias || accumulate || fast_accum)))
+        die("matmul_lt_tn: int8 operands go with each other and an int32 output, without bias, accumulation or "
+            "fast accumulation");
     if (bias && out_type != CUDA_R_16BF) die("matmul_lt_tn: a bias needs a bf16 output");
     if ((uintptr_t)x_inv_scale % 16 || (uintptr_t)w_inv_scale % 16)
         die("matmul_lt_tn: cuBLASLt needs 16-byte aligned scale pointers (%p, %p)", (const void *)x_inv_scale,
@@ -121,6 +145,10 @@ static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, 
     if (x_inv_scale)
         cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_inv_scale,
                                                    sizeof(x_inv_scale)));
+    if (fast_accum) {
+        const int8_t on = 1;
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)));
+    }
     if (bias) {
         const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
         const cudaDataType_t bias_type = CUDA_R_16BF;
@@ -135,8 +163,9 @@ static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, 
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, out_type, Nc, M, Nc));  // also C's (C = D)
 
     char what[160];
-    if (snprintf(what, sizeof(what), "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias align %u, accumulate=%d",
-             M, Nc, K, (int)x_type, (int)w_type, (int)out_type, bias ? pointer_alignment(bias) : 0, accumulate) >= (int)sizeof(what))
+    if (snprintf(what, sizeof(what), "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias align %u, accumulate=%d fast=%d",
+             M, Nc, K, (int)x_type, (int)w_type, (int)out_type, bias ? pointer_alignment(bias) : 0, accumulate,
+             fast_accum) >= (int)sizeof(what))
         die("matmul description too long (it keys the plan cache: a cut one could match another call)");
     const float alpha_f = 1.0f, beta_f = accumulate ? 1.0f : 0.0f;
     const int32_t alpha_i = 1, beta_i = 0;
@@ -152,18 +181,21 @@ static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, 
 // Setup
 
 // B*T = N rows at most, L layers of width C. precision MATMUL_BF16 allocates nothing.
-static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8_wgrad, int history_len, int L, int C,
-                             int N) {
+static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8_wgrad, int fast_accum, int history_len,
+                             int L, int C, int N) {
     memset(lp, 0, sizeof(*lp));
     lp->precision = precision;
     if (precision == MATMUL_BF16) return;
     if (precision != MATMUL_FP8 && precision != MATMUL_INT8)
         die("lowp_init: the block matmuls run in bf16, fp8 or int8, not precision %d", (int)precision);
-    if (precision != MATMUL_FP8 && (fp8_wgrad || history_len > 0))  // the flags are checked in trainer_matmul_precision
-        die("lowp_init: an FP8 weight gradient or amax history without FP8 (precision %d)", (int)precision);
+    if (precision != MATMUL_FP8 && (fp8_wgrad || history_len > 0 || fast_accum))  // flags: trainer_matmul_precision
+        die("lowp_init: an FP8 weight gradient, amax history or fast accumulation without FP8 (precision %d)",
+            (int)precision);
+    if (fast_accum < 0 || fast_accum > 2) die("lowp_init: fast accumulation level %d (0, 1 or 2)", fast_accum);
     // The FP8 weight gradient contracts over the N rows: cuBLASLt's FP8 kernels want K % 16 == 0.
     if (fp8_wgrad && N % 16 != 0) usage_error("--fp8-wgrad 1 needs B*T = %d to be a multiple of 16", N);
     lp->fp8_wgrad = fp8_wgrad;
+    lp->fast_accum = fast_accum;
     lp->history_len = history_len;
     lp->num_operands = L * NUM_BLOCK_LINEARS * QUANT_ROLES;
     const size_t wide = (size_t)N * 4 * C, ops = (size_t)lp->num_operands;
@@ -325,7 +357,7 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
         }
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
-                     lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, N, OC, IC, false, st);
+                     lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, N, OC, IC, false, lp->fast_accum >= 1, st);
         return;
     case MATMUL_INT8: {
         int8_quantize_rows_gpu((int8_t *)lp->q_inp, lp->row_scales, inp, N, IC, QUANT_SCALE_POW2, st);
@@ -339,7 +371,7 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
         quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, qs, QUANT_TO_INT8, st);
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_inp, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
-                     N, OC, IC, false, st);
+                     N, OC, IC, false, false, st);
         lowp_mark(lp, PROF_QUANTIZE, st);
         int8_dequantize_bias_gpu(out, lp->acc, lp->row_scales, lowp_scale(lp, op_w), bias, N, OC, st);
         return;
@@ -384,14 +416,14 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
         lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, lowp_fp8_target(op_w), st);  // W^T (IC, OC)
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, lp->q_weight, CUDA_R_8F_E4M3,
-                     lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, N, IC, OC, false, st);
+                     lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, N, IC, OC, false, lp->fast_accum >= 2, st);
         break;
     case MATMUL_INT8:
         int8_quantize_rows_gpu((int8_t *)lp->q_grad, lp->row_scales, dout, N, OC, QUANT_SCALE_POW2, st);
         lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, QUANT_TO_INT8, st);  // W^T (IC, OC)
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_grad, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
-                     N, IC, OC, false, st);
+                     N, IC, OC, false, false, st);
         lowp_mark(lp, PROF_QUANTIZE, st);
         int8_dequantize_bias_gpu(dinp, lp->acc, lp->row_scales, lowp_scale(lp, op_w), nullptr, N, IC, st);
         break;
@@ -408,7 +440,8 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, lowp_fp8_target(op_inp), st);
     lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
     matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
-                 lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, OC, IC, N, accumulate, st);
+                 lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, OC, IC, N, accumulate,
+                 lp->fast_accum >= 2, st);
     if (dbias) bias_backward(dbias, scratch, dout, N, OC, accumulate, st);
 }
 

@@ -323,8 +323,8 @@ matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu) {
     case MATMUL_MODE_INT8: p = MATMUL_INT8; break;
     default: p = gpu ? MATMUL_BF16 : MATMUL_FP32;
     }
-    if (p != MATMUL_FP8 && (tc->fp8_wgrad || tc->amax_history > 0))
-        usage_error("--fp8-wgrad and --amax-history apply to --matmul fp8 only");
+    if (p != MATMUL_FP8 && (tc->fp8_wgrad || tc->amax_history > 0 || tc->fp8_fast_accum > 0))
+        usage_error("--fp8-wgrad, --amax-history and --fp8-fast-accum apply to --matmul fp8 only");
     return p;
 }
 

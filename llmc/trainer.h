@@ -94,8 +94,8 @@ void trainer_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, const 
 // costs one more pass over d wte's fp32 accumulator (V C floats).
 #define HEAD_CHUNK_ROWS 8192
 int trainer_head_rows(const TrainConfig *tc);
-// --matmul auto is fp32 on the CPU and bf16 on a GPU; --fp8-wgrad and --amax-history without fp8
-// are usage errors.
+// --matmul auto is fp32 on the CPU and bf16 on a GPU; --fp8-wgrad, --amax-history and
+// --fp8-fast-accum without fp8 are usage errors.
 matmul_precision trainer_matmul_precision(const TrainConfig *tc, int gpu);
 
 // The model the flags describe: -e as a description (d12, L4C256NH4; random initialization with

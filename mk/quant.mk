@@ -31,6 +31,7 @@ $(BUILD)/cuda/quant: dev/cuda/quant.cu dev/cuda/common.h llmc/quant.cuh llmc/qua
 	@mkdir -p $(dir $@)
 	$(NVCC) $(QUANT_NVCCFLAGS) $< $(QUANT_CUDA_OBJS) -o $@ -lgomp
 
-$(BUILD)/cuda/matmul_lowp: dev/cuda/matmul_lowp.cu dev/cuda/common.h llmc/quant.cuh llmc/quant.h $(QUANT_CUDA_OBJS)
+$(BUILD)/cuda/matmul_lowp: dev/cuda/matmul_lowp.cu dev/cuda/common.h $(wildcard llmc/*.cuh) llmc/quant.h llmc/profile.h \
+                          $(QUANT_CUDA_OBJS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(QUANT_NVCCFLAGS) $< $(QUANT_CUDA_OBJS) -o $@ -lcublasLt -lcublas -lgomp

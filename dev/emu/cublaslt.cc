@@ -15,6 +15,8 @@
 //   D(i, j) = x rounded to D's type (round to nearest even).
 // GELU is GPT-2's tanh approximation, evaluated in double and rounded once. The GPU's kernels sum
 // in another order and round differently: the same tolerances apply, not the same bits.
+// FAST_ACCUM (FP8 fast accumulation, int8_t) is accepted and the sum stays exact: what Hopper's
+// tensor cores lose without promotion is not modelled (llmc/matmul_lowp.cuh bounds it).
 //
 // What it checks, as cuBLASLt would refuse (CUBLAS_STATUS_INVALID_VALUE or NOT_SUPPORTED, or the
 // heuristic finding no algorithm), where the documentation and our measurements say so:
@@ -207,6 +209,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return set(&d->aux_ld, sizeof(int64_t));
     case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: return set(&d->a_scale, sizeof(void *));
     case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: return set(&d->b_scale, sizeof(void *));
+    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return bytes == sizeof(int8_t) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
     default: emu::fail("cublasLtMatmulDescSetAttribute(%d) is not emulated", (int)attr);
     }
 }

@@ -40,6 +40,8 @@ expect 2 "-e \(--model\) 'L2C30NH4'" -- -e L2C30NH4
 expect 2 "needs an output directory" -- "${tiny[@]}" -y 1 -i "$dir/good.bin"
 expect 2 "--gelu-fusion belongs to the GPU trainer" -- "${tiny[@]}" --gelu-fusion 2 -i "$dir/good.bin"
 expect 2 "--gelu-fusion: .3. is not an integer in \[-1, 2\]" -- --gelu-fusion 3
+expect 2 "--fp8-fast-accum belongs to the GPU trainer" -- "${tiny[@]}" --matmul fp8 --fp8-fast-accum 1 -i "$dir/good.bin"
+expect 2 "--fp8-fast-accum: .3. is not an integer in \[0, 2\]" -- --fp8-fast-accum 3
 # A number past int's range must not wrap into a valid model (4294967298 = 2^32 + 2).
 expect 2 "-e \(--model\) 'L4294967298C32NH2': the number of layers" -- -e L4294967298C32NH2
 expect 2 "-e \(--model\) 'd4294967298': the number of layers" -- -e d4294967298

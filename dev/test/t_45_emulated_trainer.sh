@@ -44,7 +44,7 @@ check() {  # check <ok> <what>
 # 1. Each run must exit 0, end with "<case>: 0 check(s) failed" and have run at least the number
 # of checks it runs today (so that a run cut short cannot pass). One runs under each deferred
 # stream order (part 2), where a host that reads a result without synchronizing reads it unwritten.
-declare -A min_checks=([tiny]=287 [tiny_recompute_wgmma]=26) stream_order=([tiny]=first [tiny_recompute_wgmma]=last)
+declare -A min_checks=([tiny]=295 [tiny_recompute_wgmma]=26) stream_order=([tiny]=first [tiny_recompute_wgmma]=last)
 for run in tiny tiny_recompute_wgmma; do
     OMP_NUM_THREADS=1 LLMC_EMU_STREAM_ORDER=${stream_order[$run]} build/emu/test_gptcu ${run//_/ } >"$dir/$run.log" 2>&1 &
     echo $! >"$dir/$run.pid"
@@ -110,7 +110,7 @@ check "$([ ${#differ[@]} = 0 ] && echo 1 || echo 0)" \
 # 3. The race build, two runs at a time (one thread each: TSan cannot see OpenMP's own ordering).
 race_args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 1 -t 32 -x 2 --bench)
 race_configs=("--gelu-fusion 2 --recompute 0:block,1:attn+gelu"
-              "--matmul fp8 --amax-history 4 --fp8-wgrad 1 -r mlp --attention wgmma"
+              "--matmul fp8 --amax-history 4 --fp8-wgrad 1 --fp8-fast-accum 2 -r mlp --attention wgmma"
               "--matmul int8 -r norm --head-chunk 12")
 for i in "${!race_configs[@]}"; do
     # shellcheck disable=SC2086  # each config is a list of flags
@@ -148,6 +148,8 @@ refused 2 "--attention wgmma: head size C / NH = 128; its backward is written fo
 refused 2 "-b \(--batch\) 524288 x -t \(--seq-len\) 16 = 8388608 rows: .* in 32 bits" -e L1C64NH1 "${small[@]}" \
     -b 524288 -t 16
 refused 2 "-r \(--recompute-level\): 'bogus' is not a policy" -e L1C64NH1 "${small[@]}" -r bogus
+refused 2 "--fp8-wgrad, --amax-history and --fp8-fast-accum apply to --matmul fp8 only" -e L1C64NH1 "${small[@]}" \
+    --fp8-fast-accum 1
 OMP_NUM_THREADS=1 ./train_gpt -e L1C32NH2 "${small[@]}" -o "$dir/c32" >/dev/null 2>&1
 refused 1 "'.*/c32/model_00000001.bin' holds a model that train_gptcu cannot run: C = 32 is not a multiple of 64" \
     -e "$dir/c32/model_00000001.bin" "${small[@]}"

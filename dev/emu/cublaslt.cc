@@ -15,8 +15,12 @@
 //   D(i, j) = x rounded to D's type (round to nearest even).
 // GELU is GPT-2's tanh approximation, evaluated in double and rounded once. The GPU's kernels sum
 // in another order and round differently: the same tolerances apply, not the same bits.
-// FAST_ACCUM (FP8 fast accumulation, int8_t) is accepted and the sum stays exact: what Hopper's
-// tensor cores lose without promotion is not modelled (llmc/matmul_lowp.cuh bounds it).
+// FAST_ACCUM (FP8 fast accumulation, int8_t) on an FP8 matmul: a model of Hopper's tensor cores
+// without promotion to fp32, not their exact rule: the products of each k32 block (one FP8 wgmma)
+// are summed exactly and added to the running sum, which then keeps 14 significant bits
+// (truncated toward zero; DeepSeek-V3 reports about 14 bits kept). Within the bound that
+// llmc/matmul_lowp.cuh's lowp_accumulation_bound states, and unlike the exact promoted sums, so a
+// fast-accumulation GEMM that does not reach cuBLASLt gives other bits here.
 //
 // What it checks, as cuBLASLt would refuse (CUBLAS_STATUS_INVALID_VALUE or NOT_SUPPORTED, or the
 // heuristic finding no algorithm), where the documentation and our measurements say so:
@@ -53,6 +57,7 @@ struct Desc {
     void *aux = nullptr;
     int64_t aux_ld = 0;
     const float *a_scale = nullptr, *b_scale = nullptr;
+    int8_t fast_accum = 0;
 };
 struct Layout {
     cudaDataType_t type;
@@ -113,6 +118,13 @@ double gelu(double x) { return 0.5 * x * (1.0 + tanh(GELU_SCALE * (x + 0.044715 
 double gelu_grad(double x) {
     const double t = tanh(GELU_SCALE * (x + 0.044715 * x * x * x));
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_SCALE * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+// x truncated toward zero to `bits` significant bits.
+double truncate_to_bits(double x, int bits) {
+    int e;
+    const double m = frexp(x, &e);  // |m| in [0.5, 1)
+    return ldexp(trunc(ldexp(m, bits)), e - bits);
 }
 
 // The largest power of two <= 256 dividing the address. Written here, not taken from
@@ -209,7 +221,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return set(&d->aux_ld, sizeof(int64_t));
     case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: return set(&d->a_scale, sizeof(void *));
     case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: return set(&d->b_scale, sizeof(void *));
-    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return bytes == sizeof(int8_t) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return set(&d->fast_accum, sizeof(int8_t));
     default: emu::fail("cublasLtMatmulDescSetAttribute(%d) is not emulated", (int)attr);
     }
 }
@@ -289,6 +301,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
         if (alignment_of(ptrs[i]) < algo.align[i]) return CUBLAS_STATUS_INVALID_VALUE;
 
     const bool ta = d.trans_a == CUBLAS_OP_T, tb = d.trans_b == CUBLAS_OP_T, integer = a.type == CUDA_R_8I;
+    const bool fast = d.fast_accum && is_fp8(a.type);  // (supported() took FP8 A and B together)
     double alpha_v, beta_v;  // host scalars (the default pointer mode): read at the call
     if (integer) alpha_v = *(const int32_t *)alpha, beta_v = *(const int32_t *)beta;
     else alpha_v = *(const float *)alpha, beta_v = *(const float *)beta;
@@ -321,7 +334,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                     continue;
                 }
                 double sum = 0.0;
-                for (size_t p = 0; p < k; p++) sum += opa[i * k + p] * opb[j * k + p];
+                if (!fast) {
+                    for (size_t p = 0; p < k; p++) sum += opa[i * k + p] * opb[j * k + p];
+                } else {
+                    for (size_t p0 = 0; p0 < k; p0 += 32) {  // k32 blocks, one FP8 wgmma's (see the top)
+                        double block = 0.0;
+                        for (size_t p = p0; p < std::min(k, p0 + 32); p++) block += opa[i * k + p] * opb[j * k + p];
+                        sum = truncate_to_bits(sum + block, 14);
+                    }
+                }
                 float x = (float)(scale * sum);
                 x = (float)(alpha_v * x + (beta_v != 0.0 ? beta_v * element(C, c.type, at) : 0.0));
                 if (bias) x = (float)(x + element(d.bias, CUDA_R_16BF, i));

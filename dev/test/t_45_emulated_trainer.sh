@@ -58,6 +58,13 @@ for run in tiny tiny_recompute_wgmma; do
     check "$ok" "emulated test_gptcu ${run//_/ }: $passed checks passed, '$summary'"
     [ "$ok" = 1 ] || grep -E -A12 '^FAIL|error|ERROR' "$dir/$run.log" | head -30
 done
+# --fp8-fast-accum 2 reaches the FP8 weight gradient's GEMM: promoted, the emulator's sum is exact
+# (check 6a's error / bound 0.000 on its fp32 output); under its model of fast accumulation it is
+# not (dev/emu/cublaslt.cc).
+worst() { awk -v m="$1" '$2 == m && $5 == "dweight" { print $NF }' "$dir/tiny.log" | sort -g | tail -1; }
+promoted=$(worst fp8+wgrad) fast=$(worst fp8+wgrad+fast2)
+check "$([ "$promoted" = 0.000 ] && [ -n "$fast" ] && [ "$fast" != 0.000 ] && echo 1 || echo 0)" \
+    "emulated test_gptcu tiny: FP8 weight gradient's worst error / bound promoted $promoted, fast accumulation $fast"
 
 # 2. ZeRO over emulated NCCL, 2 ranks (the tiny model of scripts/gpu_zero_check.sh, 6 steps of 2
 # micro-steps per rank; the one process runs 4 micro-steps: the same data windows), with update

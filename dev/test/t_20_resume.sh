@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Resume is bit-exact: 20 steps straight, against 10 steps + checkpoint + resume + 10 steps,
-# must give identical losses and an identical final checkpoint, in fp32 and in emulated FP8 with
+# must give identical losses (also validation losses and samples) and an identical final checkpoint, in fp32 and in emulated FP8 with
 # delayed scaling (whose amax history the state file carries); so is another OpenMP thread count. Also checks that the checkpoint
 # a run writes loads back (round trip) and that an interrupted checkpoint (no DONE marker) is
 # never picked for resume.
@@ -12,7 +12,7 @@ for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py "$dir/data/train_00000$
 /usr/bin/python3 dev/test/make_shard.py "$dir/data/val_000000.bin" 2000 512 50
 export OMP_NUM_THREADS=2
 args=(-e L2C64NH4 --vocab-size 512 --max-seq-len 64 -b 2 -t 32 -d 128 -x 20 -l 1e-3 -u 3 -q 0.1 -c 0.1
-      -i "$dir/data/train_*.bin" -j "$dir/data/val_*.bin" -v 5 -m 2 -s 0 -n 10)
+      -i "$dir/data/train_*.bin" -j "$dir/data/val_*.bin" -v 5 -m 2 -s 5 -g 4 -n 10)
 # run NAME EXTRA...: 20 steps straight (NAME_a) against 10 + resume + 10 (NAME_b).
 run() {
     local n=$1; shift
@@ -30,9 +30,17 @@ run() {
     grep -E '^s:(1[1-9]|20) trl:' "$b/main.log" > "$b.losses"
     test "$(wc -l < "$a.losses")" -eq 10
     diff "$a.losses" "$b.losses"
+    # Validation and sampling resume too: each evaluation reads the same windows (steps 10, 15
+    # and 20), and the sampler's random stream goes on where the checkpoint left it.
+    grep -E '^s:(1[0-9]|20) tel:' "$a/main.log" > "$a.val"
+    grep -E '^s:(1[0-9]|20) tel:' "$b/main.log" > "$b.val"
+    test "$(wc -l < "$a.val")" -eq 3
+    diff "$a.val" "$b.val"
+    test "$(grep -c '^sample:' "$b.out")" -eq 3
+    diff <(grep '^sample:' "$a.out" | tail -3) <(grep '^sample:' "$b.out")
     cmp "$a/model_00000020.bin" "$b/model_00000020.bin"
     cmp "$a/state_00000020_00000.bin" "$b/state_00000020_00000.bin"
-    echo "resume ($n): losses of steps 11-20 and the step-20 model and state are bit-identical"
+    echo "resume ($n): losses, validation losses and samples of steps 11-20 and the step-20 model and state are bit-identical"
 }
 run fp32
 # The thread count changes no bit: every OpenMP reduction sums fixed chunks in a fixed order, and

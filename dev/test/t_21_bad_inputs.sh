@@ -148,6 +148,16 @@ else
     echo "FAIL: -m 20 over 3 validation batches"; sed 's/^/      /' "$dir/m20" | head -5; fails=$((fails + 1))
 fi
 
+# A shard of 48 tokens holds 2 such micro-batches, not 3: the third window's last target would
+# be token 49 (dataloader_batches_per_pass counts (N - 1) / S, not N / S).
+/usr/bin/python3 dev/test/make_shard.py "$dir/val48.bin" 48 300 8
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -j "$dir/val48.bin" -v 1 -m 20 -x 1 > "$dir/m20_48" 2>&1
+if grep -q "note: the validation shards hold 2 micro-batches of B\*T\*ranks = 16 tokens: -m 20 is cut to 2" "$dir/m20_48"; then
+    echo "ok   -m 20 over 48 validation tokens is cut to 2"
+else
+    echo "FAIL: -m 20 over 48 validation tokens"; sed 's/^/      /' "$dir/m20_48" | head -5; fails=$((fails + 1))
+fi
+
 # The README's flag table is the one --help prints.
 if diff <("$bin" -h | sed -n '/^  -i,/,/^  -h,/p') <(sed -n '/^  -i,/,/^  -h,/p' README.md) > "$dir/help.diff"; then
     echo "ok   README's flag table equals --help"

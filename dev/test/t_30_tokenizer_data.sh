@@ -40,6 +40,9 @@ expect_print "efbfbd41" "an ill-formed subpart of two bytes" "$(echo e2 | $check
     "$(echo 82 | $check encode $vocab)" 32
 # shellcheck disable=SC2086
 expect_print "efbfbd5b33316d" "a terminal escape (ESC replaced)" $escape
+# A UTF-16 surrogate (U+D800 as ED A0 80) is not UTF-8: three ill-formed bytes, one U+FFFD each.
+# shellcheck disable=SC2086
+expect_print "efbfbdefbfbdefbfbd" "a surrogate" $(echo eda080 | $check encode $vocab)
 expect_print "0a093c7c656e646f66746578747c3e" "newline, tab, <|endoftext|>" 198 197 50256
 expect_print "3c7c696e76616c696420746f6b656e2035303235377c3e3c7c696e76616c696420746f6b656e202d317c3e" \
     "ids outside the vocabulary" 50257 -1

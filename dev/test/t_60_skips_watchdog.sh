@@ -10,7 +10,7 @@
 #   - a shard truncated after the run opened it, and a token outside the vocabulary, are
 #     reported with the shard's name and the token offset;
 #   - -sl and -sg skip the updates of a loss / gradient-norm jump (and not without them), and
-#     -nk 4 keeps exactly the newest 4 checkpoints.
+#     -nk 4 keeps exactly the newest 4 checkpoints; the z-score itself (test_model outlier).
 cd "$(dirname "$0")/../.."
 source dev/test/fault/common.sh
 fault_setup skips
@@ -110,4 +110,5 @@ done
 check "no -sl/-sg: the same steps train" bash -c "! grep -q skip: '$dir/spike_off/main.log' &&
     ! cmp -s '$dir/spike_off/model_00000200.bin' '$dir/spike_off/model_00000201.bin'"
 check "no -sl/-sg: identical up to step 200" cmp "$dir/spike_off/model_00000200.bin" "$dir/spike_sl/model_00000200.bin"
+check "z-scores: none before 16 values, then against the window's own deviation" ./build/test_model outlier
 finish

@@ -5,6 +5,7 @@
 //   test_model fd SEED       central finite differences of the loss on a tiny random model
 //   test_model gelu SEED     the GELU and its derivative against their fp64 formulas
 //   test_model recompute SEED  every recompute policy bit-identical to keeping everything
+//   test_model outlier       the z-score of -sl/-sg (llmc/outlier.h) on values with a known one
 // Exits 1 when any comparison is out of tolerance; prints every comparison.
 #define TESTING
 #include <stdarg.h>
@@ -358,13 +359,27 @@ static int run_memory(const char *desc, int B, int T) {
     return 0;
 }
 
+// The spike tests of t_60 only see a jump of many standard deviations. Here: no decision before
+// OUTLIER_MIN_COUNT values (15 give 0, 16 do not), and the standard deviation of the window itself
+// (divided by n, not n - 1): eight 1s and eight 3s have mean 2 and deviation 1, so 5 scores 3.
+static int run_outlier(void) {
+    OutlierDetector d;
+    outlier_init(&d);
+    for (int i = 0; i < 15; i++) outlier_push(&d, i % 2 ? 3.0 : 1.0);
+    check(outlier_zscore(&d, 100.0) == 0.0, "15 values: z-score %g (0: too few to judge)", outlier_zscore(&d, 100.0));
+    outlier_push(&d, 3.0);
+    check(outlier_zscore(&d, 5.0) == 3.0, "16 values of 1 and 3: z-score of 5 is %.9g (3)", outlier_zscore(&d, 5.0));
+    return g_failures;
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
     if (argc == 3 && strcmp(argv[1], "case") == 0) return run_case(argv[2]) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fd") == 0) return run_fd(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "gelu") == 0) return run_gelu(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
+    if (argc == 2 && strcmp(argv[1], "outlier") == 0) return run_outlier() ? 1 : 0;
     if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | recompute SEED | memory MODEL B T\n", argv[0]);
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | recompute SEED | outlier | memory MODEL B T\n", argv[0]);
     return 2;
 }

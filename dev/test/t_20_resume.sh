@@ -67,6 +67,8 @@ cp "$dir/fp8_delayed_a/model_00000010.bin" "$dir/fp8_delayed_a/state_00000010_00
 ./train_gpt "${args[@]}" --matmul fp8 --amax-history 5 -x 11 -o "$dir/fp8_other" -y 1 > /dev/null 2> "$dir/fp8_other.err"
 grep -q "holds no FP8 amax history of this shape" "$dir/fp8_other.err"
 echo "resume (fp8_delayed): the history changes the losses; another history length warns and restarts it"
+# Evaluations record no amax into the history (test_model fp8eval: the ring before and after one).
+./build/test_model fp8eval 1
 a="$dir/fp32_a"
 
 # Round trip: the written checkpoint loads as a model (-e FILE) and gives the same loss as the

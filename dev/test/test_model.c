@@ -6,6 +6,7 @@
 //   test_model gelu SEED     the GELU and its derivative against their fp64 formulas
 //   test_model recompute SEED  every recompute policy bit-identical to keeping everything
 //   test_model outlier       the z-score of -sl/-sg (llmc/outlier.h) on values with a known one
+//   test_model fp8eval SEED  an evaluation pass leaves the FP8 amax history as it was
 // Exits 1 when any comparison is out of tolerance; prints every comparison.
 #define TESTING
 #include <stdarg.h>
@@ -372,14 +373,45 @@ static int run_outlier(void) {
     return g_failures;
 }
 
+// With FP8 delayed scaling, only training micro-steps record amaxes: an evaluation (validation,
+// sampling) that wrote its own into the ring would change the scales of the next training step,
+// by too little for a loss comparison to notice where the power-of-two scale hides it.
+static int run_fp8_eval(uint64_t seed) {
+    GPT2Config cfg = {.max_seq_len = 16, .vocab_size = 300, .padded_vocab_size = 384, .num_layers = 2, .num_heads = 4, .channels = 64};
+    const int B = 2, T = 16;
+    int inputs[B * T], targets[B * T];
+    for (int i = 0; i < B * T; i++) {
+        inputs[i] = (int)(rng_uniform(seed, 7, i) * cfg.vocab_size);
+        targets[i] = (int)(rng_uniform(seed, 8, i) * cfg.vocab_size);
+    }
+    ModelOptions opt = {NULL, MATMUL_FP8, 0, 3, 0};
+    GPT2 m;
+    gpt2_alloc_with(&m, &cfg, B, T, &opt);
+    gpt2_init_params(&cfg, m.params, seed);
+    gpt2_forward(&m, inputs, targets, B, T, 1, 1.0f);
+    gpt2_backward(&m, B, T);
+    const size_t bytes = (size_t)m.amax.operands * m.amax.length * sizeof(float);
+    float *ring = (float *)malloc_check(bytes);
+    memcpy(ring, m.amax.values, bytes);
+    const int64_t steps = m.amax.steps;
+    m.phase = QUANT_PASS_EVAL;
+    gpt2_forward(&m, inputs, targets, B, T, 0, 1.0f);
+    check(m.amax.steps == steps && memcmp(ring, m.amax.values, bytes) == 0,
+          "fp8 delayed scaling: an evaluation pass leaves the amax history unchanged");
+    free(ring);
+    gpt2_free(&m);
+    return g_failures;
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
     if (argc == 3 && strcmp(argv[1], "case") == 0) return run_case(argv[2]) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fd") == 0) return run_fd(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "gelu") == 0) return run_gelu(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
+    if (argc == 3 && strcmp(argv[1], "fp8eval") == 0) return run_fp8_eval(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 2 && strcmp(argv[1], "outlier") == 0) return run_outlier() ? 1 : 0;
     if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | recompute SEED | outlier | memory MODEL B T\n", argv[0]);
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | recompute SEED | outlier | fp8eval SEED | memory MODEL B T\n", argv[0]);
     return 2;
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Resume is bit-exact: 20 steps straight, against 10 steps + checkpoint + resume + 10 steps,
-# must give identical losses (also validation losses and samples) and an identical final checkpoint, in fp32 and in emulated FP8 with
-# delayed scaling (whose amax history the state file carries); so is another OpenMP thread count. Also checks that the checkpoint
-# a run writes loads back (round trip) and that an interrupted checkpoint (no DONE marker) is
-# never picked for resume.
+# must give identical losses (also validation losses and samples) and an identical final
+# checkpoint, in fp32 and in emulated FP8 with delayed scaling (whose amax history the state file
+# carries); so is another OpenMP thread count. Also checks that the checkpoint a run writes loads
+# back (round trip) and that an interrupted checkpoint (no DONE marker) is never picked for resume.
 set -eu
 cd "$(dirname "$0")/../.."
 dir=build/test/resume
@@ -69,6 +69,16 @@ grep -q "holds no FP8 amax history of this shape" "$dir/fp8_other.err"
 echo "resume (fp8_delayed): the history changes the losses; another history length warns and restarts it"
 # Evaluations record no amax into the history (test_model fp8eval: the ring before and after one).
 ./build/test_model fp8eval 1
+# Evaluation changes nothing training computes: validation and a sample at every step against
+# neither give the same step-6 model, and the same state past its header (whose sampler counter
+# and checksum differ). With FP8 delayed scaling, where an evaluation that recorded its amaxes
+# would move the next steps' scales (train_gpt.c's cpu_forward_loss sets the evaluation phase).
+eval_args=("${args[@]}" --matmul fp8 --amax-history 3 -x 6 -n 6)
+./train_gpt "${eval_args[@]}" -v 0 -s 0 -o "$dir/no_eval" > /dev/null
+./train_gpt "${eval_args[@]}" -v 1 -s 1 -g 4 -o "$dir/every_eval" > /dev/null
+cmp "$dir/no_eval/model_00000006.bin" "$dir/every_eval/model_00000006.bin"
+cmp <(tail -c +1025 "$dir/no_eval/state_00000006_00000.bin") <(tail -c +1025 "$dir/every_eval/state_00000006_00000.bin")
+echo "evaluation (fp8_delayed): validation and sampling at every step leave the model and optimizer state as without"
 a="$dir/fp32_a"
 
 # Round trip: the written checkpoint loads as a model (-e FILE) and gives the same loss as the

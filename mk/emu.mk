@@ -8,6 +8,8 @@
 #   build/emu/<k>          the harnesses dev/cuda/<k>.cu of the kernels that write the gradients,
 #                          k in encoder, layernorm (with colsum.cuh) and matmul, and of the FP8 and
 #                          int8 path, quant and matmul_lowp (t_46)
+#   build/emu/optimizer    dev/cuda/optimizer.cu's small model: AdamW (llmc/adamw.cuh) and the global
+#                          norm against the CPU optimizer (t_46)
 #   build/emu/test_gptcu   test_gpt.cu: the whole GPU trainer against the CPU reference (t_45),
 #                          under AddressSanitizer and UBSan: a kernel's access past its cudaMalloc
 #                          allocation or a misaligned one is reported, as compute-sanitizer would
@@ -21,7 +23,7 @@
 # MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
 EMU_HARNESSES := $(addprefix $(BUILD)/emu/,encoder layernorm matmul quant matmul_lowp)
 EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/test_gptcu $(BUILD)/emu/train_gptcu \
-                $(EMU_HARNESSES)
+                $(EMU_HARNESSES) $(BUILD)/emu/optimizer
 CUDA_TARGETS += $(EMU_PROGRAMS)
 # -fno-strict-aliasing: the kernels pun through int4 (128-bit loads), which nvcc allows;
 # -ffp-contract=off: no fused multiply-adds where the kernels wrote none; OMPI_SKIP_MPICXX: mpi.h
@@ -53,6 +55,9 @@ $(BUILD)/emu/attention: dev/cuda/attention.cu dev/cuda/common.h $(EMU_HEADERS) $
 $(EMU_HARNESSES): $(BUILD)/emu/%: dev/cuda/%.cu dev/cuda/check.h dev/cuda/common.h $(EMU_HEADERS) $(EMU_RUNTIME) \
                   $(BUILD)/llmc/quant.o $(BUILD)/llmc/utils.o
 	$(call EMU_CUDA_SOURCE,-fopenmp dev/cuda/$*.cu) $(EMU_RUNTIME) $(BUILD)/llmc/quant.o $(BUILD)/llmc/utils.o -o $@ -lgomp
+# The optimizer's harness links the CPU optimizer it checks against (llmc/optimizer.c and the rest).
+$(BUILD)/emu/optimizer: dev/cuda/optimizer.cu dev/cuda/check.h dev/cuda/common.h $(EMU_HEADERS) $(EMU_RUNTIME) $(LLMC_OBJS)
+	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) -fopenmp dev/cuda/optimizer.cu) $(EMU_RUNTIME) $(LLMC_OBJS) -o $@ $(LDLIBS) -lgomp
 $(BUILD)/emu/selftest: dev/emu/selftest.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o
 	$(call EMU_CUDA_SOURCE,dev/emu/selftest.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@
 

@@ -3,7 +3,8 @@
 // model (every tensor's RMS and clipping decision, the moments, the fp32 master weights), the
 // stochastic rounding of the bf16 weights against llmc/quant.h with the same random bits, and
 // identical bits on a rerun. Timing of one step at GPT-2 d12 (124M parameters).
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md).
+// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md). --check-small (the small
+// model only) also runs in the CPU emulator of dev/emu (build/emu/optimizer, t_46).
 #include "check.h"
 #include "../../llmc/adamw.cuh"
 #include "../../llmc/global_norm.cuh"
@@ -69,10 +70,14 @@ static void run(const GPT2Config *cfg, bool timing) {
     cuda_check(cudaFree(d_params)); cuda_check(cudaFree(d_norm)); cuda_check(cudaFree(d_scratch));
 }
 
+// --check-small: the small model's checks only, no d12 and no timing (the CPU emulator of dev/emu,
+// t_46).
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
+    const bool small_only = argc > 1 && !strcmp(argv[1], "--check-small");
     GPT2Config small = {96, 1001, 1024, 3, 3, 192}, d12;
     run(&small, false);
+    if (small_only) return harness_exit("optimizer");
     gpt2_config_from_string("d12", &d12);
     run(&d12, true);
     return harness_exit("optimizer");

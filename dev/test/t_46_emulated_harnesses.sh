@@ -12,12 +12,17 @@
 #     against llmc/quant.h, all 2^16 bf16 inputs; a cast that computes its scale from an amax must
 #     store it and its inverse) and matmul_lowp.cu (the int8 and FP8 GEMM chains against the CPU,
 #     with the emulator's cuBLASLt).
+#   - that of the optimizer, optimizer.cu's small model: AdamW (llmc/adamw.cuh: moments, update
+#     clipping's per-tensor RMS and count, weight decay of the decayed tensors only, fp32 master
+#     weights) against the CPU optimizer, the stochastic rounding bit for bit against llmc/quant.h
+#     with rng_bits(seed, t, i), and the global norm (llmc/global_norm.cuh). test_gptcu compares only
+#     the losses of its steps, which none of these bugs moves beyond its tolerance.
 # About 15 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 failed=0
-declare -A min_checks=([encoder]=10 [layernorm]=18 [matmul]=12 [quant]=78 [matmul_lowp]=9)  # the checks each runs today
-for h in encoder layernorm matmul quant matmul_lowp; do
+declare -A min_checks=([encoder]=10 [layernorm]=18 [matmul]=12 [quant]=78 [matmul_lowp]=9 [optimizer]=18)  # the checks each runs today
+for h in encoder layernorm matmul quant matmul_lowp optimizer; do
     bin=build/emu/$h
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
     rc=0

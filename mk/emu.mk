@@ -8,6 +8,7 @@
 #   build/emu/<k>          the harnesses dev/cuda/<k>.cu of the kernels that write the gradients,
 #                          k in encoder, layernorm (with colsum.cuh) and matmul, and of the FP8 and
 #                          int8 path, quant and matmul_lowp (t_46)
+#   build/emu/gelu, classifier  dev/cuda/gelu.cu and classifier.cu at small sizes (t_46)
 #   build/emu/optimizer    dev/cuda/optimizer.cu's small model: AdamW (llmc/adamw.cuh) and the global
 #                          norm against the CPU optimizer (t_46)
 #   build/emu/test_gptcu   test_gpt.cu: the whole GPU trainer against the CPU reference (t_45),
@@ -21,7 +22,7 @@
 #                          code is built so, or the linker could keep an unannotated copy of it.
 # The GPU communicators (llmc/comm_nccl.cu) are built as for a GPU: NCCL (dev/emu/nccl.cc, over
 # MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
-EMU_HARNESSES := $(addprefix $(BUILD)/emu/,encoder layernorm matmul quant matmul_lowp)
+EMU_HARNESSES := $(addprefix $(BUILD)/emu/,encoder layernorm matmul quant matmul_lowp gelu classifier)
 EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/test_gptcu $(BUILD)/emu/train_gptcu \
                 $(EMU_HARNESSES) $(BUILD)/emu/optimizer
 CUDA_TARGETS += $(EMU_PROGRAMS)

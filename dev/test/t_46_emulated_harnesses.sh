@@ -17,12 +17,16 @@
 #     weights) against the CPU optimizer, the stochastic rounding bit for bit against llmc/quant.h
 #     with rng_bits(seed, t, i), and the global norm (llmc/global_norm.cuh). test_gptcu compares only
 #     the losses of its steps, which none of these bugs moves beyond its tolerance.
+#   - gelu.cu (forward and backward on inputs in [-6, 6]) and classifier.cu (softmax and cross-
+#     entropy with random logits in the padded columns too), small sizes: test_gptcu's tiny model
+#     feeds the GELU small values and its padded logits are small, so a wrong constant in the
+#     GELU's derivative or a padded column let into the softmax stays inside its tolerances.
 # About 15 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 failed=0
-declare -A min_checks=([encoder]=10 [layernorm]=18 [matmul]=12 [quant]=78 [matmul_lowp]=9 [optimizer]=18)  # the checks each runs today
-for h in encoder layernorm matmul quant matmul_lowp optimizer; do
+declare -A min_checks=([encoder]=10 [layernorm]=18 [matmul]=12 [quant]=78 [matmul_lowp]=9 [optimizer]=18 [gelu]=2 [classifier]=3)  # the checks each runs today
+for h in encoder layernorm matmul quant matmul_lowp optimizer gelu classifier; do
     bin=build/emu/$h
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
     rc=0

@@ -8,9 +8,11 @@
 #include "check.h"
 #include "../../llmc/layernorm.cuh"
 
-static void run(int N, int C, bool timing) {
+// scale: a and b are multiplied by it (a power of two: exact in bf16).
+static void run(int N, int C, bool timing, float scale = 1.0f) {
     const size_t NC = (size_t)N * C;
-    const std::vector<float> a = random_bf16_values(NC, 11, -2, 2), b = random_bf16_values(NC, 12, -1, 1);
+    std::vector<float> a = random_bf16_values(NC, 11, -2, 2), b = random_bf16_values(NC, 12, -1, 1);
+    for (size_t i = 0; i < NC; i++) a[i] *= scale, b[i] *= scale;
     const std::vector<float> w = random_bf16_values(C, 13, 0.5f, 1.5f), bias = random_bf16_values(C, 14, -0.5f, 0.5f);
     const std::vector<float> dout = random_bf16_values(NC, 15, -1, 1), dinp0 = random_bf16_values(NC, 16, -1, 1);
     bf16 *d_a = device_alloc<bf16>(NC), *d_b = device_alloc<bf16>(NC), *d_res = device_alloc<bf16>(NC);
@@ -113,6 +115,10 @@ int main(int argc, char **argv) {
     const bool small_only = harness_small_only(argc, argv);
     run(111, 192, false);   // odd N, C not a multiple of 256
     run(257, 1600, false);  // more rows than colsum chunks
+    // Rows of variance about 1.6e-6, below LAYERNORM_EPS = 1e-5: an epsilon other than train_gpt.c's
+    // 1e-5 moves rstd (2x for 1e-6); at variance ~1 above it moves rstd by ~5e-6, under the 1e-4
+    // tolerance, and test_gptcu's tiny model does not see it either.
+    run(111, 192, false, 0x1p-10f);
     if (!small_only) run(8 * 1024, 768, true);
     return harness_exit("layernorm");
 }

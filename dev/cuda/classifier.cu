@@ -54,7 +54,7 @@ static void run(int N, int V, bool timing) {
 // --check-small: the first case only, no timing (the CPU emulator of dev/emu, t_46).
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    const bool small_only = argc > 1 && !strcmp(argv[1], "--check-small");
+    const bool small_only = harness_small_only(argc, argv);
     run(37, 1001, false);
     if (small_only) return harness_exit("classifier");
     run(64, 50257, false);

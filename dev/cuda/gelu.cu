@@ -11,7 +11,7 @@
 // t_46).
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    const bool small_only = argc > 1 && !strcmp(argv[1], "--check-small");
+    const bool small_only = harness_small_only(argc, argv);
     const size_t n = small_only ? (size_t)8 * 4099 : (size_t)8 * 1024 * 3072;
     const std::vector<float> x = random_bf16_values(n, 21, -6, 6), d = random_bf16_values(n, 22, -1, 1);
     bf16 *d_x = device_alloc<bf16>(n), *d_y = device_alloc<bf16>(n), *d_d = device_alloc<bf16>(n);

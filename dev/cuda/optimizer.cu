@@ -74,7 +74,7 @@ static void run(const GPT2Config *cfg, bool timing) {
 // t_46).
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    const bool small_only = argc > 1 && !strcmp(argv[1], "--check-small");
+    const bool small_only = harness_small_only(argc, argv);
     GPT2Config small = {96, 1001, 1024, 3, 3, 192}, d12;
     run(&small, false);
     if (small_only) return harness_exit("optimizer");

@@ -252,6 +252,9 @@ void parse_train_args(TrainConfig *cfg, int argc, char **argv) {
     if (cfg->resume && !cfg->output_dir[0]) usage_error("-y (--resume) 1 needs an output directory (-o)");
     if (cfg->resume && cfg->bench)
         usage_error("--bench times a random model on random tokens and writes nothing: it does not resume (-y 1)");
+    if (cfg->bench && cfg->output_dir[0])
+        usage_error("--bench times a random model on random tokens and writes nothing: it takes no output directory "
+                    "(-o %s)", cfg->output_dir);
     // Room for "/state_<8 digits>_<5 digits>.bin.tmp.<pid>" in a 4096-byte path.
     if (strlen(cfg->output_dir) > 4000)
         usage_error("-o (--out): the path is %zu bytes; checkpoint paths in it must stay under 4096",

@@ -11,10 +11,11 @@ export OMP_NUM_THREADS=2 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktr
 fails=0
 
 # expect CODE PATTERN -- ARGS...: the exit status is CODE, stderr is one line matching PATTERN, no
-# sanitizer report.
+# sanitizer report. A refusal comes before any work: a case still running after 60 s has started
+# to train instead (timeout's exit status 124 then fails it).
 expect() {
     local code=$1 pattern=$2; shift 3
-    "$bin" "$@" > "$dir/out" 2> "$dir/err"
+    timeout 60 "$bin" "$@" > "$dir/out" 2> "$dir/err"
     local rc=$?
     if [ $rc -ne "$code" ] || [ "$(wc -l < "$dir/err")" -ne 1 ] || ! grep -qE -e "$pattern" "$dir/err" ||
         grep -qE "Sanitizer|runtime error" "$dir/err"; then
@@ -54,6 +55,8 @@ expect 2 "-o \(--out\) needs a value" -- "${tiny[@]}" -o --profile
 expect 2 "-o \(--out\) needs a value" -- "${tiny[@]}" -o -s 0
 expect 2 "unexpected argument 'b.bin' \(every flag takes one value; quote the globs" -- -i a.bin b.bin
 expect 2 "--bench times a random model on random tokens and writes nothing: it does not resume" -- --bench -o "$dir/b" -y 1
+expect 2 "--bench times a random model on random tokens and writes nothing: it takes no output directory \(-o $dir/b\)" -- \
+    --bench -o "$dir/b"
 expect 2 "-o \(--out\): the path is 4001 bytes" -- -o "$(printf 'd%.0s' $(seq 4001))"
 # B*T past the int both trainers count a micro-batch's tokens in (it wrapped, undefined behaviour).
 expect 2 "-b \(--batch\) 1048576 x -t \(--seq-len\) 1048576 = 1099511627776 tokens per micro-step: at most 2147483647" -- \

@@ -14,11 +14,8 @@ set -euo pipefail
 [ -f "$1" ] && [ -r "$1" ] || { echo "$0: the hostfile '$1' is not a readable file" >&2; exit 1; }
 hostfile=$(realpath -- "$1") np=$2; shift 2
 cd "$(dirname "$0")/.."
-trainer=${TRAINER:-./train_gpt}
-if [ -z "${TRAINER:-}" ] && [ -x ./train_gptcu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
-    trainer=./train_gptcu
-fi
-[ -x "$trainer" ] || { echo "$0: $trainer is not built (run make)" >&2; exit 1; }
+. scripts/pick_trainer.sh
+pick_trainer
 root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 zero=(); [[ " $* " == *" -z "* || " $* " == *" --zero"* ]] || zero=(-z "${ZERO:-1}")
 net=(); [ -n "${MPI_IFACE:-}" ] && net=(--mca btl_tcp_if_include "$MPI_IFACE" --mca oob_tcp_if_include "$MPI_IFACE")
@@ -26,4 +23,4 @@ pass=(-x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" -x LLMC_COMM_TIMEOUT="${LLMC_CO
 for v in NCCL_SOCKET_IFNAME NCCL_IB_HCA NCCL_DEBUG; do [ -n "${!v:-}" ] && pass+=(-x "$v"); done
 # shellcheck disable=SC2086
 exec mpirun "${root[@]}" --hostfile "$hostfile" -np "$np" --map-by slot --bind-to none "${net[@]}" "${pass[@]}" \
-    ${MPIRUN_ARGS:-} "$PWD/$trainer" "${zero[@]}" "$@"
+    ${MPIRUN_ARGS:-} "$trainer" "${zero[@]}" "$@"

@@ -13,11 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] && [[ $1 =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 NP [trainer flags...]" >&2; exit 2; }
 np=$1; shift
-trainer=${TRAINER:-./train_gpt}
-if [ -z "${TRAINER:-}" ] && [ -x ./train_gptcu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
-    trainer=./train_gptcu
-fi
-[ -x "$trainer" ] || { echo "$0: $trainer is not built (run make)" >&2; exit 1; }
+. scripts/pick_trainer.sh
+pick_trainer
 threads=${OMP_NUM_THREADS:-$(( $(nproc) / np > 0 ? $(nproc) / np : 1 ))}
 root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 zero=(); [[ " $* " == *" -z "* || " $* " == *" --zero"* ]] || zero=(-z "${ZERO:-1}")

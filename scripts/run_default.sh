@@ -17,7 +17,8 @@ for arg in "$@"; do
     previous=$arg
 done
 [ $fresh = 0 ] || rm -rf out/default
-if [ -x ./train_gptcu ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+. scripts/pick_trainer.sh
+if gpu_trainer_usable; then
     # d12 for about 2.5 epochs of the 1.95M-token corpus (300 steps of 16k tokens; more overfits):
     # on an H100 a run like it took validation from 10.9 to 5.93 in seconds (dev/gpu_report.md).
     exec ./train_gptcu "${data[@]}" -o out/default -e d12 -b 16 -t 1024 -x 300 -l 6e-4 -u 100 -q 0.1 \

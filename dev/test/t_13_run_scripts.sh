@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The run scripts: scripts/run_gpt2.sh's hyperparameters for each GPT-2 size and rank count (with
-# a stand-in trainer that prints its arguments, so the flags it would get are read back exactly), its
-# refusals, the trainer choice of scripts/pick_trainer.sh (a stand-in nvidia-smi that answers or
-# not), and two real runs of train_gpt through it (one rank, then two under mpirun): flags given
-# after the size win, paths in TRAIN, VAL and OUT are the caller's, and the same command run again
-# resumes from the newest checkpoint. About 15 s.
+# The run scripts: scripts/run_gpt2.sh's hyperparameters for each GPT-2 size, rank count and
+# hostfile (stand-ins for the trainer and mpirun print their arguments, so the flags are read back
+# exactly), its refusals, the trainer choice of scripts/pick_trainer.sh (a stand-in nvidia-smi that
+# answers or not), and real runs of train_gpt through it (one rank, then two under mpirun): flags
+# given after the size win, paths in TRAIN, VAL and OUT are the caller's, and the same command run
+# again resumes from the newest checkpoint. About 5 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -12,18 +12,22 @@ dir=$root/build/test/run_scripts
 rm -rf "$dir" && mkdir -p "$dir/data" "$dir/caller"
 /usr/bin/python3 dev/test/make_shard.py "$dir/data/train_000000.bin" 6000 300 31
 /usr/bin/python3 dev/test/make_shard.py "$dir/data/val_000000.bin" 2000 300 32
-# The stand-in trainer: rank 0 prints its arguments.
-mkdir -p "$dir/bin"
-printf '#!/bin/sh\n[ "${OMPI_COMM_WORLD_RANK:-0}" != 0 ] || printf "%%s\\n" "$*"\n' > "$dir/bin/args"
-chmod +x "$dir/bin/args"
+# Stand-ins that print their arguments: the trainer, and an mpirun (a real one starting dozens of
+# ranks that exit at once, without MPI, hung once in twenty runs here; the real mpirun runs
+# train_gpt below).
+mkdir -p "$dir/bin" "$dir/mpi"
+printf '#!/bin/sh\nprintf "%%s\\n" "$*"\n' > "$dir/bin/args"
+printf '#!/bin/sh\nprintf "mpirun %%s\\n" "$*"\n' > "$dir/mpi/mpirun"
+chmod +x "$dir/bin/args" "$dir/mpi/mpirun"
 fails=0
 check() {  # check NAME COMMAND...
     if "${@:2}"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
 }
 export TRAIN="$dir/data/train_*.bin" VAL="$dir/data/val_*.bin" MPIRUN_ARGS=--oversubscribe
 
-# flags_of SIZE [NP] [FLAGS...]: the flags run_gpt2.sh gives the trainer (rank 0's line under mpirun)
-flags_of() { TRAINER="$dir/bin/args" OUT=o bash scripts/run_gpt2.sh "$@"; }
+# flags_of SIZE [NP] [FLAGS...]: the flags run_gpt2.sh gives the trainer (with NP > 1, mpirun's
+# and the trainer's)
+flags_of() { PATH="$dir/mpi:$PATH" TRAINER="$dir/bin/args" OUT=o bash scripts/run_gpt2.sh "$@"; }
 # has NAME "FLAGS" -x V...: every "-x V" pair is in FLAGS as written
 has() {
     local name=$1 line=" $2 "; shift 2
@@ -40,12 +44,13 @@ has "d36" "$(flags_of d36)" -e d36 -b 16 -d 524288 -x 19074 -u 715 -l 2.5e-4
 has "d48" "$(flags_of d48)" -e d48 -b 8 -d 1048576 -x 9537 -u 358 -l 2e-4
 has "TOKENS rounds the steps up" "$(TOKENS=1000000 flags_of d12)" -x 2
 # NP > 1: launch_one_node.sh, ZeRO 1 by default, the micro-batch shrinking to split the rows.
-has "d12 over 16 ranks: B 32, ZeRO 1" "$(flags_of d12 16)" -z 1 -b 32 -d 524288
-has "d24 over 32 ranks: B 16" "$(flags_of d24 32)" -b 16 -d 524288
+has "d12 over 16 ranks: B 32, ZeRO 1" "$(flags_of d12 16)" -np 16 "$dir/bin/args" -z -z 1 -b 32 -d 524288
+has "d48 over 256 ranks: B 4" "$(flags_of d48 256)" -np 256 -b 4 -d 1048576
 has "ZERO picks the stage" "$(ZERO=3 flags_of d12 2)" -z 3 -b 64
 # HOSTFILE: launch_multi_node.sh, which starts the trainer by its absolute path.
 echo "localhost slots=2" > "$dir/hosts"
-has "a hostfile: launch_multi_node.sh" "$(HOSTFILE=$dir/hosts flags_of d12 2)" -z 1 -b 64 -d 524288
+has "a hostfile: launch_multi_node.sh" "$(HOSTFILE=$dir/hosts flags_of d12 2)" --hostfile "$dir/hosts" -np 2 \
+    "$dir/bin/args" -z -z 1 -b 64 -d 524288
 has "later flags win" "$(flags_of d12 -x 5 -b 2)" -x 5 -b 2
 
 refused() {  # refused NAME STATUS WORDS COMMAND...: exits STATUS, printing WORDS on stderr

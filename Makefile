@@ -13,8 +13,9 @@ CC       := gcc
 CFLAGS   := -O3 -march=native -fno-math-errno -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-parameter -g
 SANFLAGS := -O1 -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-parameter -g \
             -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-# OpenBLAS built for OpenMP: inside our parallel regions it runs single-threaded and outside it
-# shares our thread pool (the pthread build would spin its own threads against ours).
+# OpenBLAS built for OpenMP: inside our parallel regions, where train_gpt.c calls it on fixed tiles
+# so that the thread count changes no bit, it runs single-threaded (the pthread build would spin
+# its own threads against ours).
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 CPPFLAGS := -I/usr/include/x86_64-linux-gnu/openblas-pthread
 LDLIBS   := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -l:libopenblas.so.0 -lpcre2-8 -ljson-c -lm

@@ -135,9 +135,36 @@ static void layernorm_backward(float *dinp, float *dw, float *db, const float *d
     }
 }
 
+// C (M, N) = op(A) op(B) + beta C, row-major, op(X) = X or X^T, with bits that do not depend on the
+// thread count. A threaded OpenBLAS sgemm splits C among its threads at boundaries that follow
+// their number, and its edge kernels sum in another order than its main one, so its bits follow
+// the thread count (seen on an AVX-512 machine: 3 threads gave other bits than 1, 2 and 4). Here C
+// is cut into square tiles fixed by the shape alone, each one single-threaded sgemm over the whole
+// of K (OpenBLAS's OpenMP build runs single-threaded inside a parallel region): 256 x 256, or 128 or
+// 64 where C would have fewer than 8 tiles (the output head's d lnf is a few rows of C columns
+// summed over Vp). On 2 cores this ran d12 and smaller models as fast as OpenBLAS's own threading,
+// within the machine's noise of 10-20%; 256 x 256 alone ran L2 C64 16% slower.
+static void sgemm_fixed_tiles(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                              int ldb, float beta, float *C, int ldc) {
+    int size = 256, tiles_m, tiles_n;
+    for (;; size /= 2) {
+        tiles_m = (M + size - 1) / size, tiles_n = (N + size - 1) / size;
+        if (size == 64 || tiles_m * tiles_n >= 8) break;
+    }
+    #pragma omp parallel for schedule(dynamic)
+    for (int tile = 0; tile < tiles_m * tiles_n; tile++) {
+        const int i0 = tile / tiles_n * size, j0 = tile % tiles_n * size;
+        const int m = M - i0 < size ? M - i0 : size, n = N - j0 < size ? N - j0 : size;
+        const float *a = trans_a ? A + i0 : A + (size_t)i0 * lda;  // rows i0.. of op(A)
+        const float *b = trans_b ? B + (size_t)j0 * ldb : B + j0;  // columns j0.. of op(B)
+        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, K,
+                    1.0f, a, lda, b, ldb, beta, C + (size_t)i0 * ldc + j0, ldc);
+    }
+}
+
 // out (N, OC) = inp (N, IC) @ weight^T + bias, weight (OC, IC).
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int IC, int OC) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight, IC, 0.0f, out, OC);
+    sgemm_fixed_tiles(0, 1, N, OC, IC, inp, IC, weight, IC, 0.0f, out, OC);
     if (!bias) return;
     #pragma omp parallel for
     for (int i = 0; i < N; i++)
@@ -146,13 +173,13 @@ static void matmul_forward(float *out, const float *inp, const float *weight, co
 
 // dinp (N, IC) = dout @ weight (overwritten).
 static void matmul_backward_input(float *dinp, const float *dout, const float *weight, int N, int IC, int OC) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC, 0.0f, dinp, IC);
+    sgemm_fixed_tiles(0, 0, N, IC, OC, dout, OC, weight, IC, 0.0f, dinp, IC);
 }
 
 // dweight += dout^T @ inp (when dweight); dbias += column sums of dout (when dbias).
 static void matmul_backward_weight(float *dweight, float *dbias, const float *dout, const float *inp, int N, int IC,
                                    int OC) {
-    if (dweight) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+    if (dweight) sgemm_fixed_tiles(1, 0, OC, IC, N, dout, OC, inp, IC, 1.0f, dweight, IC);
     if (!dbias) return;
     #pragma omp parallel
     {

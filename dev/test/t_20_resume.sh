@@ -44,8 +44,10 @@ run() {
 }
 run fp32
 # The thread count changes no bit: every OpenMP reduction sums fixed chunks in a fixed order, and
-# OpenBLAS's products came out alike on every count measured (whether it threads products this
-# small is its own choice; the bias-gradient mutant of the commit that added this fails it). 4 steps of a model wider than the one above, at 1, 2 and 3 threads.
+# the matmuls are OpenBLAS calls on tiles of C fixed by the shape (train_gpt.c's sgemm_fixed_tiles;
+# OpenBLAS's own threading gave 3 threads other bits than 2 on an AVX-512 machine, and this test
+# failed there). 4 steps of a model wider than the one above, whose products span several tiles
+# (512 rows; 768 and 1024 columns), at 1, 2 and 3 threads; a bias-gradient sum split by thread fails it.
 wide=(-e L2C256NH4 --vocab-size 512 --max-seq-len 128 -b 4 -t 128 -x 4 -l 1e-3 -i "$dir/data/train_*.bin"
       -j "$dir/data/val_*.bin" -v 2 -m 1 -s 0 -n 4)
 for threads in 1 2 3; do OMP_NUM_THREADS=$threads ./train_gpt "${wide[@]}" -o "$dir/threads$threads" > /dev/null; done

@@ -47,9 +47,11 @@ has "TOKENS rounds the steps up" "$(TOKENS=1000000 flags_of d12)" -x 2
 has "d12 over 16 ranks: B 32, ZeRO 1" "$(flags_of d12 16)" -np 16 "$dir/bin/args" -z -z 1 -b 32 -d 524288
 has "d48 over 256 ranks: B 4" "$(flags_of d48 256)" -np 256 -b 4 -d 1048576
 has "ZERO picks the stage" "$(ZERO=3 flags_of d12 2)" -z 3 -b 64
-# HOSTFILE: launch_multi_node.sh, which starts the trainer by its absolute path.
+# HOSTFILE: launch_multi_node.sh, which starts the trainer by its absolute path and gives mpirun
+# the hostfile's real path (under make test-sanitize, build/ is a symbolic link).
 echo "localhost slots=2" > "$dir/hosts"
-has "a hostfile: launch_multi_node.sh" "$(HOSTFILE=$dir/hosts flags_of d12 2)" --hostfile "$dir/hosts" -np 2 \
+has "a hostfile: launch_multi_node.sh" "$(HOSTFILE=$dir/hosts flags_of d12 2)" \
+    --hostfile "$(realpath "$dir/hosts")" -np 2 \
     "$dir/bin/args" -z -z 1 -b 64 -d 524288
 has "later flags win" "$(flags_of d12 -x 5 -b 2)" -x 5 -b 2
 

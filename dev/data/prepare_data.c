@@ -231,7 +231,10 @@ static void on_terminating_signal(int sig) {
 
 // SIGINT, SIGTERM and SIGHUP, except where ignored on entry (nohup; a shell's background job
 // ignores SIGINT), go to on_terminating_signal on the main thread: the OpenMP workers, started
-// here, inherit them blocked. Call before the first parallel region.
+// here, block them for good. Call before the first parallel region. (Each worker blocks them
+// itself: at -O1 and above GCC's empty parallel region started no thread, so the workers were
+// created later, unblocked, and a signal taken by one removed the temporaries while the main
+// thread went on creating shards, some of which were left behind.)
 static void install_handlers(void) {
     static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
     sigset_t set;
@@ -243,10 +246,9 @@ static void install_handlers(void) {
         sigaddset(&set, signals[i]);
     }
     signal(SIGXFSZ, SIG_IGN);  // past ulimit -f a write fails (EFBIG) and is reported, not a silent death
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
 #pragma omp parallel
-    { }  // the team is created now, with the signals blocked
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);  // the main thread, the team's thread 0, takes them
 }
 
 typedef struct {

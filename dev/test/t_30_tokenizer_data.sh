@@ -2,9 +2,10 @@
 # The tokenizer's round trip and safe printing, and the data preparation tool: shard format,
 # inputs (text, directories, JSON lines), output independent of threads and chunking, and bad
 # inputs (a clear one-line error, exit 2 for flags and 1 otherwise, no shard left behind under a
-# final or temporary name), and terminating signals mid-run (nothing left behind; none under
-# nohup for SIGHUP); then bad arguments of the data and launch scripts (with mpirun and curl
-# stubbed). Every run of the tool here is the AddressSanitizer/UBSan build.
+# final or temporary name), and terminating signals mid-run (taken by the main thread only;
+# nothing left behind; none under nohup for SIGHUP); then bad arguments of the data and launch
+# scripts (with mpirun and curl stubbed). Every run of the tool here is the AddressSanitizer/UBSan
+# build.
 # About 25 s on 2 cores.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -154,40 +155,77 @@ sed 's/"<|endoftext|>": 50256/"<|endoftext|>": 7/' $vocab/encoder.json > "$v/enc
 expect 1 "has id 7, already taken|token .* has id 50256" -i "$dir/small.jsonl" "${out[@]}" -t "$v"
 
 # A terminating signal mid-run (a scheduler's SIGTERM, ^C, a closed terminal): shards under
-# neither name left behind, and the exit status of the signal. The input takes several seconds
-# to encode; the signal comes once the first shards were written, while the tool still runs.
-# (A background job of a script starts with SIGINT ignored, which the tool respects: env gives
-# it the default back, as a terminal's foreground job has.)
+# neither name left behind, and the exit status of the signal. The signal comes once the first
+# shards were written under temporary names, while none has its final name yet: the tool is
+# stopped (SIGSTOP), its threads' signal masks are read, it is signalled, then continued, so the
+# signal lands mid-run however fast the machine is. (env gives SIGINT and SIGHUP their default
+# back, as a terminal's foreground job has: a background job of a script starts with SIGINT
+# ignored, a run under nohup with SIGHUP ignored, and the tool respects both.)
 for i in $(seq 40); do cat "$dir/small.jsonl"; done > "$dir/long.jsonl"
-# signal_mid_run SIG: starts the tool, waits for 2 shard files (at most 30 s), sends SIG; sets pid
-# and written, or fails when the tool ended before the signal.
+# start_tool [nohup]: starts the tool on long.jsonl in the background (with SIGHUP ignored under
+# nohup); sets pid.
+start_tool() {
+    rm -f "$dir"/sig_*
+    if [ "${1:-}" = nohup ]; then
+        (trap '' HUP; exec $tool -i "$dir/long.jsonl" -o "$dir/sig" --shard-tokens 20000 > /dev/null 2> "$dir/err") &
+    else
+        env --default-signal=INT,HUP $tool -i "$dir/long.jsonl" -o "$dir/sig" --shard-tokens 20000 > /dev/null 2> "$dir/err" &
+    fi
+    pid=$!
+}
+# signal_mid_run SIG: waits (at most 30 s) for 2 temporary shards, stops the tool, and when it is
+# still before its renames (no final shard; stopped, not ended) sends SIG and continues it, setting
+# written. Otherwise continues it, waits for it and returns 1: the caller starts it again.
 signal_mid_run() {
-    for _ in $(seq 600); do [ "$(ls "$dir"/sig_* 2> /dev/null | wc -l)" -ge 2 ] && break; sleep 0.05; done
-    written=$(ls "$dir"/sig_* 2> /dev/null | wc -l)
-    kill -0 "$pid" 2> /dev/null || { fail "SIG$1: the tool ended before the signal"; return 1; }
-    kill -"$1" "$pid"
+    local state=
+    for _ in $(seq 600); do [ "$(ls "$dir"/sig_*.tmp.* 2> /dev/null | wc -l)" -ge 2 ] && break; sleep 0.05; done
+    kill -STOP "$pid" 2> /dev/null
+    for _ in $(seq 100); do  # until the stop has landed (or the tool has ended: a zombie, Z)
+        state=$(awk '{ print $3 }' "/proc/$pid/stat" 2> /dev/null)
+        [ "$state" = T ] || [ "$state" = Z ] || [ -z "$state" ] && break
+        sleep 0.01
+    done
+    written=$(ls "$dir"/sig_*.tmp.* 2> /dev/null | wc -l)
+    if [ "$state" != T ] || [ "$written" -lt 2 ] || ls "$dir"/sig_*.bin > /dev/null 2>&1; then
+        kill -CONT "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
+        return 1
+    fi
+    # Only the main thread may take the signals (its handler walks the list of temporaries that
+    # only it changes): every other thread blocks SIGHUP, SIGINT and SIGTERM (bits 0, 1 and 14).
+    local task blocked
+    for task in /proc/"$pid"/task/*; do
+        [ "${task##*/}" = "$pid" ] && continue
+        blocked=$(awk '/^SigBlk/ { print $2 }' "$task/status")
+        (( (16#$blocked & 0x4003) == 0x4003 )) || fail "SIG$1: thread ${task##*/} of the tool takes the signals (SigBlk $blocked)"
+    done
+    kill -"$1" "$pid" && kill -CONT "$pid"
+}
+# signalled SIG [nohup]: the tool signalled mid-run (at most 5 starts); sets rc and fails when no
+# start could be signalled mid-run.
+signalled() {
+    for _ in 1 2 3 4 5; do
+        start_tool "${2:-}"
+        if signal_mid_run "$1"; then
+            { wait $pid; } 2> /dev/null  # (bash's own report of the signal)
+            rc=$?
+            return 0
+        fi
+    done
+    fail "SIG$1: 5 runs of the tool each got past its first shards' renames before it could be stopped"
+    return 1
 }
 for sig in TERM INT HUP; do
-    rm -f "$dir"/sig_*
-    env --default-signal=INT $tool -i "$dir/long.jsonl" -o "$dir/sig" --shard-tokens 20000 > /dev/null 2> "$dir/err" &
-    pid=$!
-    signal_mid_run $sig || { wait $pid; continue; }
-    { wait $pid; } 2> /dev/null  # (bash's own report of the signal)
-    rc=$? left=$(ls "$dir"/sig_* 2> /dev/null | wc -l)
-    want=$((128 + $(kill -l $sig)))
-    if [ "$written" -lt 2 ] || [ $rc -ne $want ] || [ "$left" -ne 0 ]; then
-        fail "SIG$sig mid-run: $written shard files seen before it, exit $rc (want $want), $left left after"
+    signalled $sig || continue
+    left=$(ls "$dir"/sig_* 2> /dev/null | wc -l) want=$((128 + $(kill -l $sig)))
+    if [ $rc -ne $want ] || [ "$left" -ne 0 ]; then
+        fail "SIG$sig mid-run: $written temporary shards before it, exit $rc (want $want), $left left after"
     else
         echo "ok   SIG$sig after $written temporary shards: exit $rc, none left"
     fi
 done
 # Under nohup (SIGHUP ignored) a hangup changes nothing: the run completes.
-rm -f "$dir"/sig_*
-(trap '' HUP; exec $tool -i "$dir/long.jsonl" -o "$dir/sig" --shard-tokens 20000 > /dev/null 2> "$dir/err") &
-pid=$!
-if signal_mid_run HUP; then
-    wait $pid
-    rc=$? done=$(ls "$dir"/sig_*.bin 2> /dev/null | wc -l) left=$(ls "$dir"/sig_*.tmp 2> /dev/null | wc -l)
+if signalled HUP nohup; then
+    done=$(ls "$dir"/sig_*.bin 2> /dev/null | wc -l) left=$(ls "$dir"/sig_*.tmp.* 2> /dev/null | wc -l)
     if [ $rc -ne 0 ] || [ "$done" -lt 2 ] || [ "$left" -ne 0 ]; then
         fail "SIGHUP under nohup: exit $rc, $done shards, $left temporaries"
     else

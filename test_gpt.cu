@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "train_gpt.cu"
+#include "llmc/blas_kernels.h"
 #include "dev/test/cpu_reference.h"
 
 #include "dev/test/check.h"
@@ -756,6 +757,7 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
+    blas_kernels_fix(argv);  // the CPU reference's matmuls
     bool recompute_only = false;
     if (argc < 2) usage_error("usage: %s tiny|small|d12 [recompute] [wgmma]", argv[0]);
     for (int i = 2; i < argc; i++) {

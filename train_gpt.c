@@ -16,6 +16,7 @@
 
 #include "llmc/amax_history.h"
 #include "llmc/args.h"
+#include "llmc/blas_kernels.h"
 #include "llmc/checkpoint.h"
 #include "llmc/comm.h"
 #include "llmc/model.h"
@@ -1130,6 +1131,7 @@ static void cpu_profile_take(void *self, double *ms) { wall_timeline_take(&((CPU
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
+    blas_kernels_fix(argv);
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
     if (tc.gelu_fusion > 0)
@@ -1172,9 +1174,9 @@ int main(int argc, char **argv) {
         double mib = sizeof(float) / (double)(1 << 20);
         trainer_print_model(&cfg);
         printf("memory per rank (ZeRO stage %d, %d rank(s)): params %.1f MiB, grads %.1f MiB, AdamW state %.1f MiB, "
-               "activations %.1f MiB (counted), scratch %.1f MiB (output head: %d rows at a time); %d threads\n",
+               "activations %.1f MiB (counted), scratch %.1f MiB (output head: %d rows at a time); %d threads, %s\n",
                plan->stage, plan->world, mem.params * mib, mem.grads * mib, mem.optimizer * mib, m->acts_floats * mib,
-               m->scratch_floats * mib, m->head_rows, omp_get_max_threads());
+               m->scratch_floats * mib, m->head_rows, omp_get_max_threads(), blas_kernels_description());
         if (m->precision != MATMUL_FP32)
             printf("matmul: the block matmuls emulate %s%s (quantize, dequantize, fp32 matmul)\n",
                    matmul_mode_names[tc.matmul], m->amax.length > 0 ? " with delayed scaling" : "");

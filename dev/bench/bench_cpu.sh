@@ -38,14 +38,22 @@ parse_metric() {
     echo "$value"
 }
 
-# Usage of both measurers: L C NH maxT V B T; prints tokens/s.
+# Usage of both measurers: L C NH maxT V B T; prints tokens/s. torch runs with the OpenBLAS
+# kernels train_gpt ran with ($C_KERNELS, from its startup line; train_gpt sets OPENBLAS_CORETYPE
+# itself where OpenBLAS does not know the CPU: llmc/blas_kernels.h), so the ratio compares the
+# programs, not two BLAS kernels.
 torch_tokens_per_s() {
-    local out
-    out=$("$PYTHON" dev/torch/gpt2_reference.py bench --L "$1" --C "$2" --NH "$3" --maxT "$4" --V "$5" \
-          --B "$6" --T "$7" --steps $((STEPS - WARMUP)) --warmup "$WARMUP" 2>&1) ||
+    local out kernels
+    # (an empty OPENBLAS_CORETYPE is not "unset": OpenBLAS 0.3.21 takes it for Cooperlake)
+    out=$(env ${C_CORETYPE:+OPENBLAS_CORETYPE=$C_CORETYPE} "$PYTHON" dev/torch/gpt2_reference.py bench --L "$1" \
+          --C "$2" --NH "$3" --maxT "$4" --V "$5" --B "$6" --T "$7" --steps $((STEPS - WARMUP)) --warmup "$WARMUP" \
+          2>&1) ||
         die "PyTorch bench failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
     [[ $(awk '$1 == "torch_blas" { print $2 }' <<<"$out") == *openblas* ]] ||
         die "torch did not load OpenBLAS ($(grep '^torch_blas' <<<"$out" || echo 'no torch_blas line'))"
+    kernels=$(awk '$1 == "torch_blas_kernels" { print $2 }' <<<"$out")
+    [[ "$kernels" == "$C_KERNELS" ]] ||
+        die "torch ran OpenBLAS's '${kernels:-unknown}' kernels, train_gpt its '$C_KERNELS': not a comparison"
     parse_metric torch_tokens_per_s "$out" ||
         die "PyTorch bench printed no 'torch_tokens_per_s <positive number>' line; it ended: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
 }
@@ -56,6 +64,10 @@ c_tokens_per_s() {
     # V is not a flag: train_gpt's -e models use the GPT-2 vocabulary (50257), as the table's configs do.
     out=$("$TRAIN_GPT" --bench -e "L$1C$2NH$3" --max-seq-len "$4" -b "$6" -t "$7" -x "$STEPS" 2>&1) || status=$?
     (( status == 0 )) || die "$TRAIN_GPT --bench exited with status $status: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
+    # "OpenBLAS SkylakeX kernels (OPENBLAS_CORETYPE=SKYLAKEX)" -> the kernels and the variable
+    C_KERNELS=$(sed -n 's/.*OpenBLAS \([^ ]*\) kernels.*/\1/p' <<<"$out" | head -1)
+    C_CORETYPE=$(sed -n 's/.*OpenBLAS [^ ]* kernels (OPENBLAS_CORETYPE=\([^)]*\)).*/\1/p' <<<"$out" | head -1)
+    [[ -n "$C_KERNELS" ]] || die "$TRAIN_GPT printed no 'OpenBLAS <name> kernels' in its startup line"
     parse_metric bench_tokens_per_s "$out" ||
         die "$TRAIN_GPT --bench printed no 'bench_tokens_per_s <positive number>' line; it ended: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
 }
@@ -64,6 +76,7 @@ check_openblas
 echo "threads: OMP_NUM_THREADS=$OMP_NUM_THREADS OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS; $STEPS steps per run" \
      "(torch: $WARMUP warmup + $((STEPS - WARMUP)) timed, median; torch.optim.AdamW(foreach=True), no update clipping)"
 
+c_result=$(mktemp) && trap 'rm -f "$c_result"' EXIT
 configs=(  # name | L C NH maxT V B T
     "d12 L12 C768 NH12 B4 T64 | 12 768 12 1024 50257 4 64"
     "L4 C256 NH4 B4 T256      | 4 256 4 256 50257 4 256")
@@ -73,9 +86,11 @@ for config in "${configs[@]}"; do
     read -r -a words <<<"$name" && name="${words[*]}"  # trims the padding before '|'
     read -r -a args <<<"$numbers"
     echo "measuring $name (V=${args[4]}) ..."
-    c_tps=$(c_tokens_per_s "${args[@]}")  # first: a broken trainer fails fast
+    c_tokens_per_s "${args[@]}" > "$c_result"  # first: a broken trainer fails fast (and sets C_KERNELS)
+    c_tps=$(cat "$c_result")
     torch_tps=$(torch_tokens_per_s "${args[@]}")
     rows+=("$(awk -v n="$name" -v t="$torch_tps" -v c="$c_tps" 'BEGIN { printf "%-28s %12.1f %12.1f %8.2fx", n, t, c, c / t }')")
 done
+echo "BLAS kernels: OpenBLAS $C_KERNELS in both${C_CORETYPE:+ (OPENBLAS_CORETYPE=$C_CORETYPE)}"
 printf '%-28s %12s %12s %9s\n' "config" "torch tok/s" "C tok/s" "C/torch"
 printf '%s\n' "${rows[@]}"

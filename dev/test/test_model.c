@@ -405,6 +405,7 @@ static int run_fp8_eval(uint64_t seed) {
 
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
+    blas_kernels_fix(argv);
     if (argc == 3 && strcmp(argv[1], "case") == 0) return run_case(argv[2]) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fd") == 0) return run_fd(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "gelu") == 0) return run_gelu(strtoull(argv[2], NULL, 10)) ? 1 : 0;

@@ -8,6 +8,7 @@
          the median over the timed steps (forward + backward + optimizer step).
 """
 import argparse
+import ctypes
 import statistics
 import sys
 import time
@@ -75,11 +76,26 @@ def run_case(args):
           f"{args.steps} steps, update clipping {'on' if hp.update_clip else 'off'}")
 
 
-def loaded_blas():
-    """Path of the BLAS library this process has mapped (torch calls whatever libblas.so.3 points to)."""
+def loaded_blas_paths():
+    """Paths of the BLAS libraries this process has mapped (torch calls whatever libblas.so.3 points to)."""
     with open("/proc/self/maps") as f:
-        paths = {line.split()[-1] for line in f if "blas" in line.lower() and "/" in line}
-    return ",".join(sorted(paths)) or "none"
+        return sorted({line.split()[-1] for line in f if "blas" in line.lower() and "/" in line})
+
+
+def loaded_blas():
+    return ",".join(loaded_blas_paths()) or "none"
+
+
+def openblas_kernels():
+    """OpenBLAS's kernels in this process ("SkylakeX"; OPENBLAS_CORETYPE chooses them), or "none"."""
+    for path in loaded_blas_paths():
+        try:
+            corename = ctypes.CDLL(path).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        corename.restype = ctypes.c_char_p
+        return corename().decode()
+    return "none"
 
 
 def run_bench(args):
@@ -109,6 +125,7 @@ def run_bench(args):
             tokens_per_s.append(args.B * args.T / seconds)
         print(f"step {step + 1}{'' if timed else ' (warmup)'}: loss {loss.item():.4f} {seconds * 1e3:.1f} ms")
     print(f"torch_blas {loaded_blas()}")
+    print(f"torch_blas_kernels {openblas_kernels()}")
     print(f"torch_tokens_per_s {statistics.median(tokens_per_s):.2f}")
 
 

@@ -143,8 +143,11 @@ static void layernorm_backward(float *dinp, float *dw, float *db, const float *d
 // is cut into square tiles fixed by the shape alone, each one single-threaded sgemm over the whole
 // of K (OpenBLAS's OpenMP build runs single-threaded inside a parallel region): 256 x 256, or 128 or
 // 64 where C would have fewer than 8 tiles (the output head's d lnf is a few rows of C columns
-// summed over Vp). On 2 cores this ran d12 and smaller models as fast as OpenBLAS's own threading,
-// within the machine's noise of 10-20%; 256 x 256 alone ran L2 C64 16% slower.
+// summed over Vp). On 2 cores, with OpenBLAS's Prescott kernels, this ran d12 and smaller models as
+// fast as OpenBLAS's own threading, within the machine's noise of 10-20%; 256 x 256 alone ran L2
+// C64 16% slower. With its SkylakeX kernels (llmc/blas_kernels.h), two interleaved runs: d12 a
+// wash (137, 164 tokens/s against 153, 142), L4 C256 B4 T256 slower (1257, 1093 against 1696,
+// 1289): the price of bits that do not follow the thread count, not yet tuned.
 static void sgemm_fixed_tiles(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
                               int ldb, float beta, float *C, int ldc) {
     int size = 256, tiles_m, tiles_n;

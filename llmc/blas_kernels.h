@@ -12,8 +12,9 @@ extern "C" {
 // First thing in main: where OpenBLAS fell back to Prescott on a CPU with AVX-512 (F, BW, VL and
 // DQ) or with AVX2 and FMA, runs the program again (execv of the file /proc/self/exe names: the
 // same process id, arguments and environment, before MPI starts) with OPENBLAS_CORETYPE=SKYLAKEX
-// or HASWELL, which OpenBLAS reads at load time. An OPENBLAS_CORETYPE already set (the user's, or after the re-run)
-// is left as it is. Where the re-run fails, the program goes on with the slow kernels.
+// or HASWELL, which OpenBLAS reads at load time. An OPENBLAS_CORETYPE already set (the user's, or
+// after the re-run) is left as it is. Where the re-run fails, the program goes on with the slow
+// kernels.
 void blas_kernels_fix(char **argv);
 
 // For the startup line: "OpenBLAS SkylakeX kernels", with " (OPENBLAS_CORETYPE=...)" when set.

@@ -21,8 +21,8 @@ kernels() {  # kernels [VAR=VALUE...]: the startup line's "OpenBLAS ... kernels 
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
 has() { grep -qw "$1" <<< "$flags"; }
 want=
-if has avx512f && has avx512bw && has avx512vl && has avx512dq; then want="SkylakeX|Cooperlake|SapphireRapids"
-elif has avx2 && has fma; then want="Haswell|Zen|SkylakeX|Cooperlake"; fi
+if has avx512f && has avx512bw && has avx512vl && has avx512dq; then want="SkylakeX|Cooperlake|SapphireRapids|Zen"
+elif has avx2 && has fma; then want="Haswell|Zen"; fi
 own=$(kernels)
 echo "this CPU: ${want:-no AVX2}; train_gpt: $own"
 if [ -n "$want" ]; then

@@ -6,6 +6,7 @@
 #   make test         build everything and run dev/test/t_*.sh (no GPU needed; the CUDA toolkit is:
 #                     t_40 checks against cuda_fp8.h, t_42 runs nvcc-built host code)
 #   make bench        CPU throughput beside the PyTorch reference
+#   make bench-tiles  the CPU matmuls' fixed tiles beside OpenBLAS's own threading
 #   make clean
 CC       := gcc
 # -fno-math-errno: nothing reads errno after a math call, and without it sqrtf's errno branch
@@ -26,7 +27,7 @@ LLMC_OBJS := $(LLMC_SRCS:%.c=$(BUILD)/%.o)
 LLMC_SAN_OBJS := $(LLMC_SRCS:%.c=$(BUILD)/san/%.o)
 
 # Fragments in mk/ add programs to these lists and define their rules.
-ALL_TARGETS := train_gpt $(BUILD)/san/train_gpt
+ALL_TARGETS := train_gpt $(BUILD)/san/train_gpt $(BUILD)/bench_tiles
 TEST_DEPS   :=
 CUDA_TARGETS :=
 
@@ -38,7 +39,7 @@ ifeq ($(origin CUDA_HOME),undefined)
 CUDA_HOME := $(if $(NVCC),$(shell $(NVCC) --dryrun -c llmc_probe.cu 2>&1 | sed -n 's/^\#\$$ TOP=//p' | head -1),/usr/local/cuda)
 endif
 
-.PHONY: all deps run test test-build bench clean cuda
+.PHONY: all deps run test test-build bench bench-tiles clean cuda
 all: $(ALL_TARGETS) cuda
 
 $(BUILD)/%.o: %.c $(wildcard llmc/*.h)
@@ -84,6 +85,14 @@ test-build: $(ALL_TARGETS) $(TEST_DEPS) cuda
 
 bench: train_gpt
 	bash dev/bench/bench_cpu.sh
+
+$(BUILD)/bench_tiles: dev/bench/bench_tiles.c $(LLMC_OBJS) $(wildcard llmc/*.h)
+	$(CC) $(CPPFLAGS) $(CFLAGS) dev/bench/bench_tiles.c $(LLMC_OBJS) -o $@ $(LDLIBS)
+
+# d12 at B 4, T 64 and L4 C256 at B 4, T 256: make bench's two configurations.
+bench-tiles: $(BUILD)/bench_tiles
+	$(BUILD)/bench_tiles 4 64 12 768 9
+	$(BUILD)/bench_tiles 4 256 4 256 9
 
 clean:
 	rm -rf $(BUILD) train_gpt train_gptcu test_gptcu

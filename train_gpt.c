@@ -7,7 +7,6 @@
 //
 // Shapes: B sequences of T tokens, C channels, NH heads of HS = C / NH, vocabulary V padded to Vp.
 // Activations are row-major (B, T, channels); linear weights are (out, in) as torch.nn.Linear.
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "llmc/quant.h"
 #include "llmc/recompute.h"
 #include "llmc/rng.h"
+#include "llmc/sgemm_tiles.h"
 #include "llmc/state.h"
 #include "llmc/trainer.h"
 #include "llmc/utils.h"
@@ -133,36 +133,6 @@ static void layernorm_backward(float *dinp, float *dw, float *db, const float *d
                 db[c] += d[c];
             }
         }
-    }
-}
-
-// C (M, N) = op(A) op(B) + beta C, row-major, op(X) = X or X^T, with bits that do not depend on the
-// thread count. A threaded OpenBLAS sgemm splits C among its threads at boundaries that follow
-// their number, and its edge kernels sum in another order than its main one, so its bits follow
-// the thread count (seen on an AVX-512 machine: 3 threads gave other bits than 1, 2 and 4). Here C
-// is cut into square tiles fixed by the shape alone, each one single-threaded sgemm over the whole
-// of K (OpenBLAS's OpenMP build runs single-threaded inside a parallel region): 256 x 256, or 128 or
-// 64 where C would have fewer than 8 tiles (the output head's d lnf is a few rows of C columns
-// summed over Vp). On 2 cores, with OpenBLAS's Prescott kernels, this ran d12 and smaller models as
-// fast as OpenBLAS's own threading, within the machine's noise of 10-20%; 256 x 256 alone ran L2
-// C64 16% slower. With its SkylakeX kernels (llmc/blas_kernels.h), two interleaved runs: d12 a
-// wash (137, 164 tokens/s against 153, 142), L4 C256 B4 T256 slower (1257, 1093 against 1696,
-// 1289): the price of bits that do not follow the thread count, not yet tuned.
-static void sgemm_fixed_tiles(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
-                              int ldb, float beta, float *C, int ldc) {
-    int size = 256, tiles_m, tiles_n;
-    for (;; size /= 2) {
-        tiles_m = (M + size - 1) / size, tiles_n = (N + size - 1) / size;
-        if (size == 64 || tiles_m * tiles_n >= 8) break;
-    }
-    #pragma omp parallel for schedule(dynamic)
-    for (int tile = 0; tile < tiles_m * tiles_n; tile++) {
-        const int i0 = tile / tiles_n * size, j0 = tile % tiles_n * size;
-        const int m = M - i0 < size ? M - i0 : size, n = N - j0 < size ? N - j0 : size;
-        const float *a = trans_a ? A + i0 : A + (size_t)i0 * lda;  // rows i0.. of op(A)
-        const float *b = trans_b ? B + (size_t)j0 * ldb : B + j0;  // columns j0.. of op(B)
-        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, K,
-                    1.0f, a, lda, b, ldb, beta, C + (size_t)i0 * ldc + j0, ldc);
     }
 }
 

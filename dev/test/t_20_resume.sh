@@ -44,7 +44,7 @@ run() {
 }
 run fp32
 # The thread count changes no bit: every OpenMP reduction sums fixed chunks in a fixed order, and
-# the matmuls are OpenBLAS calls on tiles of C fixed by the shape (train_gpt.c's sgemm_fixed_tiles;
+# the matmuls are OpenBLAS calls on tiles of C fixed by the shape (llmc/sgemm_tiles.h;
 # OpenBLAS's own threading gave 3 threads other bits than 2 on an AVX-512 machine, and this test
 # failed there). 4 steps of a model wider than the one above, whose products span several tiles
 # (512 rows; 768 and 1024 columns), at 1, 2 and 3 threads; a bias-gradient sum split by thread fails it.

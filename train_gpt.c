@@ -170,6 +170,35 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
     matmul_backward_weight(dweight, dbias, dout, inp, N, IC, OC);
 }
 
+// e^x for -87 <= x <= 0 (the softmax's and the GELU's arguments), in plain arithmetic that
+// vectorizes (the library expf is a call per element, a third of a small model's step):
+// x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite: ln2 split in a part exact in fp32 and a
+// correction), e^r by its Taylor polynomial to degree 6 (truncation below r^7 / 7! < 1.3e-7
+// relative), 2^n by exponent bits. Relative error about 2e-7. Arguments below -87 give e^-87
+// instead of a subnormal; such terms are 1e-38 of the row's largest term and do not change any sum.
+static inline float softmax_exp(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    const float round = 12582912.0f;  // 1.5 * 2^23: (v + round) - round rounds v to an integer
+    const float n = (x * 1.44269504088896341f + round) - round;
+    const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+    const float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
+    union { int32_t i; float f; } scale = {.i = ((int32_t)n + 127) << 23};
+    return p * scale.f;
+}
+
+// x . y over n floats in 8 interleaved partial sums (lane j takes the i with i mod 8 = j), added
+// pairwise at the end. A sequential sum cannot vectorize (its rounding order is the source's);
+// the 8 lanes are one vector multiply-add per 8 elements, in an order that is the same on every
+// machine and thread count.
+static inline float dot_product(const float *x, const float *y, int n) {
+    float lane[8] = {0.0f};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) lane[j] += x[i + j] * y[i + j];
+    for (int j = 0; i < n; i++, j++) lane[j] += x[i] * y[i];
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 // Causal self-attention. qkv (B, T, 3C) holds [q | k | v] per token, each split into NH heads of
 // HS channels. att (B, NH, T, T) keeps the softmax probabilities (row t uses columns 0..t) for
 // the backward pass; out (B, T, C) has the heads side by side.
@@ -184,17 +213,12 @@ static void attention_forward(float *out, float *att, const float *qkv, int B, i
                 float *a = att + (((size_t)b * NH + h) * T + t) * T;
                 float maxv = -INFINITY;
                 for (int s = 0; s <= t; s++) {
-                    const float *k = qkv + ((size_t)b * T + s) * C3 + C + h * HS;
-                    float dot = 0.0f;
-                    for (int i = 0; i < HS; i++) dot += q[i] * k[i];
-                    a[s] = dot * scale;
+                    a[s] = dot_product(q, qkv + ((size_t)b * T + s) * C3 + C + h * HS, HS) * scale;
                     if (a[s] > maxv) maxv = a[s];
                 }
+                for (int s = 0; s <= t; s++) a[s] = softmax_exp(a[s] - maxv);
                 float sum = 0.0f;
-                for (int s = 0; s <= t; s++) {
-                    a[s] = expf(a[s] - maxv);
-                    sum += a[s];
-                }
+                for (int s = 0; s <= t; s++) sum += a[s];
                 float inv = 1.0f / sum;
                 float *o = out + ((size_t)b * T + t) * C + h * HS;
                 for (int i = 0; i < HS; i++) o[i] = 0.0f;
@@ -232,13 +256,9 @@ static void attention_backward(float *dqkv, const float *dout, const float *qkv,
                     for (int s = 0; s <= t; s++) {
                         const float *v = qkv + ((size_t)b * T + s) * C3 + 2 * C + h * HS;
                         float *dv = dqkv + ((size_t)b * T + s) * C3 + 2 * C + h * HS;
-                        float dot = 0.0f;
-                        for (int i = 0; i < HS; i++) {
-                            dot += dy[i] * v[i];
-                            dv[i] += a[s] * dy[i];
-                        }
-                        dp[s] = dot;
-                        rowsum += a[s] * dot;
+                        for (int i = 0; i < HS; i++) dv[i] += a[s] * dy[i];
+                        dp[s] = dot_product(dy, v, HS);
+                        rowsum += a[s] * dp[s];
                     }
                     for (int s = 0; s <= t; s++) {
                         float ds = a[s] * (dp[s] - rowsum) * scale;
@@ -253,22 +273,6 @@ static void attention_backward(float *dqkv, const float *dout, const float *qkv,
             }
         free(dp);
     }
-}
-
-// e^x for -87 <= x <= 0 (the softmax's and the GELU's arguments), in plain arithmetic that
-// vectorizes (the library expf is a call per element, a third of a small model's step):
-// x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite: ln2 split in a part exact in fp32 and a
-// correction), e^r by its Taylor polynomial to degree 6 (truncation below r^7 / 7! < 1.3e-7
-// relative), 2^n by exponent bits. Relative error about 2e-7. Arguments below -87 give e^-87
-// instead of a subnormal; such terms are 1e-38 of the row's largest term and do not change any sum.
-static inline float softmax_exp(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    const float round = 12582912.0f;  // 1.5 * 2^23: (v + round) - round rounds v to an integer
-    const float n = (x * 1.44269504088896341f + round) - round;
-    const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-    const float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
-    union { int32_t i; float f; } scale = {.i = ((int32_t)n + 127) << 23};
-    return p * scale.f;
 }
 
 // GELU, tanh approximation: gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).

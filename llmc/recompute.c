@@ -194,11 +194,13 @@ double recompute_layer_seconds(const RecomputeShape *s, const RecomputeDevice *d
 // level minus that of none (dev/test/recompute/test_plan.c holds the measurements and checks the
 // model against them). On the H100 the matmuls ran at 630 TFLOP/s, the attention forward at 140
 // (the forward kernel timed 1.38x faster in its harness afterwards, not yet in the trainer), the
-// LayerNorm below the GELU's bandwidth (one warp per row). On the CPU the matmul rate is
-// OpenBLAS's sgemm timed alone at the fc's shape (the overheads are too noisy to fit it), the GELU
-// is bound by its vectorized exponential, and the attention by its scalar loops.
+// LayerNorm below the GELU's bandwidth (one warp per row). On the CPU the overheads are the time
+// --profile counts in its recompute part (step-time differences were noisier than the overheads
+// themselves): the GELU alone and the LayerNorms alone give their rates, attn the attention's, and
+// mlp, less its GELU and LayerNorm, the matmuls' (below sgemm timed alone, about 240e9 at the fc's
+// shape: in a step the operands come from memory, not cache).
 const RecomputeDevice recompute_device_h100 = {"an H100 (bf16)", 630e12, 140e12, 1.6e12, 2.6e12};
-const RecomputeDevice recompute_device_cpu = {"2 CPU cores (fp32)", 135e9, 11e9, 5e9, 13e9};
+const RecomputeDevice recompute_device_cpu = {"2 CPU cores (fp32)", 165e9, 19e9, 21e9, 15e9};
 
 // Candidate policies for the planner (each canonical).
 static const int kCandidates[] = {

@@ -82,11 +82,10 @@ int main(void) {
     // repeated runs: train_gptcu at 7c74e66 on an H100 (dev/gpu_report.md, seventh session: bf16,
     // T 1024, the median --bench step of each uniform level minus that of none; 0.25 ms between
     // repeated runs of one binary in that call), and train_gpt on this project's 2-core machine
-    // (L4C256NH4, --vocab-size 1024, B 4, T 256, OMP_NUM_THREADS=2; 8 runs of 30 steps per level,
-    // the levels interleaved, 2026-11-24, after the GELU stopped calling tanhf; the fastest run of
-    // each level, because that machine's runs fall in two groups about 35 ms apart whatever the
-    // level, so medians of a few runs differ by noise as large as the overheads). d12's gelu on
-    // the H100 is the one point the model misses: measured 0.07 ms, the model 0.93.
+    // (L4C256NH4, --vocab-size 1024, B 4, T 256, OMP_NUM_THREADS=2; the median over 6 runs of 20
+    // steps, the levels interleaved, of --profile's recompute part, 2026-11-27 at f70569c, with
+    // OpenBLAS's SkylakeX kernels and the vectorized attention; the runs' spread was about +-20%).
+    // d12's gelu on the H100 is the one point the model misses: measured 0.07 ms, the model 0.93.
     static const struct {
         const RecomputeDevice *device;
         int C, NH, L, B, T;
@@ -95,7 +94,7 @@ int main(void) {
     } kMeasured[] = {
         {&recompute_device_h100, 768, 12, 12, 16, 1024, {0.07, 0.75, 1.99, 2.51, 6.51}, 0.25},
         {&recompute_device_h100, 1600, 25, 48, 4, 1024, {1.94, 1.52, 4.77, 9.09, 20.71}, 0.25},
-        {&recompute_device_cpu, 256, 4, 4, 4, 256, {2.6, 3.4, 50.5, 15.1, 78.0}, 10.0},
+        {&recompute_device_cpu, 256, 4, 4, 4, 256, {2.22, 0.80, 28.57, 15.56, 54.61}, 1.0},
     };
     static const int kLevels[5] = {RC_GELU, RC_NORM, RC_ATTN, RC_MLP, RC_BLOCK};
     for (int m = 0; m < (int)(sizeof(kMeasured) / sizeof(kMeasured[0])); m++) {

@@ -6,8 +6,8 @@
 #include "utils.h"
 
 // Reductions are summed over chunks of this many elements, each chunk aligned in the global
-// index space, then over chunks in order (inside a chunk adamw_step's sum is vectorized: a
-// fixed order for a given build).
+// index space, then over chunks in order (inside a chunk the sum is vectorized: a fixed order for
+// a given build).
 #define REDUCE_CHUNK 8192
 
 double sum_of_squares(const float *x, size_t n) {
@@ -17,6 +17,7 @@ double sum_of_squares(const float *x, size_t n) {
     for (size_t c = 0; c < nchunks; c++) {
         size_t lo = c * REDUCE_CHUNK, hi = lo + REDUCE_CHUNK < n ? lo + REDUCE_CHUNK : n;
         double s = 0.0;
+        #pragma omp simd reduction(+ : s)
         for (size_t i = lo; i < hi; i++) s += (double)x[i] * (double)x[i];
         partial[c] = s;
     }

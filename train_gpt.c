@@ -188,8 +188,8 @@ static inline float softmax_exp(float x) {
 
 // x . y over n floats in 8 interleaved partial sums (lane j takes the i with i mod 8 = j), added
 // pairwise at the end. A sequential sum cannot vectorize (its rounding order is the source's);
-// the 8 lanes are one vector multiply-add per 8 elements, in an order that is the same on every
-// machine and thread count.
+// the 8 lanes are one vector multiply-add per 8 elements, in an order the source fixes, not the
+// compiler's vector width or the thread count.
 static inline float dot_product(const float *x, const float *y, int n) {
     float lane[8] = {0.0f};
     int i = 0;

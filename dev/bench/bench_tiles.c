@@ -7,18 +7,11 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "../../llmc/blas_kernels.h"
 #include "../../llmc/rng.h"
 #include "../../llmc/sgemm_tiles.h"
 #include "../../llmc/utils.h"
-
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 static void openblas_threaded(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
                               int ldb, float beta, float *C, int ldc) {
@@ -36,7 +29,7 @@ static void linear_layer(Sgemm sgemm, float *const buf[3], int N, int IC, int OC
 }
 
 static double step_ms(Sgemm sgemm, float *const buf[3], int N, int L, int C, int Vp) {
-    double t = seconds();
+    double t = wall_time();
     for (int l = 0; l < L; l++) {
         linear_layer(sgemm, buf, N, C, 3 * C);
         linear_layer(sgemm, buf, N, C, C);
@@ -44,7 +37,7 @@ static double step_ms(Sgemm sgemm, float *const buf[3], int N, int L, int C, int
         linear_layer(sgemm, buf, N, 4 * C, C);
     }
     linear_layer(sgemm, buf, N, C, Vp);
-    return (seconds() - t) * 1e3;
+    return (wall_time() - t) * 1e3;
 }
 
 static int compare_double(const void *a, const void *b) {

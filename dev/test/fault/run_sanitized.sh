@@ -25,6 +25,11 @@ ASAN_OPTIONS=help=1 "$root/train_gpt" -h 2>&1 | grep -q "Available flags for Add
     { echo "error: $root/train_gpt is not an AddressSanitizer build" >&2; exit 1; }
 # Leaks at exit are not what this run looks for (die() exits without freeing, by design).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+# Every symbol bound at load time, not at its first call: once (2026-11-27, CI) a rank of an MPI
+# test died in the dynamic linker (SEGV in do_lookup_x, from _dl_fixup) while ASan set up a new
+# OpenMPI thread, a lazy binding that raced with MPI_Init loading and unloading its components.
+# With LD_BIND_NOW the new thread makes no lookup; the programs' startup is no slower measurably.
+export LD_BIND_NOW=1
 echo "the test suite under AddressSanitizer and UndefinedBehaviorSanitizer (./train_gpt = build/san/train_gpt)"
 # Without arguments, every test but those whose second run would repeat the first bit for bit:
 # they run neither ./train_gpt nor ./prepare_data (t_45 only to write a checkpoint), and their own

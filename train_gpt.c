@@ -314,35 +314,28 @@ static void residual_forward(float *out, const float *a, const float *b, size_t 
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-// Cross-entropy over the first V of the Vp logits of each row: losses (N) per position, and each
-// row's log-sum-exp (lse) for the backward pass. The reductions are vectorized (a fixed order for
-// a given build), so they are deterministic.
-static void crossentropy_forward(float *losses, float *lse, const float *logits, const int *targets, int N, int V,
-                                 int Vp) {
+// Cross-entropy over the first V of the Vp logits of each row: losses (N) per position. With
+// with_grad, each row's logits then become dlogits = (softmax - onehot(target)) * dloss in place,
+// softmax = e^(logit - lse) with lse the row's log-sum-exp, and its padded columns 0: row by row,
+// so that the row (Vp floats) is read from memory once, not once for the loss and again for
+// dlogits. The reductions are vectorized (a fixed order for a given build), so they are
+// deterministic.
+static void crossentropy_forward(float *losses, float *logits, const int *targets, int with_grad, float dloss, int N,
+                                 int V, int Vp) {
     #pragma omp parallel for
     for (int i = 0; i < N; i++) {
-        const float *l = logits + (size_t)i * Vp;
+        float *l = logits + (size_t)i * Vp;
         float maxv = -INFINITY;
         #pragma omp simd reduction(max : maxv)
         for (int j = 0; j < V; j++) maxv = l[j] > maxv ? l[j] : maxv;
         float sum = 0.0f;
         #pragma omp simd reduction(+ : sum)
         for (int j = 0; j < V; j++) sum += softmax_exp(l[j] - maxv);
-        lse[i] = maxv + logf(sum);
-        losses[i] = lse[i] - l[targets[i]];
-    }
-}
-
-// logits become dlogits = (softmax - onehot(target)) * dloss in place, softmax = e^(logit - lse);
-// padded columns get 0.
-static void crossentropy_softmax_backward_inplace(float *logits, const float *lse, const int *targets, float dloss,
-                                                  int N, int V, int Vp) {
-    #pragma omp parallel for
-    for (int i = 0; i < N; i++) {
-        float *l = logits + (size_t)i * Vp;
-        const float shift = lse[i];
+        const float lse = maxv + logf(sum);
+        losses[i] = lse - l[targets[i]];
+        if (!with_grad) continue;
         #pragma omp simd
-        for (int j = 0; j < V; j++) l[j] = softmax_exp(l[j] - shift) * dloss;
+        for (int j = 0; j < V; j++) l[j] = softmax_exp(l[j] - lse) * dloss;
         l[targets[i]] -= dloss;
         for (int j = V; j < Vp; j++) l[j] = 0.0f;
     }
@@ -487,7 +480,6 @@ typedef struct {
     float *lnf;                       // (B,T,C) the final LayerNorm's output
     int head_rows;                    // rows of the output head at once (llmc/trainer.h)
     float *logits;                    // (head_rows,Vp) one chunk's logits, dlogits in place
-    float *lse;                       // (head_rows) log-sum-exp of each row of the chunk
     float *losses;                    // (B,T)
     float *dresidual, *dqkv, *dfch;
     float *quant_a, *quant_b;         // low-precision operands, max(B*T*4C, 4C*C) each
@@ -623,12 +615,11 @@ static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T,
     size_t work = 0;
     if (recomputes) take_block(&m->work, NULL, &work, RC_NONE, 1, BT, C, att);
     const size_t quant = m->precision != MATMUL_FP32 ? (BT * 4 * C > 4 * C * C ? BT * 4 * C : 4 * C * C) : 0;
-    m->scratch_floats = BT * C + R * (Vp + 1) + BT + BT * C + BT * 3 * C + BT * 4 * C + work + 2 * quant;
+    m->scratch_floats = BT * C + R * Vp + BT + BT * C + BT * 3 * C + BT * 4 * C + work + 2 * quant;
     m->scratch_memory = (float *)malloc_check(m->scratch_floats * sizeof(float));
     float *q = m->scratch_memory;
     m->lnf = q, q += BT * C;
     m->logits = q, q += R * Vp;
-    m->lse = q, q += R;
     m->losses = q, q += BT;
     m->dresidual = q, q += BT * C;
     m->dqkv = q, q += BT * 3 * C;
@@ -832,9 +823,8 @@ static void gpt2_forward(GPT2 *m, const int *inputs, const int *targets, int B, 
         const float *lnf = m->lnf + (size_t)r0 * C;
         matmul_forward(m->logits, lnf, at(m, we, PT_WTE, -1), NULL, n, C, Vp);
         if (!targets) continue;
-        crossentropy_forward(m->losses + r0, m->lse, m->logits, targets + r0, n, V, Vp);
+        crossentropy_forward(m->losses + r0, m->logits, targets + r0, with_grad, loss_scale / (float)N, n, V, Vp);
         if (!with_grad) continue;
-        crossentropy_softmax_backward_inplace(m->logits, m->lse, targets + r0, loss_scale / (float)N, n, V, Vp);
         matmul_backward_input(m->dbtc + (size_t)r0 * C, m->logits, at(m, we, PT_WTE, -1), n, C, Vp);
         matmul_backward_weight(at(m, ge, PT_WTE, -1), NULL, m->logits, lnf, n, C, Vp);
     }

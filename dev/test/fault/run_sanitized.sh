@@ -26,9 +26,10 @@ ASAN_OPTIONS=help=1 "$root/train_gpt" -h 2>&1 | grep -q "Available flags for Add
 # Leaks at exit are not what this run looks for (die() exits without freeing, by design).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 # Every symbol bound at load time, not at its first call: once (2026-11-27, CI) a rank of an MPI
-# test died in the dynamic linker (SEGV in do_lookup_x, from _dl_fixup) while ASan set up a new
-# OpenMPI thread, a lazy binding that raced with MPI_Init loading and unloading its components.
-# With LD_BIND_NOW the new thread makes no lookup; the programs' startup is no slower measurably.
+# test died in the dynamic linker (SEGV in do_lookup_x) while ASan set up a new OpenMPI thread: a
+# lazy binding, most likely racing with MPI_Init loading and unloading its components (430 runs by
+# hand did not reproduce it). With LD_BIND_NOW the new thread makes no lazy lookup; startup is no slower
+# measurably (python3 importing torch: the same 1.3-1.9 s).
 export LD_BIND_NOW=1
 echo "the test suite under AddressSanitizer and UndefinedBehaviorSanitizer (./train_gpt = build/san/train_gpt)"
 # Without arguments, every test but those whose second run would repeat the first bit for bit:

@@ -116,7 +116,7 @@ struct Thread {
     bool done = false;
     const char *waiting_at = nullptr;
     std::vector<AsyncCopy> uncommitted;
-    std::deque<std::vector<AsyncCopy>> copy_groups;
+    std::vector<std::vector<AsyncCopy>> copy_groups;  // committed, oldest first (a few at most)
     std::vector<uint32_t> unfenced;  // shared words this thread's completed copies wrote, not yet fenced
     bool wgmma_fenced = false;       // a wgmma.fence since the last wgmma.wait_group
     // Operands a thread hands to a collective, and what the collective hands back.
@@ -303,7 +303,7 @@ EMU_UNCHECKED inline void cp_async_wait(int pending) {
     Thread &t = *state().cur;
     while ((int)t.copy_groups.size() > pending) {
         for (const AsyncCopy &c : t.copy_groups.front()) copy_complete(c);
-        t.copy_groups.pop_front();
+        t.copy_groups.erase(t.copy_groups.begin());
     }
 }
 

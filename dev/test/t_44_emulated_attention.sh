@@ -10,7 +10,7 @@
 # (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each
 # race planted in its self-test and none in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, races
-# between CTAs) still needs a GPU. About 65 s.
+# between CTAs) still needs a GPU. About 55 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do
@@ -69,8 +69,8 @@ for fault in race_shared race_cp_async race_global; do
 done
 # The kernels, in the plain build (the small cases) and in the race build (those with T < 512),
 # with work deferred (reads must synchronize): every check of the harness passes, it says how many
-# ran (the wgmma runs add their building blocks), and no race is reported. Two run at a time, the
-# longest first (about 47, 36, 27 and 16 s on one core each), a new one as soon as one ends.
+# ran (the wgmma runs add their building blocks), and no race is reported. Two run at a time, a
+# new one as soon as one ends (about 33, 25, 29 and 16 s on one core each, in this order: 54 s).
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 runs=("emu/race|--check-short|11" "emu/race|--wgmma --check-short|12" "emu|--check-small|13" "emu|--wgmma --check-small|14")

@@ -28,7 +28,7 @@
 # synchronized, changes the bits; under CUDA's order it would be a race a GPU shows only at times.
 # What the emulator cannot show (timing, the hardware's agreement with dev/emu/ptx_isa.h and with
 # cuBLASLt's documentation, orders other than the two deferred ones, races between CTAs) still
-# needs a GPU. About 3 minutes.
+# needs a GPU. About 2 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/test_gptcu build/emu/train_gptcu build/emu/race/train_gptcu train_gpt; do
@@ -115,7 +115,7 @@ check "$([ ${#differ[@]} = 0 ] && echo 1 || echo 0)" \
     "emulated ZeRO: ${#runs[@]} runs (stages 0-3 first, 1 and 3 last, 3 staged) bit-identical (main.log, model_00000006.bin)${differ[*]:+; differ from z1_first: ${differ[*]}}"
 
 # 3. The race build, two runs at a time (one thread each: TSan cannot see OpenMP's own ordering),
-# the longest first (about 17, 13 and 9 s), the third as soon as one of the first two ends.
+# the longest first (about 14, 12 and 8 s), the third as soon as one of the first two ends.
 race_args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 1 -t 32 -x 2 --bench)
 race_configs=("--matmul fp8 --amax-history 4 --fp8-wgrad 1 --fp8-fast-accum 2 -r mlp --attention wgmma"
               "--matmul int8 -r norm --head-chunk 12"

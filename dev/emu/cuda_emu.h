@@ -63,6 +63,7 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+#include <valgrind/memcheck.h>  // VALGRIND_MAKE_MEM_UNDEFINED: a no-op unless run under valgrind
 #include "../../llmc/utils.h"
 #include "ptx_isa.h"
 #include "race.h"
@@ -590,6 +591,7 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     for (int i = 0; i < 8; i++) cta.wgmma_uncommitted[i].clear(), cta.wgmma_groups[i].clear();
     std::fill(s.words.begin(), s.words.begin() + (s.smem_bytes + 3) / 4, Word());  // checked accesses stay below
     memset(s.smem, 0xA5, s.smem_bytes);  // garbage, as a GPU's shared memory starts
+    VALGRIND_MAKE_MEM_UNDEFINED(s.smem, s.smem_bytes);  // and so valgrind reads it (cuda_runtime.cc)
     while (s.stacks.size() < (size_t)n_threads) s.stacks.push_back((unsigned char *)aligned_alloc(64, STACK_BYTES));
     // race.h: a fiber per thread index, kept for every CTA (creating one costs TSan megabytes)
     while (s.fibers.size() < (size_t)n_threads) s.fibers.push_back(race::create_fiber());

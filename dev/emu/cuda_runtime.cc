@@ -217,6 +217,13 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
     // Exactly the bytes asked for, 256-byte aligned: under AddressSanitizer an access past them is
     // reported, as compute-sanitizer's memcheck reports it (the rounding is only counted).
     if (posix_memalign(p, ALLOC_ALIGN, std::max<size_t>(bytes, 1))) return *p = nullptr, cudaErrorMemoryAllocation;
+    // cudaMalloc's memory holds whatever was there: here bytes 0xFF, NaN in fp32, bf16, E4M3 and
+    // E5M2 and -1 in the integers, so that a kernel reading what nothing wrote gives NaN or a bad
+    // index, not a harmless 0. Under valgrind the bytes are marked undefined again and memcheck
+    // reports such a read where a value decides a branch, an address or a write to a file (as
+    // compute-sanitizer's initcheck reports it on a GPU).
+    memset(*p, 0xFF, bytes);
+    VALGRIND_MAKE_MEM_UNDEFINED(*p, bytes);
     device_allocations()[*p] = rounded;
     device_bytes_in_use += rounded;
     return cudaSuccess;

@@ -4,7 +4,8 @@
 // runs the same kernels without the faults and must exit 0. The race_* faults are plain accesses
 // of two threads with no order between them, which only the race build (build/emu/race/selftest,
 // dev/emu/race.h) reports: ThreadSanitizer's report and its exit status 66 (t_44 runs them there,
-// and `clean`, which must report nothing). `selftest streams` shows what the
+// and `clean`, which must report nothing). The uninit_* faults read memory nothing wrote, which
+// only valgrind reports (t_47). `selftest streams` shows what the
 // stream orders of dev/emu/cuda_runtime.cc (LLMC_EMU_STREAM_ORDER) do with a consumer that waits
 // for its producer's stream, one that does not, and a host that reads a copy before synchronizing;
 // t_44 runs it under each order. Built by g++ with the emulator forced in (mk/emu.mk); not a CUDA
@@ -19,11 +20,13 @@ using namespace attention_detail;
 // per 8 values), read by ldmatrix and refilled by cp.async.
 enum Fault {
     CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS,
-    RACE_SHARED, RACE_CP_ASYNC, RACE_GLOBAL  // found only by the race build (dev/emu/race.h)
+    RACE_SHARED, RACE_CP_ASYNC, RACE_GLOBAL,  // found only by the race build (dev/emu/race.h)
+    UNINIT_GLOBAL, UNINIT_SHARED              // found only under valgrind
 };
 static const char *FAULT_NAMES[] = {"clean",          "in_flight",     "no_barrier",  "war",
                                     "no_proxy_fence", "no_wgmma_fence", "divergence", "deadlock",
-                                    "out_of_bounds",  "race_shared",   "race_cp_async", "race_global"};
+                                    "out_of_bounds",  "race_shared",   "race_cp_async", "race_global",
+                                    "uninit_global",  "uninit_shared"};
 
 static __global__ void fault_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);
@@ -93,6 +96,18 @@ static __global__ void race_kernel(int fault, const __nv_bfloat16 *src, float *d
     dst[2 + (fault == RACE_GLOBAL && tid < 2 ? 0 : tid)] = (float)tid;
 }
 
+// One thread branches on a global word and a shared word. Each uninit fault leaves one of them
+// unwritten: the emulator reads its garbage (cuda_runtime.cc, cuda_emu.h) and reports nothing, but
+// valgrind's memcheck reports the branch, as compute-sanitizer's initcheck would on a GPU (t_47
+// runs them, and `clean`, under valgrind).
+static __global__ void uninit_kernel(int fault, const float *unwritten, float *dst) {
+    LLMC_DYNAMIC_SMEM(smem);
+    float *word = reinterpret_cast<float *>(smem);
+    if (fault != UNINIT_SHARED) *word = 1.0f;
+    const float global = fault == UNINIT_GLOBAL ? unwritten[0] : 1.0f;
+    if (*word > 0.0f && global > 0.0f) dst[0] = 1.0f;
+}
+
 static __global__ void store_kernel(int *p, int v) { *p = v; }
 static __global__ void copy_kernel(int *dst, const int *src) { *dst = *src; }
 
@@ -140,15 +155,19 @@ int main(int argc, char **argv) {
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
     if (fault < 0) usage_error("usage: %s streams|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|"
-                                 "out_of_bounds|race_shared|race_cp_async|race_global", argv[0]);
+                                 "out_of_bounds|race_shared|race_cp_async|race_global|uninit_global|uninit_shared", argv[0]);
     __nv_bfloat16 *src;
-    float *dst;
+    float *dst, *unwritten;
     cudaMalloc((void **)&src, 64 * 64 * sizeof(__nv_bfloat16));
     cudaMalloc((void **)&dst, 128 * sizeof(float));
+    cudaMalloc((void **)&unwritten, sizeof(float));
     for (int i = 0; i < 64 * 64; i++) src[i] = __float2bfloat16((float)(i % 7));
     const bool race = fault == RACE_SHARED || fault == RACE_CP_ASYNC || fault == RACE_GLOBAL;
+    const bool uninit = fault == UNINIT_GLOBAL || fault == UNINIT_SHARED;
     if (fault == CLEAN || race) LLMC_LAUNCH(1, 64, 64, 0, race_kernel)(fault, src, dst);
-    if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE && !race) LLMC_LAUNCH(1, 64, 4096, 0, fault_kernel)(fault, src, dst);
+    if (fault == CLEAN || uninit) LLMC_LAUNCH(1, 1, 4, 0, uninit_kernel)(fault, unwritten, dst);
+    if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE && !race && !uninit)
+        LLMC_LAUNCH(1, 64, 4096, 0, fault_kernel)(fault, src, dst);
     if (fault == CLEAN || fault == NO_PROXY_FENCE || fault == NO_WGMMA_FENCE)
         LLMC_LAUNCH(1, 128, 8192, 0, wgmma_fault_kernel)(fault, src, dst);
     cudaDeviceSynchronize();  // the kernels have run, whatever LLMC_EMU_STREAM_ORDER says

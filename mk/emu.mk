@@ -69,9 +69,11 @@ $(BUILD)/emu/test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/t
                          $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS)
 	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) $(EMU_SANITIZE) -fopenmp test_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(EMU_RUNTIME) \
 	    $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) -o $@ $(LDLIBS) -lgomp
+# The GPU trainer linked with the host objects $(1) (mk/valgrind.mk links others), compile flags $(2).
+EMU_TRAIN_GPTCU = $(call EMU_CUDA_SOURCE,$(CPPFLAGS) $(2) -fopenmp train_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) \
+                  $(EMU_RUNTIME) $(1) -o $@ $(LDLIBS) -lgomp
 $(BUILD)/emu/train_gptcu: train_gpt.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(LLMC_OBJS)
-	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) -fopenmp train_gpt.cu) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(EMU_RUNTIME) $(LLMC_OBJS) \
-	    -o $@ $(LDLIBS) -lgomp
+	$(call EMU_TRAIN_GPTCU,$(LLMC_OBJS))
 
 $(BUILD)/emu/race/attention: dev/cuda/attention.cu dev/cuda/common.h $(EMU_HEADERS) $(EMU_RACE_RUNTIME) $(BUILD)/llmc/utils.o
 	$(call EMU_CUDA_SOURCE,$(EMU_RACE) dev/cuda/attention.cu) $(EMU_RACE_RUNTIME) $(BUILD)/llmc/utils.o -o $@

@@ -13,6 +13,7 @@ packages=(
     python3-numpy python3-torch # the PyTorch reference the tests compare against
     clang libclang-rt-14-dev    # libFuzzer and sanitizer runtimes for the fuzz tests
     nodejs npm                  # the reference JavaScript GPT-2 encoder in the tokenizer tests
+    valgrind                    # memcheck's reads of uninitialized memory (t_47), its memcheck.h
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -35,9 +35,9 @@ echo "the test suite under AddressSanitizer and UndefinedBehaviorSanitizer (./tr
 # Without arguments, every test but those whose second run would repeat the first bit for bit:
 # they run neither ./train_gpt nor ./prepare_data (t_45 only to write a checkpoint), and their own
 # programs are the same here (the emulated CUDA of t_44, t_45 and t_46 is built with ASan and
-# UBSan, or TSan, already). That saves about 5 of CI's minutes.
+# UBSan, or TSan, already; t_47 runs valgrind's builds). That saves about 6 of CI's minutes.
 repeats=(t_10_model_vs_pytorch t_40_quant_exhaustive t_44_emulated_attention t_45_emulated_trainer
-         t_46_emulated_harnesses)
+         t_46_emulated_harnesses t_47_uninitialized_reads)
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
     for t in dev/test/t_*.sh; do

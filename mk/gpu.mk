@@ -3,9 +3,9 @@
 #   test_gptcu             test_gpt.cu: the GPU trainer against train_gpt.c on the same weights and batch
 #   build/dev/cuda/<k>     one harness per kernel family of the trainer (dev/cuda/<k>.cu)
 #   make test-gpu          runs all of them (for sm_90 also the wgmma attention's checks), the
-#                          attention, quant and matmul_lowp harnesses, and
-#                          compute-sanitizer on test_gptcu tiny (GPU machine; scripts/gpu_suite.sh
-#                          runs it and writes the report)
+#                          attention, quant and matmul_lowp harnesses, and compute-sanitizer
+#                          (memcheck, racecheck, initcheck) on test_gptcu tiny (GPU machine;
+#                          scripts/gpu_suite.sh runs it and writes the report)
 # Warnings are errors for every CUDA target (host code through -Xcompiler, device code through
 # -Werror all-warnings).
 # For sm_90 (the default) every GPU program is built for sm_90a, the arch-specific target whose
@@ -62,3 +62,4 @@ test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS) $(
 	$(WGMMA_CHECKS)
 	$(SANITIZER) --tool memcheck --error-exitcode 1 ./test_gptcu tiny
 	$(SANITIZER) --tool racecheck --error-exitcode 1 ./test_gptcu tiny
+	$(SANITIZER) --tool initcheck --error-exitcode 1 ./test_gptcu tiny

@@ -32,11 +32,11 @@ mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, recompute_d48,
 # zero, bench, bench2, bench3, torch, profile, curves, or all (the default). Measured on an H100
 # (2026-11-23): checks ~1.5, sanitize ~4, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5
-# minutes; estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps), recompute ~6 (5 steps
-# per policy, d12's 8 runs), recompute_d48 ~6 (8 runs of ~45 s), bench ~6.5 and bench3 ~5.5 (the
-# --profile runs; ~7.5 with the fast-accumulation rows), bench2 ~7 (d48 B 8, fast accumulation),
-# torch ~6 (wgmma, B 64); profile not yet timed (its step limits add up to 1020 s: it ends at the
-# deadline, and profile.md grows table by table, d12 first).
+# minutes; estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps; its last step, initcheck,
+# not timed), recompute ~6 (5 steps per policy, d12's 8 runs), recompute_d48 ~6 (8 runs of ~45 s),
+# bench ~6.5 and bench3 ~5.5 (the --profile runs; ~7.5 with the fast-accumulation rows), bench2 ~7
+# (d48 B 8, fast accumulation), torch ~6 (wgmma, B 64); profile not yet timed (its step limits add
+# up to 1020 s: it ends at the deadline, and profile.md grows table by table, d12 first).
 phases=" ${*:-all} "
 for p in $phases; do
     case $p in checks | sanitize | recompute | recompute_d48 | zero | bench | bench2 | bench3 | torch | profile | curves | all) ;;
@@ -146,6 +146,8 @@ if wants sanitize; then  # the default kernels' proofs first, then the wgmma one
     if [ -n "$sanitizer" ]; then
         wgmma_step memcheck_attention_wgmma 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
         wgmma_step racecheck_attention_wgmma 150 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
+        # reads of device memory that nothing wrote (t_47 runs the same check in the CPU emulator)
+        step initcheck_test_tiny 300 "$sanitizer" --tool initcheck --error-exitcode 1 $bin/test_gptcu tiny
     fi
 fi
 # recompute_table NAME MODEL: bench_recompute_gpu.sh's table for MODEL, also into summary.md

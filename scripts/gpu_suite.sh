@@ -5,7 +5,7 @@
 # scripts/gpu_run_bundle.sh runs there.
 #   1. builds every CUDA target for sm_90 (NVCC_ARCH overrides) with warnings as errors
 #   2. make test-gpu: test_gptcu (small odd config, d12), the kernel harnesses, the attention
-#      harness, compute-sanitizer memcheck and racecheck on test_gptcu's tiny config
+#      harness, compute-sanitizer memcheck, racecheck and initcheck on test_gptcu's tiny config
 #   3. benchmarks: train_gptcu --bench at d12 T=1024 (micro-batch B_D12, default 32), d24, d36,
 #      d48, with tokens/s and MFU; and PyTorch on the same GPU (bf16 autocast, torch.compile,
 #      F.scaled_dot_product_attention) at d12 when torch with CUDA is importable

@@ -54,7 +54,7 @@ const char *recompute_policy_name(int policy, char *buf, size_t n) {
 static int parse_layer(const char *s, const char **end, long *layer) {
     int digits = 0;
     *layer = 0;
-    while (isdigit((unsigned char)s[digits]) && digits < 10) *layer = *layer * 10 + (s[digits++] - '0');
+    while (digits < 10 && isdigit((unsigned char)s[digits])) *layer = *layer * 10 + (s[digits++] - '0');
     *end = s + digits;
     return digits >= 1 && digits <= 9 ? 0 : -1;
 }

@@ -316,34 +316,42 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     emu::stream_enqueue(stream, [=]() EMU_UNCHECKED {
         const size_t m = dl.rows, n = dl.cols, k = ta ? a.rows : a.cols;
         const double scale = (d.a_scale ? (double)*d.a_scale : 1.0) * (d.b_scale ? (double)*d.b_scale : 1.0);
-        // op(A) row i and op(B) column j as doubles, then every output (i, j).
-        std::vector<double> opa(m * k), opb(k * n);
-        for (size_t i = 0; i < m; i++)
-            for (size_t p = 0; p < k; p++) opa[i * k + p] = element(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
+        // op(A) column p (opa[p m + i]) and op(B) column j (opb[j k + p]) as doubles. Column j's m
+        // sums are formed side by side, each adding its products in the order p = 0, 1, ..., k - 1.
+        std::vector<double> opa(m * k), opb(k * n), sums(m), block(m);
+        std::vector<int64_t> acc(m);
+        for (size_t p = 0; p < k; p++)
+            for (size_t i = 0; i < m; i++) opa[p * m + i] = element(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
         for (size_t j = 0; j < n; j++)
             for (size_t p = 0; p < k; p++) opb[j * k + p] = element(B, b.type, tb ? j + p * b.ld : p + j * b.ld);
-        for (size_t j = 0; j < n; j++)
+        for (size_t j = 0; j < n; j++) {
+            const double *bj = &opb[j * k];
+            if (integer) {
+                std::fill(acc.begin(), acc.end(), 0);
+                for (size_t p = 0; p < k; p++)
+                    for (size_t i = 0; i < m; i++) acc[i] += (int64_t)opa[p * m + i] * (int64_t)bj[p];
+            } else if (!fast) {
+                std::fill(sums.begin(), sums.end(), 0.0);
+                for (size_t p = 0; p < k; p++)
+                    for (size_t i = 0; i < m; i++) sums[i] += opa[p * m + i] * bj[p];
+            } else {
+                std::fill(sums.begin(), sums.end(), 0.0);
+                for (size_t p0 = 0; p0 < k; p0 += 32) {  // k32 blocks, one FP8 wgmma's (see the top)
+                    std::fill(block.begin(), block.end(), 0.0);
+                    for (size_t p = p0; p < std::min(k, p0 + 32); p++)
+                        for (size_t i = 0; i < m; i++) block[i] += opa[p * m + i] * bj[p];
+                    for (size_t i = 0; i < m; i++) sums[i] = truncate_to_bits(sums[i] + block[i], 14);
+                }
+            }
             for (size_t i = 0; i < m; i++) {
                 const size_t at = i + j * dl.ld;
                 if (integer) {
-                    int64_t acc = 0;
-                    for (size_t p = 0; p < k; p++) acc += (int64_t)opa[i * k + p] * (int64_t)opb[j * k + p];
                     int32_t *out = (int32_t *)D;
                     const double c_term = beta_v != 0.0 ? beta_v * ((const int32_t *)C)[at] : 0.0;
-                    out[at] = (int32_t)(alpha_v * (double)(int32_t)acc + c_term);
+                    out[at] = (int32_t)(alpha_v * (double)(int32_t)acc[i] + c_term);
                     continue;
                 }
-                double sum = 0.0;
-                if (!fast) {
-                    for (size_t p = 0; p < k; p++) sum += opa[i * k + p] * opb[j * k + p];
-                } else {
-                    for (size_t p0 = 0; p0 < k; p0 += 32) {  // k32 blocks, one FP8 wgmma's (see the top)
-                        double block = 0.0;
-                        for (size_t p = p0; p < std::min(k, p0 + 32); p++) block += opa[i * k + p] * opb[j * k + p];
-                        sum = truncate_to_bits(sum + block, 14);
-                    }
-                }
-                float x = (float)(scale * sum);
+                float x = (float)(scale * sums[i]);
                 x = (float)(alpha_v * x + (beta_v != 0.0 ? beta_v * element(C, c.type, at) : 0.0));
                 if (bias) x = (float)(x + element(d.bias, CUDA_R_16BF, i));
                 if (gelu_aux) {
@@ -353,6 +361,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                 if (dgelu) x = (float)(x * gelu_grad(element(d.aux, CUDA_R_16BF, i + j * d.aux_ld)));
                 store(D, dl.type, at, x);
             }
+        }
     });
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -76,12 +76,21 @@ using std::min;
 
 namespace emu {
 
+// The arithmetic of an instruction on the emulator's own copies of its operands (never the
+// program's memory): not instrumented by AddressSanitizer or UBSan either, whose checks there
+// cost more than the arithmetic and keep the compiler from vectorizing it.
+#define EMU_UNCHECKED_MATH __attribute__((no_sanitize("address", "undefined", "thread")))
+
 // ---------------------------------------------------------------------------------------------
 // Fibers: emu_switch_stack saves the callee-saved registers and the FP control words on the
 // current stack, stores the stack pointer in *save_sp and resumes the fiber whose stack pointer is
 // load_sp (System V x86-64). Defined once, in dev/emu/cuda_runtime.cc.
 extern "C" void emu_switch_stack(void **save_sp, void *load_sp);
 
+// A fiber's stack. Fibers switch to each other, so the stack pointer jumps between neighbouring
+// stacks: under valgrind pass --max-stackframe=131072 (below STACK_BYTES; t_47 does), or valgrind
+// takes such a jump for a frame pushed or popped and reports the stacks' bytes unaddressable.
+// (VALGRIND_STACK_REGISTER would say so too, at a linear search of the stacks per switch: 3x slower.)
 constexpr size_t STACK_BYTES = 256 * 1024;
 constexpr size_t SMEM_LIMIT = 227 * 1024, SMEM_DEFAULT_LIMIT = 48 * 1024;
 constexpr int NO_THREAD = -1;
@@ -150,6 +159,7 @@ struct State {
     size_t smem_bytes = 0;  // this launch's dynamic shared memory
     Cta cta;
     Thread *cur = nullptr;
+    int live = 0;  // threads of the CTA not finished
     void *scheduler_sp = nullptr;
     void *scheduler_fiber = nullptr;  // race.h
     std::vector<void *> fibers;       // race.h: thread i of every CTA runs as fibers[i]
@@ -158,6 +168,7 @@ struct State {
     uint64_t progress = 0;
     dim3 block_idx, block_dim, grid_dim;
     std::vector<unsigned char *> stacks;
+    double wgmma_sum[64][256];  // wgmma_execute's sums (128 KiB: too large for a fiber's stack)
     std::map<const void *, int> max_dynamic_smem;  // cudaFuncSetAttribute
 };
 // Every emulated instruction asks for the state: the construction stays out of line, so that
@@ -182,10 +193,20 @@ inline void fail(const char *fmt, ...) {
     die("emulator: %s", msg);
 }
 
+// A waiting thread hands the core to the next unfinished thread of this pass (ids ascending), or
+// back to the scheduler at the pass's end (run_cta): one switch per wait, not two.
 EMU_UNCHECKED inline void yield() {
     State &s = state();
-    race::switch_to(s.scheduler_fiber);
-    emu_switch_stack(&s.cur->sp, s.scheduler_sp);
+    Thread *me = s.cur, *next = me + 1, *const end = s.cta.threads.data() + s.cta.threads.size();
+    while (next < end && next->done) next++;
+    if (next == end) {
+        race::switch_to(s.scheduler_fiber);
+        emu_switch_stack(&me->sp, s.scheduler_sp);
+        return;
+    }
+    s.cur = next;
+    race::switch_to(s.fibers[next->id]);
+    emu_switch_stack(&me->sp, next->sp);
 }
 
 // Arrive at b; the last thread to arrive runs on_complete() (with every thread's operands in place)
@@ -366,9 +387,9 @@ EMU_UNCHECKED inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0
         memcpy(&u, &c[e], 4);
         me.in[6 + e / 2] = e % 2 ? (me.in[6 + e / 2] | (uint64_t)u << 32) : u;
     }
-    warp_collective("mma.sync.m16n8k16", [] () EMU_UNCHECKED {
+    warp_collective("mma.sync.m16n8k16", [] () EMU_UNCHECKED_MATH {
         Thread *lanes = warp_lanes();
-        float A[16][16], B[16][8];
+        double A[16][16], B[16][8];  // bf16 values, exact in double as are their products
         for (int l = 0; l < 32; l++) {
             for (int r = 0; r < 4; r++)
                 for (int h = 0; h < 2; h++) {
@@ -381,15 +402,19 @@ EMU_UNCHECKED inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0
                     B[e.row][e.col] = bf16_bits_to_float(half_of((uint32_t)lanes[l].in[4 + r], h));
                 }
         }
+        // sum[m][n] = A[m][0] B[0][n] + ... + A[m][15] B[15][n], added in that order; n innermost,
+        // so that the compiler forms a row's 8 sums side by side in vector registers.
+        double sum[16][8] = {};
+        for (int m = 0; m < 16; m++)
+            for (int k = 0; k < 16; k++)
+                for (int n = 0; n < 8; n++) sum[m][n] += A[m][k] * B[k][n];
         for (int l = 0; l < 32; l++)
             for (int e = 0; e < 4; e++) {
                 const ptx_isa::RowCol rc = ptx_isa::mma_c_element(l, e);
-                double sum = 0.0;
-                for (int k = 0; k < 16; k++) sum += (double)A[rc.row][k] * B[k][rc.col];
                 const uint32_t cu = (uint32_t)(lanes[l].in[6 + e / 2] >> (32 * (e % 2)));
                 float cf;
                 memcpy(&cf, &cu, 4);
-                const float d = (float)((double)cf + sum);
+                const float d = (float)((double)cf + sum[rc.row][rc.col]);
                 memcpy(&lanes[l].out[e], &d, 4);
             }
     });
@@ -485,9 +510,18 @@ EMU_UNCHECKED inline float smem_bf16(uint32_t addr) {
     return bf16_bits_to_float(v);
 }
 
+// sum[m][n] = 0 + A[m][0] B[0][n] + ... + A[m][15] B[15][n] for the n_cols columns, added in that
+// order; n innermost, so that a row's sums are formed side by side. (No separate zeroing: the
+// compiler would make it a memset, which ThreadSanitizer sees, of a buffer every warpgroup writes.)
+EMU_UNCHECKED_MATH inline void wgmma_sums(const float (*A)[16], const float (*B)[256], int n_cols, double (*sum)[256]) {
+    for (int m = 0; m < 64; m++)
+        for (int k = 0; k < 16; k++)
+            for (int n = 0; n < n_cols; n++) sum[m][n] = (k == 0 ? 0.0 : sum[m][n]) + (double)A[m][k] * B[k][n];
+}
+
 EMU_UNCHECKED inline void wgmma_execute(const WgmmaOp &op, int wg) {
     const uint64_t warps = 0xFull << (4 * wg);
-    float A[64][16], B[256][16];
+    float A[64][16], B[16][256];  // B[k][n]
     for (int m = 0; m < 64; m++)
         for (int k = 0; k < 16; k++)
             if (!op.a_in_registers) {
@@ -506,16 +540,16 @@ EMU_UNCHECKED inline void wgmma_execute(const WgmmaOp &op, int wg) {
         for (int k = 0; k < 16; k++) {
             const uint32_t addr = ptx_isa::wgmma_read_address(op.desc_b, op.b_mn_major, n, k);
             check_read(addr, 2, warps, true, "wgmma (B)");
-            B[n][k] = smem_bf16(addr);
+            B[k][n] = smem_bf16(addr);
         }
+    double (*sum)[256] = state().wgmma_sum;
+    wgmma_sums(A, B, op.n, sum);
     for (int i = 0; i < 128; i++)
         for (int nb = 0; nb < op.n / 8; nb++)
             for (int e = 0; e < 4; e++) {
                 const ptx_isa::RowCol rc = ptx_isa::wgmma_d_element(i, nb, e);
-                double sum = 0.0;
-                for (int k = 0; k < 16; k++) sum += (double)A[rc.row][k] * B[rc.col][k];
                 float &d = op.d[i][nb][e];
-                d = (float)((op.accumulate ? (double)d : 0.0) + sum);
+                d = (float)((op.accumulate ? (double)d : 0.0) + sum[rc.row][rc.col]);
             }
 }
 
@@ -551,6 +585,7 @@ EMU_UNCHECKED inline void thread_exit() {
     State &s = state();
     Thread &t = *s.cur;
     t.done = true;
+    s.live--;
     s.progress++;
     Barrier *groups[2] = {&s.cta.warp[warp_of(t)], s.cta.warpgroup.empty() ? nullptr : &s.cta.warpgroup[t.id / 128]};
     for (Barrier *b : groups)
@@ -579,7 +614,7 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     State &s = state();
     Cta &cta = s.cta;
     const int n_warps = (n_threads + 31) / 32;
-    cta.threads.assign(n_threads, Thread());
+    cta.threads.resize(n_threads);  // each reset below, keeping its vectors' storage
     cta.warp.assign(n_warps, Barrier());
     cta.warpgroup.assign(n_threads % 128 == 0 ? n_threads / 128 : 0, Barrier());
     cta.block = Barrier();
@@ -596,9 +631,10 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     // race.h: a fiber per thread index, kept for every CTA (creating one costs TSan megabytes)
     while (s.fibers.size() < (size_t)n_threads) s.fibers.push_back(race::create_fiber());
     s.scheduler_fiber = race::current_fiber();
-    race::release(&s.launch_sync);  // the host's work so far happens before the CTA's
     for (int i = 0; i < n_threads; i++) {
         Thread &t = cta.threads[i];
+        t.done = false, t.waiting_at = nullptr, t.wgmma_fenced = false;
+        t.uncommitted.clear(), t.copy_groups.clear(), t.unfenced.clear();
         t.id = i;
         t.idx = {(unsigned)(i % s.block_dim.x), (unsigned)(i / s.block_dim.x % s.block_dim.y),
                  (unsigned)(i / (s.block_dim.x * s.block_dim.y))};
@@ -612,21 +648,22 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
         memcpy(&top[-9], control, 8);
         t.sp = &top[-9];
     }
-    int live = n_threads;
-    while (live > 0) {
+    // Passes over the unfinished threads in id order: the scheduler starts the first, each hands
+    // over to the next as it waits or ends (yield), and the last returns here.
+    s.live = n_threads;
+    race::release(&s.launch_sync);  // the host's work so far (the resets above too) happens before the CTA's
+    while (s.live > 0) {
         const uint64_t before = s.progress;
-        for (Thread &t : cta.threads) {
-            if (t.done) continue;
-            s.cur = &t;
-            race::switch_to(s.fibers[t.id]);
-            emu_switch_stack(&s.scheduler_sp, t.sp);
-            if (t.done) live--;
-        }
+        Thread *first = cta.threads.data();
+        while (first->done) first++;
+        s.cur = first;
+        race::switch_to(s.fibers[first->id]);
+        emu_switch_stack(&s.scheduler_sp, first->sp);
         s.cur = nullptr;
-        if (live > 0 && s.progress == before) {
+        if (s.live > 0 && s.progress == before) {
             for (const Thread &t : cta.threads)
                 if (!t.done) die("emulator: block (%u,%u,%u): deadlock: thread %d waits at %s (and %d others)",
-                                 s.block_idx.x, s.block_idx.y, s.block_idx.z, t.id, t.waiting_at, live - 1);
+                                 s.block_idx.x, s.block_idx.y, s.block_idx.z, t.id, t.waiting_at, s.live - 1);
         }
     }
     race::acquire(&cta.end_sync);  // what the CTA did happens before the host's next work

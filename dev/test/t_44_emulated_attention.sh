@@ -70,7 +70,7 @@ done
 # The kernels, in the plain build (the small cases) and in the race build (those with T < 512),
 # with work deferred (reads must synchronize): every check of the harness passes, it says how many
 # ran (the wgmma runs add their building blocks), and no race is reported. Two run at a time, a
-# new one as soon as one ends (about 33, 25, 29 and 16 s on one core each, in this order: 54 s).
+# new one as soon as one ends (about 25, 21, 19 and 12 s on one core each, in this order: 40 s).
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 runs=("emu/race|--check-short|11" "emu/race|--wgmma --check-short|12" "emu|--check-small|13" "emu|--wgmma --check-small|14")

@@ -28,7 +28,7 @@
 # synchronized, changes the bits; under CUDA's order it would be a race a GPU shows only at times.
 # What the emulator cannot show (timing, the hardware's agreement with dev/emu/ptx_isa.h and with
 # cuBLASLt's documentation, orders other than the two deferred ones, races between CTAs) still
-# needs a GPU. About 2 minutes.
+# needs a GPU. About a minute and a half.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/test_gptcu build/emu/train_gptcu build/emu/race/train_gptcu train_gpt; do

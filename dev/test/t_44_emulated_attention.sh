@@ -77,8 +77,9 @@ runs=("emu/race|--check-short|11" "emu/race|--wgmma --check-short|12" "emu|--che
 for i in "${!runs[@]}"; do
     IFS='|' read -r build args expected <<<"${runs[$i]}"
     [ "$i" -lt 2 ] || wait -n || true  # a run's status is in its .rc file
+    # (rc: under set -e a failing run would end the subshell before its status is written)
     # shellcheck disable=SC2086  # args is a list of flags
-    (LLMC_EMU_STREAM_ORDER=last build/$build/attention $args >"$dir/$i.log" 2>&1; echo $? >"$dir/$i.rc") &
+    (rc=0; LLMC_EMU_STREAM_ORDER=last build/$build/attention $args >"$dir/$i.log" 2>&1 || rc=$?; echo "$rc" >"$dir/$i.rc") &
 done
 wait
 for i in "${!runs[@]}"; do

@@ -122,9 +122,11 @@ race_configs=("--matmul fp8 --amax-history 4 --fp8-wgrad 1 --fp8-fast-accum 2 -r
               "--gelu-fusion 2 --recompute 0:block,1:attn+gelu")
 for i in "${!race_configs[@]}"; do
     [ "$i" -lt 2 ] || wait -n || true  # a run's status is in its .rc file
+    # (rc: under set -e a failing run would end the subshell before its status is written)
     # shellcheck disable=SC2086  # each config is a list of flags
-    (OMP_NUM_THREADS=1 build/emu/race/train_gptcu "${race_args[@]}" ${race_configs[$i]} >"$dir/race$i.log" 2>&1
-     echo $? >"$dir/race$i.rc") &
+    (rc=0
+     OMP_NUM_THREADS=1 build/emu/race/train_gptcu "${race_args[@]}" ${race_configs[$i]} >"$dir/race$i.log" 2>&1 || rc=$?
+     echo "$rc" >"$dir/race$i.rc") &
 done
 wait
 for i in "${!race_configs[@]}"; do

@@ -3,7 +3,8 @@
 # In the emulated GPU trainer, device and shared memory start undefined (dev/emu/cuda_runtime.cc,
 # cuda_emu.h), so this is compute-sanitizer's initcheck without a GPU. valgrind 3.19 (Debian 12)
 # decodes no AVX-512, so the host code targets x86-64-v3 (AVX2, FMA) here; OpenBLAS picks its
-# kernels from the CPUID valgrind shows (Haswell). dev/test/t_47_uninitialized_reads.sh runs them.
+# kernels from the CPUID valgrind shows (Haswell). dev/test/t_47_uninitialized_reads.sh runs them;
+# by hand, run the emulated ones with valgrind --max-stackframe=131072 (dev/emu/cuda_emu.h says why).
 #   build/vg/train_gpt         the CPU trainer
 #   build/vg/emu/train_gptcu   the GPU trainer in the CPU emulator (mk/emu.mk)
 VG_CFLAGS    := -O1 -g -march=x86-64-v3 -fno-math-errno -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-parameter

@@ -44,6 +44,15 @@ template <typename T> static size_t count_mismatches(const T *got, const T *want
     return bad;
 }
 
+// The mismatches of two runs' outputs (2n codes) against one expectation; *first: the lower index.
+template <typename T>
+static size_t count_mismatches_of_runs(const T *got, const T *got_other_run, const T *want, size_t n, size_t *first) {
+    size_t other_first;
+    const size_t bad = count_mismatches(got, want, n, first) + count_mismatches(got_other_run, want, n, &other_first);
+    *first = std::min(*first, other_first);
+    return bad;
+}
+
 static float *device_scalar(float v) {
     float *d = device_alloc<float>(1);
     cuda_check(cudaMemcpy(d, &v, sizeof v, cudaMemcpyHostToDevice));
@@ -219,14 +228,12 @@ static void check_transpose(void) {
                 printf("  amax %a / fused %a (want %a), scale %a (want %a), inv %a\n", got_amax, got_fused_amax, amax,
                        got_scale, scale, got_inv);
             report(what, !scalars_ok, 1, 0);
-            size_t first, bad = count_mismatches(q.data(), want_q.data(), n, &first);
-            bad += count_mismatches(q_first.data(), want_q.data(), n, &first);
+            size_t first, bad = count_mismatches_of_runs(q.data(), q_first.data(), want_q.data(), n, &first);
             snprintf(what, sizeof what, "quantize+transpose %dx%d %s: q", rows, cols, target_name[t]);
-            report(what, bad, n, first);
-            bad = count_mismatches(qt.data(), want_qt.data(), n, &first);
-            bad += count_mismatches(qt_first.data(), want_qt.data(), n, &first);
+            report(what, bad, 2 * n, first);
+            bad = count_mismatches_of_runs(qt.data(), qt_first.data(), want_qt.data(), n, &first);
             snprintf(what, sizeof what, "quantize+transpose %dx%d %s: q^T", rows, cols, target_name[t]);
-            report(what, bad, n, first);
+            report(what, bad, 2 * n, first);
             cuda_check(cudaFree(d_x)), cuda_check(cudaFree(d_amax)), cuda_check(cudaFree(d_scale));
             cuda_check(cudaFree(d_q)), cuda_check(cudaFree(d_qt));
         }
@@ -255,11 +262,10 @@ static void check_int8_rows(void) {
         int8_quantize_rows_gpu(d_q, d_scales, d_x, rows, cols, (quant_scale_mode)mode, 0);
         std::vector<int8_t> q = to_host(d_q, n);
         std::vector<float> scales = to_host(d_scales, rows);
-        size_t first, bad = count_mismatches(q.data(), want_q.data(), n, &first);
-        bad += count_mismatches(q_first.data(), want_q.data(), n, &first);
+        size_t first, bad = count_mismatches_of_runs(q.data(), q_first.data(), want_q.data(), n, &first);
         char what[96];
         snprintf(what, sizeof what, "int8 rows %dx%d (%s scales): codes", rows, cols, mode ? "exact" : "pow2");
-        report(what, bad, n, first);
+        report(what, bad, 2 * n, first);
         bad = count_mismatches(scales.data(), want_scales.data(), rows, &first);
         snprintf(what, sizeof what, "int8 rows %dx%d (%s scales): scales", rows, cols, mode ? "exact" : "pow2");
         report(what, bad, rows, first);

@@ -13,6 +13,10 @@
 // waits for others: __syncthreads, and every warp or warpgroup collective (shuffle, ldmatrix,
 // mma.sync, the wgmma instructions), which completes when the last thread of its warp or
 // warpgroup arrives. Scheduling is deterministic, so a run is reproducible bit for bit.
+// LLMC_EMU_SCHEDULE=reverse runs a grid's CTAs last first and each pass over a CTA's threads in
+// descending ids, another order CUDA allows: a result that depends on the order of CTAs (one CTA
+// reading what another writes in the same launch, static shared memory read before it is written)
+// or of a CTA's threads between two synchronizations gives other bits than the default `forward`.
 // The instructions follow dev/emu/ptx_isa.h (the ISA's fragment layouts and wgmma's descriptor
 // decoding); products are exact and each instruction's sum is formed in double and rounded once
 // to fp32 (the tensor cores round differently: the same tolerances apply, not the same bits).
@@ -37,7 +41,8 @@
 // sees global accesses past a cudaMalloc allocation; ThreadSanitizer, with each CUDA thread a fiber
 // (dev/emu/race.h), reports two threads of a CTA that access the same bytes, one writing, with no
 // __syncthreads between them (racecheck's job on a GPU, in global memory too).
-// What it cannot check: timing, races between CTAs, shared-memory bounds of plain accesses (static
+// What it cannot check: timing, races between CTAs (a dependence on their order shows as other
+// bits under LLMC_EMU_SCHEDULE=reverse), shared-memory bounds of plain accesses (static
 // __shared__ arrays are plain memory, below), whether the real instructions agree with ptx_isa.h,
 // and any order of streams but the three of
 // cuda_runtime.cc (LLMC_EMU_STREAM_ORDER: at once, or deferred favouring the first or the last
@@ -170,10 +175,19 @@ struct State {
     std::vector<unsigned char *> stacks;
     double wgmma_sum[64][256];  // wgmma_execute's sums (128 KiB: too large for a fiber's stack)
     std::map<const void *, int> max_dynamic_smem;  // cudaFuncSetAttribute
+    int step = 1;  // LLMC_EMU_SCHEDULE: 1 forward (CTAs and threads in ascending order), -1 reverse
 };
 // Every emulated instruction asks for the state: the construction stays out of line, so that
 // state() itself is a load (under AddressSanitizer, not a stack frame with redzones each call).
-__attribute__((noinline)) inline State *new_state() { return new State(); }
+__attribute__((noinline)) inline State *new_state() {
+    State *s = new State();
+    const char *e = getenv("LLMC_EMU_SCHEDULE");
+    if (e && *e && strcmp(e, "forward") != 0) {
+        if (strcmp(e, "reverse") != 0) die("emulator: LLMC_EMU_SCHEDULE=%s: expected forward or reverse", e);
+        s->step = -1;
+    }
+    return s;
+}
 EMU_UNCHECKED inline State &state() {
     static State *const s = new_state();
     return *s;
@@ -193,13 +207,23 @@ inline void fail(const char *fmt, ...) {
     die("emulator: %s", msg);
 }
 
-// A waiting thread hands the core to the next unfinished thread of this pass (ids ascending), or
-// back to the scheduler at the pass's end (run_cta): one switch per wait, not two.
+// The first unfinished thread of the CTA from id `from` on, in the schedule's direction; nullptr
+// when there is none.
+EMU_UNCHECKED inline Thread *unfinished_from(int from) {
+    State &s = state();
+    const int n = (int)s.cta.threads.size();
+    for (int i = from; i >= 0 && i < n; i += s.step)
+        if (!s.cta.threads[i].done) return &s.cta.threads[i];
+    return nullptr;
+}
+
+// A waiting thread hands the core to the next unfinished thread of this pass (ids ascending, or
+// descending under LLMC_EMU_SCHEDULE=reverse), or back to the scheduler at the pass's end
+// (run_cta): one switch per wait, not two.
 EMU_UNCHECKED inline void yield() {
     State &s = state();
-    Thread *me = s.cur, *next = me + 1, *const end = s.cta.threads.data() + s.cta.threads.size();
-    while (next < end && next->done) next++;
-    if (next == end) {
+    Thread *me = s.cur, *next = unfinished_from(me->id + s.step);
+    if (!next) {
         race::switch_to(s.scheduler_fiber);
         emu_switch_stack(&me->sp, s.scheduler_sp);
         return;
@@ -648,14 +672,13 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
         memcpy(&top[-9], control, 8);
         t.sp = &top[-9];
     }
-    // Passes over the unfinished threads in id order: the scheduler starts the first, each hands
-    // over to the next as it waits or ends (yield), and the last returns here.
+    // Passes over the unfinished threads in id order (LLMC_EMU_SCHEDULE): the scheduler starts the
+    // first, each hands over to the next as it waits or ends (yield), and the last returns here.
     s.live = n_threads;
     race::release(&s.launch_sync);  // the host's work so far (the resets above too) happens before the CTA's
     while (s.live > 0) {
         const uint64_t before = s.progress;
-        Thread *first = cta.threads.data();
-        while (first->done) first++;
+        Thread *first = unfinished_from(s.step > 0 ? 0 : n_threads - 1);
         s.cur = first;
         race::switch_to(s.fibers[first->id]);
         emu_switch_stack(&s.scheduler_sp, first->sp);
@@ -683,12 +706,12 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const void *kernel,
     s.smem_bytes = smem_bytes;
     s.body = &body;
     s.grid_dim = grid, s.block_dim = block;
-    for (unsigned z = 0; z < grid.z; z++)
-        for (unsigned y = 0; y < grid.y; y++)
-            for (unsigned x = 0; x < grid.x; x++) {
-                s.block_idx = {x, y, z};
-                run_cta((int)n_threads);
-            }
+    const uint64_t n_ctas = (uint64_t)grid.x * grid.y * grid.z;
+    for (uint64_t i = 0; i < n_ctas; i++) {
+        const uint64_t c = s.step > 0 ? i : n_ctas - 1 - i;  // x fastest, as CUDA numbers CTAs
+        s.block_idx = {(unsigned)(c % grid.x), (unsigned)(c / grid.x % grid.y), (unsigned)(c / grid.x / grid.y)};
+        run_cta((int)n_threads);
+    }
     s.body = nullptr;
 }
 

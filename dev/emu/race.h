@@ -26,7 +26,8 @@
 //   - The host, and the CTAs of a launch one after another, are ordered: a CTA's threads start
 //     after the host's work before it, and the host acquires what they did when the CTA ends.
 //     So races between CTAs of one launch are NOT reported (each CTA's shared memory, static
-//     __shared__ included, is the same host memory reused, which only this order keeps apart).
+//     __shared__ included, is the same host memory reused, which only this order keeps apart); a
+//     result that depends on their order shows as other bits under LLMC_EMU_SCHEDULE=reverse.
 // Without -fsanitize=thread every call here is empty.
 #ifndef DEV_EMU_RACE_H
 #define DEV_EMU_RACE_H

@@ -8,7 +8,10 @@
 // only valgrind reports (t_47). `selftest streams` shows what the
 // stream orders of dev/emu/cuda_runtime.cc (LLMC_EMU_STREAM_ORDER) do with a consumer that waits
 // for its producer's stream, one that does not, and a host that reads a copy before synchronizing;
-// t_44 runs it under each order. Built by g++ with the emulator forced in (mk/emu.mk); not a CUDA
+// t_44 runs it under each order. `selftest schedule` shows what LLMC_EMU_SCHEDULE=reverse changes:
+// a CTA that reads what the CTA before it writes in the same launch, and a thread that reads a
+// shared word its neighbour writes with no barrier between them; t_44 runs it in both orders.
+// Built by g++ with the emulator forced in (mk/emu.mk); not a CUDA
 // program.
 #include "../../llmc/attention.cuh"
 
@@ -108,6 +111,21 @@ static __global__ void uninit_kernel(int fault, const float *unwritten, float *d
     if (*word > 0.0f && global > 0.0f) dst[0] = 1.0f;
 }
 
+// Two CTAs of 64 threads, each missing a synchronization: CTA 1's thread 0 reads the global word
+// CTA 0's thread 0 writes (seen[0]), and thread 32 reads the shared word thread 31 writes after
+// the barrier (seen[1]). 1: the write came first; 0: it did not.
+static __global__ void schedule_kernel(int *cta_word, int *seen) {
+    LLMC_DYNAMIC_SMEM(smem);
+    int *words = reinterpret_cast<int *>(smem);
+    const int t = threadIdx.x;
+    words[t] = 0;
+    __syncthreads();
+    words[t] = 1;
+    if (blockIdx.x == 0 && t == 0) *cta_word = 1;
+    if (blockIdx.x == 1 && t == 0) seen[0] = *cta_word;
+    if (blockIdx.x == 1 && t == 32) seen[1] = words[31];
+}
+
 static __global__ void store_kernel(int *p, int v) { *p = v; }
 static __global__ void copy_kernel(int *dst, const int *src) { *dst = *src; }
 
@@ -145,16 +163,32 @@ static void stream_orders() {
            before_sync, after_sync);
 }
 
+// Prints what schedule_kernel's two reads saw.
+static void schedule() {
+    int *cta_word, *seen, h_seen[2];
+    cudaMalloc((void **)&cta_word, sizeof(int));
+    cudaMalloc((void **)&seen, sizeof h_seen);
+    cudaMemset(cta_word, 0, sizeof(int));
+    LLMC_LAUNCH(2, 64, 64 * sizeof(int), 0, schedule_kernel)(cta_word, seen);
+    cudaMemcpy(h_seen, seen, sizeof h_seen, cudaMemcpyDeviceToHost);
+    printf("schedule: CTA 1 saw CTA 0's global write %d, thread 32 saw thread 31's shared write %d\n", h_seen[0],
+           h_seen[1]);
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
     if (argc == 2 && !strcmp(argv[1], "streams")) {
         stream_orders();
         return 0;
     }
+    if (argc == 2 && !strcmp(argv[1], "schedule")) {
+        schedule();
+        return 0;
+    }
     int fault = -1;
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
-    if (fault < 0) usage_error("usage: %s streams|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|"
+    if (fault < 0) usage_error("usage: %s streams|schedule|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|"
                                  "out_of_bounds|race_shared|race_cp_async|race_global|uninit_global|uninit_shared", argv[0]);
     __nv_bfloat16 *src;
     float *dst, *unwritten;

@@ -6,11 +6,12 @@
 # kernels, which have not run on a GPU (their building blocks first, exactly). The emulator also
 # checks the kernels' synchronization (cp.async waits, barriers, fence.proxy.async, wgmma.fence,
 # collectives); first its self-test shows each of those checks firing on a kernel with that fault,
-# and what its stream orders do with a missing wait between streams. Last, the race build
+# what its stream orders do with a missing wait between streams, and what its reverse schedule
+# does with a missing order between CTAs or threads. Last, the race build
 # (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each
 # race planted in its self-test and none in the attention kernels' cases with T < 512.
-# What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, races
-# between CTAs) still needs a GPU. About 55 s.
+# What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
+# of CTAs and threads other than its two) still needs a GPU. About 45 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do
@@ -54,6 +55,19 @@ first|consumer with wait 1, without wait 1; host read before sync -1, after 1
 last|consumer with wait 1, without wait 0; host read before sync -1, after 1
 ORDERS
 
+# The schedules (dev/emu/cuda_emu.h, LLMC_EMU_SCHEDULE): a CTA that reads what an earlier CTA of
+# the same launch writes, and a thread that reads a shared word another writes with no barrier
+# between them, see the writes in the default order and miss them in reverse, so a kernel whose
+# result depends on either order gives other bits under reverse (t_45 compares the trainer's).
+while IFS='|' read -r schedule expected; do
+    out=$(LLMC_EMU_SCHEDULE=$schedule build/emu/selftest schedule 2>&1) || true
+    [ "$out" = "schedule: $expected" ] && ok=1 || ok=0
+    check "$ok" "emulator schedule $schedule: $out"
+done <<'SCHEDULES'
+forward|CTA 1 saw CTA 0's global write 1, thread 32 saw thread 31's shared write 1
+reverse|CTA 1 saw CTA 0's global write 0, thread 32 saw thread 31's shared write 0
+SCHEDULES
+
 # The race build. A planted race (selftest.cu's race_kernel: a shared word, a cp.async's bytes and
 # a global word each read or written by a second thread with no order between them) is reported
 # with the kernel's frame and TSan's exit status 66; the kernels without them report nothing.
@@ -67,27 +81,31 @@ for fault in race_shared race_cp_async race_global; do
         ok=1 || ok=0
     check "$ok" "race build: $fault is reported ($(grep -m1 -A1 'WARNING' <<<"$out" | tail -1 | sed 's/^ *//'))"
 done
-# The kernels, in the plain build (the small cases) and in the race build (those with T < 512),
-# with work deferred (reads must synchronize): every check of the harness passes, it says how many
-# ran (the wgmma runs add their building blocks), and no race is reported. Two run at a time, a
-# new one as soon as one ends (about 25, 21, 19 and 12 s on one core each, in this order: 40 s).
+# The kernels, in the plain build (the small cases, with the CTAs and threads in reverse) and in the
+# race build (those with T < 512), with work deferred (reads must synchronize): every check of the
+# harness passes, it says how many ran (the wgmma runs add their building blocks), and no race is
+# reported. Two run at a time, a new one as soon as one ends (about 25, 21, 19 and 12 s on one core
+# each, in this order: 40 s).
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-runs=("emu/race|--check-short|11" "emu/race|--wgmma --check-short|12" "emu|--check-small|13" "emu|--wgmma --check-small|14")
+runs=("emu/race|--check-short|11|forward" "emu/race|--wgmma --check-short|12|forward" "emu|--check-small|13|reverse"
+      "emu|--wgmma --check-small|14|reverse")
 for i in "${!runs[@]}"; do
-    IFS='|' read -r build args expected <<<"${runs[$i]}"
+    IFS='|' read -r build args expected schedule <<<"${runs[$i]}"
     [ "$i" -lt 2 ] || wait -n || true  # a run's status is in its .rc file
     # (rc: under set -e a failing run would end the subshell before its status is written)
     # shellcheck disable=SC2086  # args is a list of flags
-    (rc=0; LLMC_EMU_STREAM_ORDER=last build/$build/attention $args >"$dir/$i.log" 2>&1 || rc=$?; echo "$rc" >"$dir/$i.rc") &
+    (rc=0
+     LLMC_EMU_STREAM_ORDER=last LLMC_EMU_SCHEDULE=$schedule build/$build/attention $args >"$dir/$i.log" 2>&1 || rc=$?
+     echo "$rc" >"$dir/$i.rc") &
 done
 wait
 for i in "${!runs[@]}"; do
-    IFS='|' read -r build args expected <<<"${runs[$i]}"
+    IFS='|' read -r build args expected schedule <<<"${runs[$i]}"
     summary=$(grep -E '^checks: ' "$dir/$i.log" || echo "no summary line")
     races=$(grep -c 'WARNING: ThreadSanitizer' "$dir/$i.log" || true)
     [ "$(cat "$dir/$i.rc")" = 0 ] && [ "$summary" = "checks: $expected passed, 0 failed" ] && [ "$races" = 0 ] && ok=1 || ok=0
-    check "$ok" "build/$build/attention $args: $summary, $races race report(s)"
+    check "$ok" "build/$build/attention $args (schedule $schedule): $summary, $races race report(s)"
     [ "$ok" = 1 ] || { grep -E -A8 'FAIL|error|WARNING' "$dir/$i.log" | head -40; }
 done
 echo "$failed check(s) failed"

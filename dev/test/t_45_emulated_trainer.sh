@@ -14,12 +14,19 @@
 #      deferred stream orders, and stage 3 over staged MPI, all bit-identical, and close to one
 #      process running both ranks' micro-steps (dev/test/zero/compare.py, as
 #      scripts/gpu_zero_check.sh judges it).
-#   3. The trainer's race build (dev/emu/race.h: ThreadSanitizer, each CUDA thread a fiber, the job
+#   3. The CTA and thread order (LLMC_EMU_SCHEDULE, dev/emu/cuda_emu.h): the trainer in bf16 with
+#      both GELU fusions and a mixed recompute list, in FP8 with the wgmma attention, and in int8
+#      with the output head in chunks gives the same bits with the CTAs of every launch, and the
+#      threads of every CTA, run in reverse; so do the ZeRO runs of part 2, and part 1's tiny
+#      case runs in reverse. A kernel whose result depends on the order of CTAs (one reading what
+#      another writes in the same launch) gives other bits or fails its checks there; on a GPU that
+#      is a race no sanitizer reports.
+#   4. The trainer's race build (dev/emu/race.h: ThreadSanitizer, each CUDA thread a fiber, the job
 #      of compute-sanitizer's racecheck and more): two steps each in bf16 with both GELU fusions
 #      and a mixed recompute list, in FP8 (delayed scaling, FP8 weight gradients) with the wgmma
 #      attention, and in int8 with the output head in chunks: every kernel the trainer launches,
 #      no race reported (dev/test/t_44 shows the build reporting planted ones).
-#   4. What only the GPU trainer refuses (model shapes its kernels cannot run, --attention wgmma's
+#   5. What only the GPU trainer refuses (model shapes its kernels cannot run, --attention wgmma's
 #      head size, a micro-batch past 32-bit indices): one line and status 2, or 1 for a checkpoint,
 #      before the GPU is touched.
 # Parts 1 and 2 run with the emulator's streams deferred (LLMC_EMU_STREAM_ORDER, dev/emu/
@@ -27,8 +34,8 @@
 # so a missing wait between the compute and comm streams, or a host read of a copy not yet
 # synchronized, changes the bits; under CUDA's order it would be a race a GPU shows only at times.
 # What the emulator cannot show (timing, the hardware's agreement with dev/emu/ptx_isa.h and with
-# cuBLASLt's documentation, orders other than the two deferred ones, races between CTAs) still
-# needs a GPU. About a minute and a half.
+# cuBLASLt's documentation, stream orders other than the two deferred ones, CTA and thread orders
+# other than forward and reverse) still needs a GPU. About a minute and a half.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/test_gptcu build/emu/train_gptcu build/emu/race/train_gptcu train_gpt; do
@@ -43,10 +50,13 @@ check() {  # check <ok> <what>
 
 # 1. Each run must exit 0, end with "<case>: 0 check(s) failed" and have run at least the number
 # of checks it runs today (so that a run cut short cannot pass). One runs under each deferred
-# stream order (part 2), where a host that reads a result without synchronizing reads it unwritten.
+# stream order (part 2), where a host that reads a result without synchronizing reads it unwritten,
+# and tiny with the CTAs and threads in reverse (part 3).
 declare -A min_checks=([tiny]=295 [tiny_recompute_wgmma]=26) stream_order=([tiny]=first [tiny_recompute_wgmma]=last)
+declare -A test_schedule=([tiny]=reverse [tiny_recompute_wgmma]=forward)
 for run in tiny tiny_recompute_wgmma; do
-    OMP_NUM_THREADS=1 LLMC_EMU_STREAM_ORDER=${stream_order[$run]} build/emu/test_gptcu ${run//_/ } >"$dir/$run.log" 2>&1 &
+    OMP_NUM_THREADS=1 LLMC_EMU_STREAM_ORDER=${stream_order[$run]} LLMC_EMU_SCHEDULE=${test_schedule[$run]} \
+        build/emu/test_gptcu ${run//_/ } >"$dir/$run.log" 2>&1 &
     echo $! >"$dir/$run.pid"
 done
 for run in tiny tiny_recompute_wgmma; do
@@ -55,7 +65,7 @@ for run in tiny tiny_recompute_wgmma; do
     passed=$(grep -c '^ok ' "$dir/$run.log" || true)
     summary=$(tail -1 "$dir/$run.log")
     [ "$rc" = 0 ] && [[ "$summary" == *": 0 check(s) failed" ]] && [ "$passed" -ge "${min_checks[$run]}" ] && ok=1 || ok=0
-    check "$ok" "emulated test_gptcu ${run//_/ }: $passed checks passed, '$summary'"
+    check "$ok" "emulated test_gptcu ${run//_/ } (schedule ${test_schedule[$run]}): $passed checks passed, '$summary'"
     [ "$ok" = 1 ] || grep -E -A12 '^FAIL|error|ERROR' "$dir/$run.log" | head -30
 done
 # --fp8-fast-accum 2 reaches the FP8 weight gradient's GEMM: promoted, the emulator's sum is exact
@@ -74,8 +84,9 @@ check "$([ "$promoted" = 0.000 ] && [ -n "$fast" ] && [ "$fast" != 0.000 ] && ec
 # work first (`first`: a compute-stream consumer that does not wait for a collective runs before
 # it), stages 1 and 3 with the comm stream's first (`last`: a collective that does not wait for
 # the gradient or weights it reads runs before they are written; the collectives wait alike at
-# every stage), and stage 3 once more over MPI staged through host memory. All seven runs must
-# give the same bits (with 2 ranks every sum has one order), and be close to the one process.
+# every stage), and stage 3 once more over MPI staged through host memory; the `last` runs with
+# the CTAs and threads in reverse (part 3). All seven runs must give the same bits (with 2 ranks
+# every sum has one order), and be close to the one process.
 for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py "$dir/train_00000$i.bin" 5000 512 $((70 + i)); done
 /usr/bin/python3 dev/test/make_shard.py "$dir/val_000000.bin" 3000 512 72
 args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 2 -t 32 -x 6 -l 1e-3 -u 2 -c 0.1 --update-clip 0.2
@@ -87,14 +98,16 @@ check "$([ "$rc" = 0 ] && echo 1 || echo 0)" "emulated train_gptcu, one process,
 runs=()
 zero_run() {  # zero_run <name> <stage> <stream order> <LLMC_GPU_COMM: nccl | mpi>
     rc=0
-    local shown_as=$4
+    local shown_as=$4 schedule=forward
     [ "$4" = mpi ] && shown_as=mpi-staged
+    [ "$3" = last ] && schedule=reverse
     # timeout: ranks that reached different collectives would wait for each other forever.
-    LLMC_EMU_STREAM_ORDER=$3 LLMC_GPU_COMM=$4 timeout 300 mpirun "${root[@]}" --oversubscribe --bind-to none -np 2 \
-        -x LLMC_EMU_STREAM_ORDER -x LLMC_GPU_COMM build/emu/train_gptcu "${args[@]}" -d 128 -m 2 -z "$2" \
-        -o "$dir/$1" >"$dir/$1.out" 2>&1 || rc=$?
+    LLMC_EMU_STREAM_ORDER=$3 LLMC_EMU_SCHEDULE=$schedule LLMC_GPU_COMM=$4 timeout 300 mpirun "${root[@]}" \
+        --oversubscribe --bind-to none -np 2 -x LLMC_EMU_STREAM_ORDER -x LLMC_EMU_SCHEDULE -x LLMC_GPU_COMM \
+        build/emu/train_gptcu "${args[@]}" -d 128 -m 2 -z "$2" -o "$dir/$1" >"$dir/$1.out" 2>&1 || rc=$?
     grep -q "^memory per rank (ZeRO stage $2, 2 rank(s), $shown_as)" "$dir/$1.out" && shown=1 || shown=0
-    check "$([ "$rc" = 0 ] && [ "$shown" = 1 ] && echo 1 || echo 0)" "emulated $shown_as, 2 ranks, ZeRO stage $2, stream order $3: ran"
+    check "$([ "$rc" = 0 ] && [ "$shown" = 1 ] && echo 1 || echo 0)" \
+        "emulated $shown_as, 2 ranks, ZeRO stage $2, stream order $3, schedule $schedule: ran"
     [ "$rc" = 0 ] || tail -5 "$dir/$1.out"
     runs+=("$1")
 }
@@ -114,31 +127,52 @@ done
 check "$([ ${#differ[@]} = 0 ] && echo 1 || echo 0)" \
     "emulated ZeRO: ${#runs[@]} runs (stages 0-3 first, 1 and 3 last, 3 staged) bit-identical (main.log, model_00000006.bin)${differ[*]:+; differ from z1_first: ${differ[*]}}"
 
-# 3. The race build, two runs at a time (one thread each: TSan cannot see OpenMP's own ordering),
+# 3. Each configuration of part 4's race build (below) forward and reverse, two runs at a time
+# (about 2 s each): the same main.log and model bytes after 3 steps with validation and samples.
+configs=("--matmul fp8 --amax-history 4 --fp8-wgrad 1 --fp8-fast-accum 2 -r mlp --attention wgmma"
+         "--matmul int8 -r norm --head-chunk 12"
+         "--gelu-fusion 2 --recompute 0:block,1:attn+gelu")
+schedule_args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 2 -t 32 -x 3 -l 1e-3 -u 1 -i "$dir/train_*.bin"
+               -j "$dir/val_*.bin" -v 3 -s 3 -g 6 -n 3 -m 2)
+for i in "${!configs[@]}"; do
+    for schedule in forward reverse; do
+        # shellcheck disable=SC2086  # each config is a list of flags
+        (rc=0
+         OMP_NUM_THREADS=1 LLMC_EMU_SCHEDULE=$schedule build/emu/train_gptcu "${schedule_args[@]}" ${configs[$i]} \
+             -o "$dir/s$i.$schedule" >"$dir/s$i.$schedule.out" 2>&1 || rc=$?
+         echo "$rc" >"$dir/s$i.$schedule.rc") &
+    done
+    wait
+    rcs="$(cat "$dir/s$i.forward.rc") $(cat "$dir/s$i.reverse.rc")"
+    cmp -s "$dir/s$i.forward/main.log" "$dir/s$i.reverse/main.log" &&
+        cmp -s "$dir/s$i.forward/model_00000003.bin" "$dir/s$i.reverse/model_00000003.bin" && same=identical ||
+        same=differ
+    check "$([ "$rcs" = "0 0" ] && [ "$same" = identical ] && echo 1 || echo 0)" \
+        "emulated train_gptcu ${configs[$i]}: forward and reverse schedules exit $rcs, main.log and model $same"
+done
+
+# 4. The race build, two runs at a time (one thread each: TSan cannot see OpenMP's own ordering),
 # the longest first (about 14, 12 and 8 s), the third as soon as one of the first two ends.
 race_args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 1 -t 32 -x 2 --bench)
-race_configs=("--matmul fp8 --amax-history 4 --fp8-wgrad 1 --fp8-fast-accum 2 -r mlp --attention wgmma"
-              "--matmul int8 -r norm --head-chunk 12"
-              "--gelu-fusion 2 --recompute 0:block,1:attn+gelu")
-for i in "${!race_configs[@]}"; do
+for i in "${!configs[@]}"; do
     [ "$i" -lt 2 ] || wait -n || true  # a run's status is in its .rc file
     # (rc: under set -e a failing run would end the subshell before its status is written)
     # shellcheck disable=SC2086  # each config is a list of flags
     (rc=0
-     OMP_NUM_THREADS=1 build/emu/race/train_gptcu "${race_args[@]}" ${race_configs[$i]} >"$dir/race$i.log" 2>&1 || rc=$?
+     OMP_NUM_THREADS=1 build/emu/race/train_gptcu "${race_args[@]}" ${configs[$i]} >"$dir/race$i.log" 2>&1 || rc=$?
      echo "$rc" >"$dir/race$i.rc") &
 done
 wait
-for i in "${!race_configs[@]}"; do
+for i in "${!configs[@]}"; do
     rc=$(cat "$dir/race$i.rc")
     grep -q '^bench_tokens_per_s ' "$dir/race$i.log" || rc="$rc, no result"
     races=$(grep -c 'WARNING: ThreadSanitizer' "$dir/race$i.log" || true)
     check "$([ "$rc" = 0 ] && [ "$races" = 0 ] && echo 1 || echo 0)" \
-        "race build: train_gptcu ${race_configs[$i]}: exit $rc, $races race report(s)"
+        "race build: train_gptcu ${configs[$i]}: exit $rc, $races race report(s)"
     [ "$races" = 0 ] || grep -E -A6 'WARNING: ThreadSanitizer' "$dir/race$i.log" | head -30
 done
 
-# 4. Refusals of the GPU trainer's own. LLMC_GPU_COMM=bad fails in comm_gpu_device, the trainer's
+# 5. Refusals of the GPU trainer's own. LLMC_GPU_COMM=bad fails in comm_gpu_device, the trainer's
 # first step on the GPU, with status 1: each refusal must come before it. A checkpoint of a shape
 # the CPU trainer runs and the GPU trainer cannot comes from ./train_gpt.
 refused() {  # refused <status> <pattern> <train_gptcu args...>

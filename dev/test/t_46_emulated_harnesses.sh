@@ -21,26 +21,41 @@
 #     entropy with random logits in the padded columns too), small sizes: test_gptcu's tiny model
 #     feeds the GELU small values and its padded logits are small, so a wrong constant in the
 #     GELU's derivative or a padded column let into the softmax stays inside its tolerances.
-# About 15 s.
+# Each harness runs twice side by side, with the CTAs and threads in the emulator's default order and
+# in reverse (LLMC_EMU_SCHEDULE, dev/emu/cuda_emu.h), and must print the same lines both times: a
+# kernel whose result depends on the order of its CTAs (one reading what another writes in the
+# same launch) prints other errors, or fails, in one of them. About 15 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
 failed=0
 declare -A min_checks=([encoder]=10 [layernorm]=27 [matmul]=12 [quant]=78 [matmul_lowp]=9 [optimizer]=18 [gelu]=2 [classifier]=3)  # the checks each runs today
 for h in encoder layernorm matmul quant matmul_lowp optimizer gelu classifier; do
     bin=build/emu/$h
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
-    rc=0
-    out=$(OMP_NUM_THREADS=2 "$bin" --check-small 2>&1) || rc=$?
+    for schedule in forward reverse; do
+        (rc=0
+         OMP_NUM_THREADS=1 LLMC_EMU_SCHEDULE=$schedule "$bin" --check-small >"$dir/$schedule.out" 2>&1 || rc=$?
+         echo "$rc" >"$dir/$schedule.rc") &
+    done
+    wait
+    rc=$(cat "$dir/forward.rc")
+    [ "$(cat "$dir/reverse.rc")" = 0 ] || rc="$rc, reverse $(cat "$dir/reverse.rc")"
+    same=1
+    cmp -s "$dir/forward.out" "$dir/reverse.out" || same=0
+    out=$(cat "$dir/forward.out")
     summary=$(tail -1 <<<"$out")
     # A passed check's line begins with "ok " (dev/cuda/check.h) or has " ok" after its name.
     passed=$(grep -cE '^ok | ok( |$)' <<<"$out" || true)
     # Exit 0, the harness's own summary of no failure, and at least min_checks passed (not cut short).
-    if [ "$rc" = 0 ] && { [ "$summary" = "$h: 0 check(s) failed" ] || [ "$summary" = "$h: all checks passed" ]; } &&
+    if [ "$rc" = 0 ] && [ "$same" = 1 ] && { [ "$summary" = "$h: 0 check(s) failed" ] || [ "$summary" = "$h: all checks passed" ]; } &&
        [ "$passed" -ge "${min_checks[$h]}" ]; then
-        echo "ok   emulated dev/cuda/$h --check-small: $passed checks passed"
+        echo "ok   emulated dev/cuda/$h --check-small: $passed checks passed, the same lines in reverse"
     else
-        echo "FAIL emulated dev/cuda/$h --check-small (exit $rc, $passed checks passed, '$summary')"
+        echo "FAIL emulated dev/cuda/$h --check-small (exit $rc, $passed checks passed, '$summary'$([ "$same" = 1 ] || echo ", other lines in reverse"))"
         grep -vE '^ok | ok( |$)' <<<"$out" | head -20
+        [ "$same" = 1 ] || diff "$dir/forward.out" "$dir/reverse.out" | head -10
         failed=$((failed + 1))
     fi
 done

@@ -4,6 +4,8 @@
 # nvcc's compiler, and link no CUDA library: the runtime calls and the cuBLASLt subset are
 # dev/emu/cuda_runtime.cc and dev/emu/cublaslt.cc.
 #   build/emu/selftest     the emulator's own checks, each shown to fire (t_44)
+#   build/emu/asan/selftest  the same under AddressSanitizer: a plain access past a launch's dynamic
+#                          shared memory is reported (t_44)
 #   build/emu/attention    the attention harness dev/cuda/attention.cu (t_44)
 #   build/emu/<k>          the harnesses dev/cuda/<k>.cu of the kernels that write the gradients,
 #                          k in encoder, layernorm (with colsum.cuh) and matmul, and of the FP8 and
@@ -23,7 +25,8 @@
 # The GPU communicators (llmc/comm_nccl.cu) are built as for a GPU: NCCL (dev/emu/nccl.cc, over
 # MPI, where the toolkit has nccl.h) and MPI staged through host memory (LLMC_GPU_COMM=mpi).
 EMU_HARNESSES := $(addprefix $(BUILD)/emu/,encoder layernorm matmul quant matmul_lowp gelu classifier)
-EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/test_gptcu $(BUILD)/emu/train_gptcu \
+EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/asan/selftest $(BUILD)/emu/test_gptcu \
+                $(BUILD)/emu/train_gptcu \
                 $(EMU_HARNESSES) $(BUILD)/emu/optimizer
 CUDA_TARGETS += $(EMU_PROGRAMS)
 # -fno-strict-aliasing: the kernels pun through int4 (128-bit loads), which nvcc allows;
@@ -61,6 +64,9 @@ $(BUILD)/emu/optimizer: dev/cuda/optimizer.cu dev/cuda/check.h dev/cuda/common.h
 	$(call EMU_CUDA_SOURCE,$(CPPFLAGS) -fopenmp dev/cuda/optimizer.cu) $(EMU_RUNTIME) $(LLMC_OBJS) -o $@ $(LDLIBS) -lgomp
 $(BUILD)/emu/selftest: dev/emu/selftest.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o
 	$(call EMU_CUDA_SOURCE,dev/emu/selftest.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@
+$(BUILD)/emu/asan/selftest: dev/emu/selftest.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o
+	@mkdir -p $(dir $@)
+	$(call EMU_CUDA_SOURCE,$(EMU_SANITIZE) dev/emu/selftest.cu) $(EMU_RUNTIME) $(BUILD)/llmc/utils.o -o $@
 
 $(BUILD)/emu/comm_nccl.o: llmc/comm_nccl.cu $(EMU_HEADERS)
 	@mkdir -p $(dir $@)

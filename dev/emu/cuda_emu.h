@@ -38,12 +38,13 @@
 //   - wgmma.mma_async with operands that differ across the warpgroup, or without a wgmma.fence
 //     since the thread's last wgmma.wait_group.
 // Plain loads and stores are checked by the builds with sanitizers (mk/emu.mk): AddressSanitizer
-// sees global accesses past a cudaMalloc allocation; ThreadSanitizer, with each CUDA thread a fiber
+// sees global accesses past a cudaMalloc allocation, and shared accesses past the launch's dynamic
+// shared memory (poisoned at each launch); ThreadSanitizer, with each CUDA thread a fiber
 // (dev/emu/race.h), reports two threads of a CTA that access the same bytes, one writing, with no
 // __syncthreads between them (racecheck's job on a GPU, in global memory too).
 // What it cannot check: timing, races between CTAs (a dependence on their order shows as other
-// bits under LLMC_EMU_SCHEDULE=reverse), shared-memory bounds of plain accesses (static
-// __shared__ arrays are plain memory, below), whether the real instructions agree with ptx_isa.h,
+// bits under LLMC_EMU_SCHEDULE=reverse), the bounds of static __shared__ arrays (plain memory,
+// below) beyond what AddressSanitizer knows of them, whether the real instructions agree with ptx_isa.h,
 // and any order of streams but the three of
 // cuda_runtime.cc (LLMC_EMU_STREAM_ORDER: at once, or deferred favouring the first or the last
 // stream; a missing wait between streams or a host read before a synchronization shows there).
@@ -692,6 +693,22 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     race::acquire(&cta.end_sync);  // what the CTA did happens before the host's next work
 }
 
+// AddressSanitizer's interface, weak: present only in a program linked with ASan (mk/emu.mk's
+// sanitized builds), whichever object this inline code ends up in.
+extern "C" void __asan_poison_memory_region(void const volatile *addr, size_t size) __attribute__((weak));
+extern "C" void __asan_unpoison_memory_region(void const volatile *addr, size_t size) __attribute__((weak));
+
+// Shared memory past this launch's dynamic bytes is poisoned for AddressSanitizer, so that a plain
+// load or store of a kernel beyond them is reported (use-after-poison), as compute-sanitizer's
+// memcheck reports an out-of-bounds shared access. The emulated instructions check their own
+// ranges first (check_range).
+EMU_UNCHECKED inline void poison_beyond_dynamic_smem() {
+    State &s = state();
+    if (!__asan_poison_memory_region) return;
+    __asan_unpoison_memory_region(s.smem, SMEM_LIMIT);
+    __asan_poison_memory_region(s.smem + s.smem_bytes, SMEM_LIMIT - s.smem_bytes);
+}
+
 inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const void *kernel, const std::function<void()> &body) {
     State &s = state();
     const size_t n_threads = (size_t)block.x * block.y * block.z;
@@ -704,6 +721,7 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const void *kernel,
         fail("launch with %zu bytes of dynamic shared memory, above the kernel's limit of %zu (cudaFuncSetAttribute)",
              smem_bytes, allowed);
     s.smem_bytes = smem_bytes;
+    poison_beyond_dynamic_smem();
     s.body = &body;
     s.grid_dim = grid, s.block_dim = block;
     const uint64_t n_ctas = (uint64_t)grid.x * grid.y * grid.z;

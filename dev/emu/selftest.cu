@@ -5,7 +5,8 @@
 // of two threads with no order between them, which only the race build (build/emu/race/selftest,
 // dev/emu/race.h) reports: ThreadSanitizer's report and its exit status 66 (t_44 runs them there,
 // and `clean`, which must report nothing). The uninit_* faults read memory nothing wrote, which
-// only valgrind reports (t_47). `selftest streams` shows what the
+// only valgrind reports (t_47). plain_out_of_bounds stores past the launch's dynamic shared memory
+// with a plain store, which only the AddressSanitizer build reports (build/emu/asan/selftest, t_44). `selftest streams` shows what the
 // stream orders of dev/emu/cuda_runtime.cc (LLMC_EMU_STREAM_ORDER) do with a consumer that waits
 // for its producer's stream, one that does not, and a host that reads a copy before synchronizing;
 // t_44 runs it under each order. `selftest schedule` shows what LLMC_EMU_SCHEDULE=reverse changes:
@@ -24,12 +25,13 @@ using namespace attention_detail;
 enum Fault {
     CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS,
     RACE_SHARED, RACE_CP_ASYNC, RACE_GLOBAL,  // found only by the race build (dev/emu/race.h)
-    UNINIT_GLOBAL, UNINIT_SHARED              // found only under valgrind
+    UNINIT_GLOBAL, UNINIT_SHARED,             // found only under valgrind
+    PLAIN_OUT_OF_BOUNDS                       // found only by the AddressSanitizer build
 };
 static const char *FAULT_NAMES[] = {"clean",          "in_flight",     "no_barrier",  "war",
                                     "no_proxy_fence", "no_wgmma_fence", "divergence", "deadlock",
                                     "out_of_bounds",  "race_shared",   "race_cp_async", "race_global",
-                                    "uninit_global",  "uninit_shared"};
+                                    "uninit_global",  "uninit_shared", "plain_out_of_bounds"};
 
 static __global__ void fault_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);
@@ -126,6 +128,14 @@ static __global__ void schedule_kernel(int *cta_word, int *seen) {
     if (blockIdx.x == 1 && t == 32) seen[1] = words[31];
 }
 
+// One thread stores the last of the launch's 64 bytes of dynamic shared memory, or (the fault) the
+// byte after them: cuda_emu.h poisons what lies beyond for AddressSanitizer.
+static __global__ void bounds_kernel(int fault, float *dst) {
+    LLMC_DYNAMIC_SMEM(smem);
+    smem[fault == PLAIN_OUT_OF_BOUNDS ? 64 : 63] = 1;
+    dst[0] = smem[63];
+}
+
 static __global__ void store_kernel(int *p, int v) { *p = v; }
 static __global__ void copy_kernel(int *dst, const int *src) { *dst = *src; }
 
@@ -189,7 +199,7 @@ int main(int argc, char **argv) {
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
     if (fault < 0) usage_error("usage: %s streams|schedule|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|"
-                                 "out_of_bounds|race_shared|race_cp_async|race_global|uninit_global|uninit_shared", argv[0]);
+                                 "out_of_bounds|race_shared|race_cp_async|race_global|uninit_global|uninit_shared|plain_out_of_bounds", argv[0]);
     __nv_bfloat16 *src;
     float *dst, *unwritten;
     cudaMalloc((void **)&src, 64 * 64 * sizeof(__nv_bfloat16));
@@ -200,7 +210,8 @@ int main(int argc, char **argv) {
     const bool uninit = fault == UNINIT_GLOBAL || fault == UNINIT_SHARED;
     if (fault == CLEAN || race) LLMC_LAUNCH(1, 64, 64, 0, race_kernel)(fault, src, dst);
     if (fault == CLEAN || uninit) LLMC_LAUNCH(1, 1, 4, 0, uninit_kernel)(fault, unwritten, dst);
-    if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE && !race && !uninit)
+    if (fault == CLEAN || fault == PLAIN_OUT_OF_BOUNDS) LLMC_LAUNCH(1, 1, 64, 0, bounds_kernel)(fault, dst);
+    if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE && !race && !uninit && fault != PLAIN_OUT_OF_BOUNDS)
         LLMC_LAUNCH(1, 64, 4096, 0, fault_kernel)(fault, src, dst);
     if (fault == CLEAN || fault == NO_PROXY_FENCE || fault == NO_WGMMA_FENCE)
         LLMC_LAUNCH(1, 128, 8192, 0, wgmma_fault_kernel)(fault, src, dst);

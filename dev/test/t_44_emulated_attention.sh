@@ -5,16 +5,17 @@
 # the variants) for the default mma.sync kernels, which passed on an H100, and for the wgmma
 # kernels, which have not run on a GPU (their building blocks first, exactly). The emulator also
 # checks the kernels' synchronization (cp.async waits, barriers, fence.proxy.async, wgmma.fence,
-# collectives); first its self-test shows each of those checks firing on a kernel with that fault,
-# what its stream orders do with a missing wait between streams, and what its reverse schedule
-# does with a missing order between CTAs or threads. Last, the race build
+# collectives); first its self-test shows each of those checks firing on a kernel with that fault
+# (and its AddressSanitizer build a plain store past the dynamic shared memory), what its stream
+# orders do with a missing wait between streams, and what its reverse schedule does with a
+# missing order between CTAs or threads. Last, the race build
 # (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each
 # race planted in its self-test and none in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
 # of CTAs and threads other than its two) still needs a GPU. About 45 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for bin in build/emu/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do
+for bin in build/emu/selftest build/emu/asan/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
 done
 failed=0
@@ -40,6 +41,15 @@ divergence|divergence: arrives at shfl.sync.bfly while its group waits at ldmatr
 deadlock|deadlock: thread 0 waits at __syncthreads
 out_of_bounds|outside the launch's 4096 bytes of dynamic shared memory
 FAULTS
+# A plain store past the launch's dynamic shared memory: the emulator poisons those bytes, so the
+# AddressSanitizer build (as test_gptcu in t_45) reports it in the kernel's frame; the plain build
+# cannot see plain stores.
+out=$(build/emu/asan/selftest clean 2>&1) && ok=1 || ok=0
+check "$ok" "AddressSanitizer build of the self-test: the kernels without faults run clean ($out)"
+rc=0
+out=$(build/emu/asan/selftest plain_out_of_bounds 2>&1) || rc=$?
+[ "$rc" != 0 ] && grep -q 'AddressSanitizer: use-after-poison' <<<"$out" && grep -q ' bounds_kernel' <<<"$out" && ok=1 || ok=0
+check "$ok" "AddressSanitizer build: plain_out_of_bounds is reported (exit $rc, $(grep -m1 -o 'AddressSanitizer: [a-z-]*' <<<"$out"))"
 
 # The stream orders (dev/emu/cuda_runtime.cc): a consumer that waits for its producer's stream
 # always sees the write; one that does not sees it under the order that runs the producer first

@@ -43,11 +43,11 @@
 // (dev/emu/race.h), reports two threads of a CTA that access the same bytes, one writing, with no
 // __syncthreads between them (racecheck's job on a GPU, in global memory too).
 // What it cannot check: timing, races between CTAs (a dependence on their order shows as other
-// bits under LLMC_EMU_SCHEDULE=reverse), the bounds of static __shared__ arrays (plain memory,
-// below) beyond what AddressSanitizer knows of them, whether the real instructions agree with ptx_isa.h,
-// and any order of streams but the three of
-// cuda_runtime.cc (LLMC_EMU_STREAM_ORDER: at once, or deferred favouring the first or the last
-// stream; a missing wait between streams or a host read before a synchronization shows there).
+// bits under LLMC_EMU_SCHEDULE=reverse), static __shared__ arrays as shared memory (they are plain
+// host statics, below), whether the real instructions agree with ptx_isa.h, and any order of
+// streams but the three of cuda_runtime.cc (LLMC_EMU_STREAM_ORDER: at once, or deferred favouring
+// the first or the last stream; a missing wait between streams or a host read before a
+// synchronization shows there).
 #ifndef DEV_EMU_CUDA_EMU_H
 #define DEV_EMU_CUDA_EMU_H
 

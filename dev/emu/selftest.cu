@@ -5,15 +5,15 @@
 // of two threads with no order between them, which only the race build (build/emu/race/selftest,
 // dev/emu/race.h) reports: ThreadSanitizer's report and its exit status 66 (t_44 runs them there,
 // and `clean`, which must report nothing). The uninit_* faults read memory nothing wrote, which
-// only valgrind reports (t_47). plain_out_of_bounds stores past the launch's dynamic shared memory
-// with a plain store, which only the AddressSanitizer build reports (build/emu/asan/selftest, t_44). `selftest streams` shows what the
-// stream orders of dev/emu/cuda_runtime.cc (LLMC_EMU_STREAM_ORDER) do with a consumer that waits
-// for its producer's stream, one that does not, and a host that reads a copy before synchronizing;
-// t_44 runs it under each order. `selftest schedule` shows what LLMC_EMU_SCHEDULE=reverse changes:
-// a CTA that reads what the CTA before it writes in the same launch, and a thread that reads a
-// shared word its neighbour writes with no barrier between them; t_44 runs it in both orders.
-// Built by g++ with the emulator forced in (mk/emu.mk); not a CUDA
-// program.
+// only valgrind reports (t_47). plain_out_of_bounds is a plain store past the launch's dynamic
+// shared memory, which only the AddressSanitizer build reports (build/emu/asan/selftest, t_44).
+// `selftest streams` shows what the stream orders of dev/emu/cuda_runtime.cc
+// (LLMC_EMU_STREAM_ORDER) do with a consumer that waits for its producer's stream, one that does
+// not, and a host that reads a copy before synchronizing; t_44 runs it under each order.
+// `selftest schedule` shows what LLMC_EMU_SCHEDULE=reverse changes: a CTA that reads what the CTA
+// before it writes in the same launch, and a thread that reads a shared word another writes with
+// no barrier between them; t_44 runs it in both orders. Built by g++ with the emulator forced in
+// (mk/emu.mk); not a CUDA program.
 #include "../../llmc/attention.cuh"
 
 #include <string.h>

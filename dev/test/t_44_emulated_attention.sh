@@ -12,7 +12,7 @@
 # (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each
 # race planted in its self-test and none in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
-# of CTAs and threads other than its two) still needs a GPU. About 45 s.
+# of CTAs and threads other than its two) still needs a GPU. About 50 s (60-70 s on a slow day).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/selftest build/emu/asan/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do

@@ -3,8 +3,9 @@
 // fp32 CPU reference) computes, with the same flags, files, data loader and training loop
 // (llmc/trainer.h): this file only supplies the arithmetic as a TrainerBackend.
 //
-// STATUS: compiled and linked for sm_90; short runs on one H100 in bf16, fp8 and int8 (d12, d48;
-// dev/gpu_report.md records what has run where). test_gpt.cu checks it against the CPU reference.
+// STATUS: compiled and linked for sm_90; short runs on one H100 (7c74e66) and one H200 (c95ef56)
+// in bf16, fp8 and int8 (d12, d48; dev/gpu_report.md records what has run where). test_gpt.cu
+// checks it against the CPU reference.
 //
 // Shapes: B sequences of T tokens, N = B*T rows, C channels, NH heads of HS = C / NH (64 or 128,
 // what llmc/attention.cuh supports), vocabulary V padded to Vp. Activations are row-major
@@ -21,9 +22,10 @@
 // Selective recomputation (-r, --recompute, --mem-budget; llmc/recompute.h), as train_gpt.c: each
 // layer keeps what its policy says, one shared scratch holds the rest, and the backward pass of a
 // block first reruns the forward steps it dropped (gpu_block_forward, the same code as the
-// forward). STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): every policy bit-identical to none.
-// The output head in chunks, its backward in the forward pass (48f6c16), is compiled only.
-// --profile's marks (CUDA events; llmc/profile.cuh) have run only in the CPU emulator.
+// forward). STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): every
+// policy bit-identical to none. On an H200 at c95ef56 (2026-11-27): the output head in chunks, its
+// backward in the forward pass (test_gptcu check 2b, and check 7 on tiny with the wgmma attention),
+// and --profile's marks (CUDA events; llmc/profile.cuh).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -77,8 +79,9 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
 // ----------------------------------------------------------------------------------------------
 // ZeRO on the GPU (llmc/zero.h has the plan, the segments and the memory formula; train_gpt.c's
 // Zero is the CPU twin). STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md) with one NCCL rank and with 2 and 3
-// host-staged MPI ranks on one GPU; NCCL across several GPUs has not run. The embeddings' own
-// gradient scratch (ZERO_EMBED_SCRATCH) and the prefetch during the output head are compiled only.
+// host-staged MPI ranks on one GPU, and with the embeddings' own gradient scratch
+// (ZERO_EMBED_SCRATCH) and the prefetch during the output head on an H200 at c95ef56 (2026-11-27):
+// NCCL across several GPUs has not run.
 //
 // Buffers per rank (elements; S the slice, M the largest segment, Np the padded model):
 //   params (bf16)  stage 0-2: Np, the whole model;  stage 3: the slice S, plus two M-element

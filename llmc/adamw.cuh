@@ -7,8 +7,8 @@
 //   param  = bf16(master) with stochastic rounding: the random bits of element i at step t are
 //            rng_bits(seed, t, i) (llmc/rng.h), so a resumed run rounds exactly as before.
 //
-// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md), the update of one rank's range (ZeRO)
-// included.
+// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23) and on an H200 at c95ef56 (2026-11-27;
+// dev/gpu_report.md), the update of one rank's range (ZeRO) included.
 //
 // Layout: grads, m, v, master fp32 and params bf16, all flat in the layer-major order of
 // llmc/model.h, for the range [begin, end) of the flat index space that this rank updates (the

@@ -4,17 +4,17 @@
 // log-sum-exp, backward recomputes the probabilities tile by tile from it.
 //
 // The forward, and the backward at head size 64, also exist in wgmma versions for sm_90a
-// (attention_forward_wgmma, attention_backward_wgmma; llmc/wgmma.cuh): NOT RUN on a GPU; they pass
-// the harness's checks in the CPU emulator of dev/emu (t_44), which executes the instructions as
-// we read the PTX ISA; the trainer uses them only under --attention wgmma (default mma).
+// (attention_forward_wgmma, attention_backward_wgmma; llmc/wgmma.cuh), verified on an H200 at
+// c95ef56 (2026-11-27): the harness's checks against fp64, memcheck and racecheck clean, the
+// trainer's test_gptcu tiny|d12 wgmma. The wgmma forward is 1.28x the mma.sync one there, its
+// backward 0.79x; the trainer uses them only under --attention wgmma (default mma).
 //
-// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md): dev/cuda/attention.cu
+// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23) and, with the HS 64 defaults set
+// from that run (2 forward row tiles, backward capped for 3 CTAs per SM) and without the slower
+// fused-dQ variant, on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md): dev/cuda/attention.cu
 // checks it against an fp64 CPU reference and for bit-reproducibility (memcheck and racecheck
-// clean), and times it: correct, about 0.7x the speed of PyTorch's flash attention at T 1024 HS 64.
-// Changed since, compiled only: the HS 64 defaults (2 forward row tiles, backward capped for 3
-// CTAs per SM, both measured faster and bit-identical in that run) and the removal of the slower
-// fused-dQ backward variant (the remaining kernels compile to the same code). The harness's small
-// cases also pass in the CPU emulator of dev/emu (make test, t_44).
+// clean), and times it: correct, 0.65x the speed of PyTorch's SDPA at T 1024 HS 64 (forward +
+// backward, H200). The harness's small cases also pass in the CPU emulator of dev/emu (t_44).
 //
 // Layouts (all row-major, C = NH * HS):
 //   qkv   bf16 (B, T, 3, NH, HS)  the fused qkv matmul output: each token's 3C channels are
@@ -482,11 +482,12 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
 }
 
 // ---------------------------------------------------------------------------------------------
-// Forward with wgmma (sm_90a; STATUS: compiled only, NOT RUN on a GPU; the trainer's --attention
-// wgmma). Grid (B * NH, ceil(T / (64 WG))); CTA = WG warpgroups of 4 warps (WG 2; the variant
-// WG 1 has the same per-row arithmetic, so the same bits). Warpgroup w owns the 64 queries
-// q0 + 64 w .. (wgmma's M), warp i of it rows 16 i..16 i+15 of those, in the accumulator layout of
-// the mma.sync kernel above, so mask_scores, online_softmax and finish_forward_rows serve both.
+// Forward with wgmma (sm_90a; STATUS: verified on an H200 at c95ef56, 2026-11-27; the trainer's
+// --attention wgmma). Grid (B * NH, ceil(T / (64 WG))); CTA = WG warpgroups of 4 warps (WG 2;
+// the variant WG 1 has the same per-row arithmetic, so the same bits). Warpgroup w owns the 64
+// queries q0 + 64 w .. (wgmma's M), warp i of it rows 16 i..16 i+15 of those, in the accumulator
+// layout of the mma.sync kernel above, so mask_scores, online_softmax and finish_forward_rows
+// serve both.
 // Per key tile of 64:
 //   S = Q K^T    HS/16 x wgmma m64n64k16, Q and K from shared memory (both K-major: HS runs
 //                along their rows);
@@ -901,7 +902,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward with wgmma (sm_90a; HS 64 only; STATUS: compiled only, NOT RUN on a GPU; the trainer's
+// Backward with wgmma (sm_90a; HS 64 only; STATUS: verified on an H200 at c95ef56; the trainer's
 // --attention wgmma). The same two kernels as above, after the same delta kernel, with warpgroups:
 // a CTA of WG = 2 warpgroups keeps 128 rows resident (keys in dK/dV, queries in dQ), 64 per
 // warpgroup (wgmma's M), and streams 64-row tiles of the other operand, double-buffered by

@@ -1,6 +1,7 @@
 // The classifier's softmax and cross-entropy, fused, with the gradient written over the logits.
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
+// STATUS: verified on an H100 at commit ad0f582 and on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md:
+// its harness in dev/cuda/ and test_gptcu pass).
 //
 // Layouts: logits bf16 (N, Vp) row-major, of which the first V columns are real tokens; targets
 // int (N); losses fp32 (N). One block per row; thread i reads the 8-column chunks i, i + blockDim,

@@ -3,8 +3,8 @@
 // the bias gradients of the linear layers (db = sum over rows of dout) and the LayerNorm weight
 // and bias gradients (dw = sum of dout * xhat, db = sum of dout, xhat = (x - mean) * rstd).
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass);
-// the overwrite mode (2026-11-24) has run only in the CPU emulator.
+// STATUS: verified on an H100 at commit ad0f582 and, with the overwrite mode (2026-11-24), on an
+// H200 at c95ef56 (2026-11-27; dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
 //
 // Two passes, no atomics, so the bits do not depend on scheduling:
 //   1. grid (ceil(OC / 256), R): block (32, 8) owns 256 columns (8 per lane, one 128-bit load per

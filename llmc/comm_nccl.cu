@@ -1,9 +1,9 @@
 // The GPU communicators of llmc/comm_nccl.h: NCCL (built with LLMC_HAVE_NCCL) and MPI staged
 // through host memory (built with LLMC_HAVE_MPI). Host code only; compiled by nvcc.
 //
-// STATUS: ran on an H100 at 7c74e66 (one NCCL rank, 2 and 3 staged-MPI ranks sharing the GPU;
-// dev/gpu_report.md). NCCL across ranks has run only in the CPU emulator of dev/emu (t_45: NCCL's
-// collectives over MPI, one emulated GPU per process).
+// STATUS: ran on an H100 at 7c74e66 and an H200 at c95ef56 (one NCCL rank, 2 and 3 staged-MPI
+// ranks sharing the GPU; dev/gpu_report.md). NCCL across ranks has run only in the CPU emulator
+// of dev/emu (t_45: NCCL's collectives over MPI, one emulated GPU per process).
 //
 // Buffers are the concatenation of the ranks' parts in rank order (comm.h): part q starts at
 // offset sum_{p<q} counts[p] elements. NCCL's ReduceScatter and AllGather need equal parts; the

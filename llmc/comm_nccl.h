@@ -27,9 +27,9 @@
 // hang, so the trainer waits for its stream through comm_gpu_wait wherever collectives may be
 // queued.
 //
-// STATUS: ran on an H100 at 7c74e66 (one NCCL rank, 2 and 3 staged-MPI ranks sharing the GPU;
-// dev/gpu_report.md). NCCL across ranks has run only in the CPU emulator of dev/emu (t_45: NCCL's
-// collectives over MPI, one emulated GPU per process).
+// STATUS: ran on an H100 at 7c74e66 and an H200 at c95ef56 (one NCCL rank, 2 and 3 staged-MPI
+// ranks sharing the GPU; dev/gpu_report.md). NCCL across ranks has run only in the CPU emulator
+// of dev/emu (t_45: NCCL's collectives over MPI, one emulated GPU per process).
 #ifndef LLMC_COMM_NCCL_H
 #define LLMC_COMM_NCCL_H
 

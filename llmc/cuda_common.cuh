@@ -1,7 +1,8 @@
 // What every kernel file of the GPU trainer shares: error checks that name file:line, the bf16
 // type, 128-bit packed loads and stores, and warp/block reductions in a fixed order.
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
+// STATUS: verified on an H100 at commit ad0f582 and on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md:
+// its harness in dev/cuda/ and test_gptcu pass).
 #ifndef LLMC_CUDA_COMMON_CUH
 #define LLMC_CUDA_COMMON_CUH
 

@@ -1,7 +1,7 @@
 // Token + position embedding, forward and a deterministic backward.
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass);
-// dwpe's overwrite mode (2026-11-24) has run only in the CPU emulator.
+// STATUS: verified on an H100 at commit ad0f582 and, with dwpe's overwrite mode (2026-11-24), on an
+// H200 at c95ef56 (2026-11-27; dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
 //
 // Layouts (row-major): inp int (B, T); wte bf16 (Vp, C); wpe bf16 (maxT, C); out bf16 (B, T, C);
 // the gradients dwte (Vp, C) and dwpe (maxT, C) are fp32. dwte is accumulated (+=): only the rows

@@ -1,6 +1,7 @@
 // GELU (tanh approximation, as GPT-2) forward and backward, elementwise on bf16, math in fp32.
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
+// STATUS: verified on an H100 at commit ad0f582 and on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md:
+// its harness in dev/cuda/ and test_gptcu pass).
 //
 // Layout: flat arrays of n bf16, n % 8 == 0; one thread per 8 elements (one 128-bit load/store).
 //   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)

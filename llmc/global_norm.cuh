@@ -1,6 +1,7 @@
 // The squared global norm of the fp32 gradient, deterministic (no atomics).
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
+// STATUS: verified on an H100 at commit ad0f582 and on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md:
+// its harness in dev/cuda/ and test_gptcu pass).
 //
 // Layout: the flat gradient buffer, n floats (n % 4 == 0, 16-byte aligned). As the CPU's
 // sum_of_squares (llmc/optimizer.c), the buffer is cut into chunks of NORM_CHUNK = 8192 elements

@@ -1,7 +1,7 @@
 // LayerNorm forward (optionally fused with the residual add that precedes it) and backward.
 //
-// STATUS: verified on an H100 at commit ad0f582 (dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass);
-// dw and db's overwrite mode (colsum.cuh, 2026-11-24) has run only in the CPU emulator.
+// STATUS: verified on an H100 at commit ad0f582 and, with dw and db's overwrite mode (colsum.cuh,
+// 2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md: its harness and test_gptcu pass).
 //
 // Layouts (row-major, N = B*T rows of C channels, C % 8 == 0): x, out, residual, dout, dinp bf16
 // (N, C); mean, rstd fp32 (N); w, b bf16 (C); dw, db fp32 (C).

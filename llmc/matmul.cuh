@@ -2,8 +2,9 @@
 // never the TF32 or 16-bit compute types), bf16 or fp32 outputs, the bias added in the epilogue,
 // one persistent workspace.
 //
-// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md), the plan cache included;
-// the weight gradient's overwrite mode (beta = 0, 2026-11-24) has run only in the CPU emulator.
+// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23), the plan cache included, and with the
+// weight gradient's overwrite mode (beta = 0, 2026-11-24) on an H200 at c95ef56 (2026-11-27;
+// dev/gpu_report.md).
 //
 // Layouts (row-major, as train_gpt.c): inp (N, IC), weight (OC, IC) as torch.nn.Linear, out (N, OC).
 // cuBLASLt is column-major: a row-major (R, K) matrix is the column-major (K, R) matrix with

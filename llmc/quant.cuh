@@ -2,10 +2,10 @@
 // quantize-and-transpose that also produces the amax, amax and scale computation on the device,
 // int8 row-wise quantization, and the dequantize-with-bias epilogue of an int8 GEMM.
 //
-// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md). dev/cuda/quant.cu checks every kernel
-// against llmc/quant.h byte for byte, and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths.
-// The casts that compute their scale from an amax (QuantScale, 2026-11-24) have run only in the
-// CPU emulator (both harnesses' small cases, t_46).
+// STATUS: verified on an H100 at commit 7c74e66 (2026-11-23) and, with the casts that compute
+// their scale from an amax (QuantScale, 2026-11-24), on an H200 at c95ef56 (2026-11-27;
+// dev/gpu_report.md). dev/cuda/quant.cu checks every kernel against llmc/quant.h byte for byte,
+// and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths.
 //
 // Conventions (the same as llmc/quant.h, whose scalar functions the CPU twin uses):
 //   - a scale is the multiplier before the cast: q = Q(x * scale); the GEMM dequantizes with

@@ -1,12 +1,13 @@
 // Hopper's warpgroup matrix multiply (wgmma, sm_90a): the shared-memory tile layout it reads, the
 // operand descriptors that point at it, and the few instruction shapes the kernels here use.
 //
-// STATUS: compiled for sm_90a only; has NOT RUN on a GPU. dev/test/cuda_host/kernel_indexing.cu
-// checks on the host that every descriptor below addresses the element the tile loader wrote, under
-// the PTX ISA's canonical layouts (section 9.7.15.5.1.2), and the CPU emulator of dev/emu runs the
-// wgmma attention kernels with the wrappers below replaced by its own (t_44); both check this
-// file against our reading of the ISA (dev/emu/ptx_isa.h), not against the hardware, and neither
-// sees the asm strings themselves.
+// STATUS: verified on an H200 at c95ef56 (2026-11-27, dev/gpu_report.md): the wgmma attention
+// passes its harness against fp64, memcheck and racecheck, and test_gptcu. Before that, and still
+// in make test: dev/test/cuda_host/kernel_indexing.cu checks on the host that every descriptor
+// below addresses the element the tile loader wrote, under the PTX ISA's canonical layouts
+// (section 9.7.15.5.1.2), and the CPU emulator of dev/emu runs the wgmma attention kernels with the
+// wrappers below replaced by its own (t_44); both check this file against our reading of the ISA
+// (dev/emu/ptx_isa.h), not against the hardware, and neither sees the asm strings themselves.
 //
 // The instructions exist only in code built for the arch-specific target sm_90a
 // (-gencode arch=compute_90a,code=sm_90a); their wrappers compile to nothing elsewhere, and a

@@ -30,13 +30,13 @@ cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, recompute_d48,
-# zero, bench, bench2, bench3, torch, profile, curves, or all (the default). Measured on an H100
-# (2026-11-23): checks ~1.5, sanitize ~4, zero ~0.5, bench ~5, bench2 ~3, torch ~2, curves ~2.5
-# minutes; estimated since: checks ~2.5 and sanitize ~7.5 (the wgmma steps; its last step, initcheck,
-# not timed), recompute ~6 (5 steps per policy, d12's 8 runs), recompute_d48 ~6 (8 runs of ~45 s),
-# bench ~6.5 and bench3 ~5.5 (the --profile runs; ~7.5 with the fast-accumulation rows), bench2 ~7
-# (d48 B 8, fast accumulation), torch ~6 (wgmma, B 64); profile not yet timed (its step limits add
-# up to 1020 s: it ends at the deadline, and profile.md grows table by table, d12 first).
+# zero, bench, bench2, bench3, torch, profile, curves, or all (the default). Measured on an H200
+# (2026-11-27, c95ef56): checks 1.1, zero 0.6, torch 2.1, bench 4.3, sanitize 4.7 minutes (without
+# initcheck, cut by the call's deadline; the two d12 checks are 3.6 of it); on an H100 (2026-11-23)
+# curves 2.5; estimated: recompute ~6 (5 steps per policy, d12's 8 runs), recompute_d48 ~6 (8 runs
+# of ~45 s), bench3 ~5.5 (~7.5 with the fast-accumulation rows), bench2 ~7 (d48 B 8, fast
+# accumulation); profile not yet timed (its step limits add up to 1020 s: it ends at the deadline,
+# and profile.md grows table by table, d12 first).
 phases=" ${*:-all} "
 for p in $phases; do
     case $p in checks | sanitize | recompute | recompute_d48 | zero | bench | bench2 | bench3 | torch | profile | curves | all) ;;
@@ -133,22 +133,20 @@ if wants checks; then
     step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
     wgmma_step bench_d12_quick_wgmma 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma
 fi
-if wants sanitize; then  # the default kernels' proofs first, then the wgmma ones (never run so far)
-    step test_gptcu_d12 400 $bin/test_gptcu d12
+if wants sanitize; then  # compute-sanitizer's short runs first, then the d12 checks (minutes each)
     if [ -n "$sanitizer" ]; then
         step memcheck_test_tiny 300 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
+        # reads of device memory that nothing wrote (t_47 runs the same check in the CPU emulator)
+        step initcheck_test_tiny 300 "$sanitizer" --tool initcheck --error-exitcode 1 $bin/test_gptcu tiny
         step memcheck_attention 100 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --check
         step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check-small
+        wgmma_step memcheck_attention_wgmma 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
+        wgmma_step racecheck_attention_wgmma 150 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
     else
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi
+    step test_gptcu_d12 400 $bin/test_gptcu d12
     wgmma_step test_gptcu_d12_wgmma 400 $bin/test_gptcu d12 wgmma
-    if [ -n "$sanitizer" ]; then
-        wgmma_step memcheck_attention_wgmma 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
-        wgmma_step racecheck_attention_wgmma 150 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
-        # reads of device memory that nothing wrote (t_47 runs the same check in the CPU emulator)
-        step initcheck_test_tiny 300 "$sanitizer" --tool initcheck --error-exitcode 1 $bin/test_gptcu tiny
-    fi
 fi
 # recompute_table NAME MODEL: bench_recompute_gpu.sh's table for MODEL, also into summary.md
 recompute_table() {

@@ -30,11 +30,11 @@
 // half of the T x T square under the causal mask), backward = 2.5 x forward (five matmuls). Our
 // backward does seven (P and dP recomputed in the dQ kernel), which is not counted.
 //
-// STATUS: ran and passed on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md), then with
-// a fused-dQ backward variant that has since been removed (slower); the many-heads case in its
-// present form (the default alone, no variant to compare with) and every wgmma check and timing
-// have NOT RUN on a GPU. The same source also builds against the CPU emulator of dev/emu
-// (build/emu/attention, mk/emu.mk), where --check-small passes with and without --wgmma (t_44).
+// STATUS: ran and passed on an H100 at commit 7c74e66 (2026-11-23), then with a fused-dQ backward
+// variant since removed (slower), and as it is now, every wgmma check and timing included, on an
+// H200 at c95ef56 (2026-11-27; dev/gpu_report.md). The same source also builds against the CPU
+// emulator of dev/emu (build/emu/attention, mk/emu.mk), where --check-small passes with and without
+// --wgmma (t_44).
 #include "../../llmc/attention.cuh"
 #include "common.h"
 

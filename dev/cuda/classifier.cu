@@ -4,7 +4,8 @@
 // The padded columns hold random logits, as every other column: a mask that let one into the
 // softmax would move the loss far beyond its tolerance (in the trainer they hold small values,
 // and test_gptcu's loss tolerance does not see it).
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md). --check-small (N = 37,
+// STATUS: ran and passed on an H100 at commit ad0f582 and an H200 at c95ef56 (dev/gpu_report.md).
+// --check-small (N = 37,
 // V = 1001 only) also runs in the CPU emulator of dev/emu (build/emu/classifier, t_46).
 #include "check.h"
 #include "../../llmc/classifier.cuh"

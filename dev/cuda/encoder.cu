@@ -3,8 +3,8 @@
 // overwriting dwpe (filled with NaN; its maxT - T positions the batch lacks must become 0), then
 // adding to both gradients, which must double them bit for bit (the same sums again: identical
 // bits, and x + x is exact). Then times both at GPT-2 d12 shapes (B=8, T=1024, C=768).
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md); the overwrite and
-// doubling checks (2026-11-24) have not run.
+// STATUS: ran and passed on an H100 at commit ad0f582 and, with the overwrite and doubling checks
+// (2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md).
 #include "check.h"
 #include "../../llmc/encoder.cuh"
 

@@ -2,7 +2,8 @@
 // bf16 inputs, then timing at the size of GPT-2 d12's MLP (B=8, T=1024, 4C=3072).
 // The inputs span [-6, 6]: test_gptcu's tiny model feeds the GELU values so small that a wrong
 // constant in the cubic term of the derivative stays inside its gradient tolerances.
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md). --check-small (a small n)
+// STATUS: ran and passed on an H100 at commit ad0f582 and an H200 at c95ef56 (dev/gpu_report.md).
+// --check-small (a small n)
 // also runs in the CPU emulator of dev/emu (build/emu/gelu, t_46).
 #include "check.h"
 #include "../../llmc/gelu.cuh"

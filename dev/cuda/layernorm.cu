@@ -3,8 +3,8 @@
 // same bf16 inputs; the backward's dw and db first overwriting (filled with NaN), then adding,
 // which must double them bit for bit (the same sums again, and x + x is exact); the bits of the
 // unfused forward of the stored residual (what recomputation reruns); timing at GPT-2 d12 shapes.
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md), before the unfused-forward
-// check and the overwrite and doubling checks (2026-11-24) were added (those have not run).
+// STATUS: ran and passed on an H100 at commit ad0f582 and, with the unfused-forward check and the
+// overwrite and doubling checks (2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md).
 #include "check.h"
 #include "../../llmc/layernorm.cuh"
 

@@ -4,8 +4,8 @@
 // identical bits on a rerun, and the overwriting first write of a step (beta = 0 onto NaN) giving
 // the bits of adding to zeros (small shapes); then TFLOPS at the shapes of GPT-2 d12 (N = 8 * 1024),
 // the backward both adding and overwriting (what beta = 0 saves).
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md); the overwrite check and
-// timing (2026-11-24) have not run.
+// STATUS: ran and passed on an H100 at commit ad0f582 and, with the overwrite check and its timing
+// (2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md).
 #include "check.h"
 #include "../../llmc/matmul.cuh"
 

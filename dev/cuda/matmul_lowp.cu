@@ -18,7 +18,8 @@
 // (K, N), the transposed copy that quant_transpose_gpu() writes.
 //
 // STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md), after its FP8 scale pointers
-// were given 16-byte alignment. The fast-accumulation checks and column (2026-11-25) have not run.
+// were given 16-byte alignment, and with the fast-accumulation checks and column (2026-11-25) on an
+// H200 at c95ef56 (2026-11-27).
 #include <cublasLt.h>
 #include <omp.h>
 

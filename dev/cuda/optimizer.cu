@@ -3,7 +3,8 @@
 // model (every tensor's RMS and clipping decision, the moments, the fp32 master weights), the
 // stochastic rounding of the bf16 weights against llmc/quant.h with the same random bits, and
 // identical bits on a rerun. Timing of one step at GPT-2 d12 (124M parameters).
-// STATUS: ran and passed on an H100 at commit ad0f582 (dev/gpu_report.md). --check-small (the small
+// STATUS: ran and passed on an H100 at commit ad0f582 and an H200 at c95ef56 (dev/gpu_report.md).
+// --check-small (the small
 // model only) also runs in the CPU emulator of dev/emu (build/emu/optimizer, t_46).
 #include "check.h"
 #include "../../llmc/adamw.cuh"

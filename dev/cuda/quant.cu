@@ -13,8 +13,8 @@
 //   6. bf16 stochastic rounding (quant.h's function run on the device) against the host
 // Exit status 1 if any byte differs.
 //
-// STATUS: ran and passed on an H100 at commit 7c74e66 (2026-11-23, dev/gpu_report.md). The scale
-// computed inside the cast from an amax (2026-11-24) has run only in the CPU emulator (t_46).
+// STATUS: ran and passed on an H100 at commit 7c74e66 (2026-11-23) and, with the scale computed
+// inside the cast from an amax (2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md).
 // Usage: build/cuda/quant            (checks, then timings)
 //        build/cuda/quant --check-small  (all but check 1, no timings: for the CPU emulator, t_46)
 #include <omp.h>

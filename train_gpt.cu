@@ -647,6 +647,7 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     if (gpu_unsupported(cfg, B, T, g->attention, &usage, why, sizeof(why)))  // main says it first, for the trainer
         die("%s", why);
     attention_require_supported(NH, C / NH);  // and the GPU's compute capability
+    layernorm_require_supported(C);
     if (g->attention == ATTENTION_WGMMA && !attention_wgmma_available())
         die("--attention wgmma needs a GPU of compute capability 9.0 (H100, H200) and a build for sm_90a "
             "(make NVCC_ARCH=sm_90)");

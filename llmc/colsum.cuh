@@ -1,7 +1,8 @@
 // Deterministic column sums over the rows of a (N, OC) bf16 matrix, added (+=) to fp32 or, without
-// `accumulate`, written (=) over what the output held (the first write of a step's gradient):
-// the bias gradients of the linear layers (db = sum over rows of dout) and the LayerNorm weight
-// and bias gradients (dw = sum of dout * xhat, db = sum of dout, xhat = (x - mean) * rstd).
+// `accumulate`, written (=) over what the output held (the first write of a step's gradient): the
+// bias gradients of the linear layers (db = sum over rows of dout). The LayerNorm backward
+// (layernorm.cuh) computes its two sums (dw = sum of dout * xhat, db = sum of dout) in the same
+// chunks and order inside its own kernel and finishes them with colsum_finish below.
 //
 // STATUS: verified on an H100 at commit ad0f582 and, with the overwrite mode (2026-11-24), on an
 // H200 at c95ef56 (2026-11-27; dev/gpu_report.md: its harness in dev/cuda/ and test_gptcu pass).
@@ -27,54 +28,34 @@ static inline int colsum_chunks(int N) { return ceil_div(N, colsum_rows_per_chun
 // Floats of scratch for columns sums of up to OC columns (two sums each).
 static inline size_t colsum_scratch_floats(int N, int OC) { return (size_t)colsum_chunks(N) * 2 * OC; }
 
-// NSUMS = 1: sum of dout. NSUMS = 2 (LayerNorm): sums of dout * xhat and of dout.
-template <int NSUMS>
-__global__ void __launch_bounds__(256) colsum_partial_kernel(float *partial, const bf16 *dout, const bf16 *x,
-                                                             const float *mean, const float *rstd, int N, int OC,
+// Pass 1 for one sum (k = 0): the sum of dout.
+__global__ void __launch_bounds__(256) colsum_partial_kernel(float *partial, const bf16 *dout, int N, int OC,
                                                              int rows_per_chunk) {
-    __shared__ float s[NSUMS][8][COLSUM_COLS_PER_BLOCK];
+    __shared__ float s[8][COLSUM_COLS_PER_BLOCK];
     const int lane = threadIdx.x, warp = threadIdx.y;
     const int col = blockIdx.x * COLSUM_COLS_PER_BLOCK + lane * 8;
     const int chunk = blockIdx.y;
     const int r_end = min(N, (chunk + 1) * rows_per_chunk);
-    float acc[NSUMS][8];
+    float acc[8];
 #pragma unroll
-    for (int k = 0; k < NSUMS; k++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) acc[k][j] = 0.0f;
+    for (int j = 0; j < 8; j++) acc[j] = 0.0f;
     if (col < OC) {
         for (int r = chunk * rows_per_chunk + warp; r < r_end; r += 8) {
             const x128 d = load128(dout + (int64_t)r * OC + col);
-            if constexpr (NSUMS == 2) {
-                const x128 xv = load128(x + (int64_t)r * OC + col);
-                const float m = mean[r], s_ = rstd[r];
 #pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const float dj = __bfloat162float(d[j]);
-                    acc[0][j] += dj * (__bfloat162float(xv[j]) - m) * s_;
-                    acc[NSUMS - 1][j] += dj;
-                }
-            } else {
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc[0][j] += __bfloat162float(d[j]);
-            }
+            for (int j = 0; j < 8; j++) acc[j] += __bfloat162float(d[j]);
         }
     }
 #pragma unroll
-    for (int k = 0; k < NSUMS; k++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) s[k][warp][lane * 8 + j] = acc[k][j];
+    for (int j = 0; j < 8; j++) s[warp][lane * 8 + j] = acc[j];
     __syncthreads();
     const int tid = warp * 32 + lane;  // 0..255: one column of the block each
     const int c = blockIdx.x * COLSUM_COLS_PER_BLOCK + tid;
     if (c >= OC) return;
+    float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < NSUMS; k++) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int w = 0; w < 8; w++) sum += s[k][w][tid];
-        partial[((int64_t)chunk * NSUMS + k) * OC + c] = sum;
-    }
+    for (int w = 0; w < 8; w++) sum += s[w][tid];
+    partial[(int64_t)chunk * OC + c] = sum;
 }
 
 template <int NSUMS>
@@ -88,31 +69,23 @@ __global__ void colsum_finish_kernel(float *out0, float *out1, const float *part
     out[c] = accumulate ? out[c] + sum : sum;
 }
 
+// Pass 2: out0 (and with NSUMS = 2, out1) += the chunk sums in partial (= without accumulate).
 template <int NSUMS>
-static inline void colsum_launch(float *out0, float *out1, float *scratch, const bf16 *dout, const bf16 *x,
-                                 const float *mean, const float *rstd, int N, int OC, bool accumulate,
+static inline void colsum_finish(float *out0, float *out1, const float *partial, int N, int OC, bool accumulate,
                                  cudaStream_t stream) {
-    if (OC % 8 != 0) die("colsum: %d columns is not a multiple of 8", OC);
-    const int rpc = colsum_rows_per_chunk(N), R = colsum_chunks(N);
-    LLMC_LAUNCH(dim3(ceil_div(OC, COLSUM_COLS_PER_BLOCK), R), dim3(32, 8), 0, stream, colsum_partial_kernel<NSUMS>)(
-        scratch, dout, x, mean, rstd, N, OC, rpc);
-    kernelCheck();
-    LLMC_LAUNCH(ceil_div(NSUMS * OC, 256), 256, 0, stream, colsum_finish_kernel<NSUMS>)(out0, out1, scratch, R, OC,
-                                                                                          accumulate);
+    LLMC_LAUNCH(ceil_div(NSUMS * OC, 256), 256, 0, stream, colsum_finish_kernel<NSUMS>)(
+        out0, out1, partial, colsum_chunks(N), OC, accumulate);
     kernelCheck();
 }
 
 // dbias (OC) += column sums of dout (N, OC) (= without accumulate). scratch: colsum_scratch_floats(N, OC) floats.
 static inline void bias_backward(float *dbias, float *scratch, const bf16 *dout, int N, int OC, bool accumulate,
                                  cudaStream_t stream) {
-    colsum_launch<1>(dbias, nullptr, scratch, dout, nullptr, nullptr, nullptr, N, OC, accumulate, stream);
-}
-
-// dw (C) += sum over rows of dout * (x - mean) * rstd; db (C) += sum over rows of dout (= without accumulate).
-static inline void layernorm_param_backward(float *dw, float *db, float *scratch, const bf16 *dout, const bf16 *x,
-                                            const float *mean, const float *rstd, int N, int C, bool accumulate,
-                                            cudaStream_t stream) {
-    colsum_launch<2>(dw, db, scratch, dout, x, mean, rstd, N, C, accumulate, stream);
+    if (OC % 8 != 0) die("colsum: %d columns is not a multiple of 8", OC);
+    LLMC_LAUNCH(dim3(ceil_div(OC, COLSUM_COLS_PER_BLOCK), colsum_chunks(N)), dim3(32, 8), 0, stream,
+                colsum_partial_kernel)(scratch, dout, N, OC, colsum_rows_per_chunk(N));
+    kernelCheck();
+    colsum_finish<1>(dbias, nullptr, scratch, N, OC, accumulate, stream);
 }
 
 #endif  // LLMC_COLSUM_CUH

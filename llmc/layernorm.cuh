@@ -1,7 +1,10 @@
 // LayerNorm forward (optionally fused with the residual add that precedes it) and backward.
 //
-// STATUS: verified on an H100 at commit ad0f582 and, with dw and db's overwrite mode (colsum.cuh,
-// 2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md: its harness and test_gptcu pass).
+// STATUS: the forward verified on an H100 at commit ad0f582 and on an H200 at c95ef56 (2026-11-27;
+// dev/gpu_report.md: its harness and test_gptcu pass), and so was the backward as it was then (a dx
+// kernel, then colsum.cuh's column sums for dw and db). The backward in one kernel (2026-11-27,
+// after that run) has NOT RUN on a GPU: in the CPU emulator its harness passes and train_gptcu
+// gives the bits of the two-kernel version (main.log, model and state, with 1 and 2 micro-steps).
 //
 // Layouts (row-major, N = B*T rows of C channels, C % 8 == 0): x, out, residual, dout, dinp bf16
 // (N, C); mean, rstd fp32 (N); w, b bf16 (C); dw, db fp32 (C).
@@ -10,7 +13,9 @@
 //   y = (x - mean) * rstd * w + b,  rstd = 1 / sqrt(var + 1e-5)
 // Backward, with xhat = (x - mean) rstd and g = dout * w:
 //   dx = rstd (g - mean(g) - xhat mean(g xhat))   added to dinp (the residual stream's gradient)
-//   dw += sum over rows of dout xhat, db += sum of dout   (colsum.cuh: deterministic, no atomics)
+//   dw += sum over rows of dout xhat, db += sum of dout   (deterministic, no atomics)
+// in one pass over dout and x: each CTA owns one of colsum.cuh's chunks of rows, and sums dw and db
+// over it in the order colsum's column sums use (see layernorm_backward_kernel).
 #ifndef LLMC_LAYERNORM_CUH
 #define LLMC_LAYERNORM_CUH
 
@@ -18,6 +23,9 @@
 #include "cuda_common.cuh"
 
 #define LAYERNORM_EPS 1e-5f
+// 8-channel chunks a lane of the backward loads at once (C = 768: one batch). 3 compiles to 128
+// registers (two CTAs of 256 threads per SM; nvcc 13, sm_90a), 4 to 162, 1 (no batch) to 60.
+#define LAYERNORM_BATCH 3
 
 // With b != nullptr: residual = bf16(a + b) is written to residual_out and normalized (the
 // statistics are of the rounded values, which the backward pass reads back). With b == nullptr:
@@ -89,36 +97,106 @@ static inline void fused_residual_layernorm_forward(bf16 *residual, bf16 *out, f
     layernorm_launch(residual, out, mean, rstd, a, b, w, bias, N, C, stream);
 }
 
-// dinp[row] += dx; one warp per row.
-__global__ void layernorm_backward_dx_kernel(bf16 *dinp, const bf16 *dout, const bf16 *x, const bf16 *w,
-                                             const float *mean, const float *rstd, int N, int C) {
-    const int lane = threadIdx.x % 32;
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (row >= N) return;
-    const int64_t base = (int64_t)row * C;
-    const float m = mean[row], s = rstd[row];
-    float g_sum = 0.0f, gn_sum = 0.0f;
-    for (int c = lane * 8; c < C; c += 256) {
-        const x128 dv = load128(dout + base + c), xv = load128(x + base + c), wv = load128(w + c);
+// Backward of one chunk of rows (colsum.cuh's chunks: rows_per_chunk = colsum_rows_per_chunk(N)):
+// block (32, 8), warp w takes rows w, w + 8, ... of the chunk, one row at a time, and lane l the
+// 8-channel chunks l, l + 32, ... of the row (columns 256 i + 8 l + j, j < 8), as in the forward:
+//   dinp[row] += dx (two passes over the row: the means of g and g xhat, then dx);
+//   each lane adds dout xhat and dout of its columns to its warp's sums in shared memory,
+//   acc[k][w][i][j][l] (k 0: dw, 1: db), at index ((k 8 + w) G + i) 256 + 32 j + l with G =
+//   ceil(C / 256): for a fixed j the 32 lanes touch 32 consecutive words (no bank conflicts).
+// Then thread t (0..255) adds column 256 i + t's 8 warp sums in warp order into
+// partial[chunk][k][col], and colsum_finish adds the chunks in order. Per column these are the
+// sums, in the order, that colsum_partial_kernel computes for a bias (warp w's rows w, w + 8, ...
+// of a chunk of the same rows): the shape alone fixes every sum's order. One read of dout and x
+// from memory (the second pass over a row finds it in L1) instead of two with a separate
+// column-sum kernel.
+__global__ void __launch_bounds__(256) layernorm_backward_kernel(bf16 *dinp, float *partial, const bf16 *dout,
+                                                                 const bf16 *x, const bf16 *w, const float *mean,
+                                                                 const float *rstd, int N, int C, int rows_per_chunk) {
+    LLMC_DYNAMIC_SMEM(smem);
+    float *acc = reinterpret_cast<float *>(smem);  // [2][8][G * 256]
+    const int lane = threadIdx.x, warp = threadIdx.y;
+    const int G = (C + 255) / 256;
+    float *acc_dw = acc + (size_t)warp * G * 256, *acc_db = acc + (size_t)(8 + warp) * G * 256;
+    for (int k = lane; k < G * 256; k += 32) acc_dw[k] = 0.0f, acc_db[k] = 0.0f;
+    const int chunk = blockIdx.x, r_end = min(N, (chunk + 1) * rows_per_chunk);
+    for (int row = chunk * rows_per_chunk + warp; row < r_end; row += 8) {
+        const int64_t base = (int64_t)row * C;
+        const float m = mean[row], s = rstd[row];
+        float g_sum = 0.0f, gn_sum = 0.0f;
+        // Each pass over the row loads LAYERNORM_BATCH chunks a lane before it uses them, so that
+        // their memory latencies overlap (a warp takes several rows in turn, with few warps per SM).
+        for (int c0 = lane * 8; c0 < C; c0 += 256 * LAYERNORM_BATCH) {
+            x128 dv[LAYERNORM_BATCH], xv[LAYERNORM_BATCH], wv[LAYERNORM_BATCH];
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const float g = __bfloat162float(dv[j]) * __bfloat162float(wv[j]);
-            g_sum += g;
-            gn_sum += g * (__bfloat162float(xv[j]) - m) * s;
+            for (int u = 0; u < LAYERNORM_BATCH; u++)
+                if (c0 + 256 * u < C) {
+                    dv[u] = load128(dout + base + c0 + 256 * u), xv[u] = load128(x + base + c0 + 256 * u);
+                    wv[u] = load128(w + c0 + 256 * u);
+                }
+#pragma unroll
+            for (int u = 0; u < LAYERNORM_BATCH; u++)
+                if (c0 + 256 * u < C) {
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        const float g = __bfloat162float(dv[u][j]) * __bfloat162float(wv[u][j]);
+                        g_sum += g;
+                        gn_sum += g * (__bfloat162float(xv[u][j]) - m) * s;
+                    }
+                }
+        }
+        const float g_mean = warp_sum(g_sum) / C, gn_mean = warp_sum(gn_sum) / C;
+        for (int c0 = lane * 8; c0 < C; c0 += 256 * LAYERNORM_BATCH) {
+            x128 di[LAYERNORM_BATCH];  // from memory; dout, x and w again, from L1
+#pragma unroll
+            for (int u = 0; u < LAYERNORM_BATCH; u++)
+                if (c0 + 256 * u < C) di[u] = load128(dinp + base + c0 + 256 * u);
+#pragma unroll
+            for (int u = 0; u < LAYERNORM_BATCH; u++)
+                if (c0 + 256 * u < C) {
+                    const int c = c0 + 256 * u, at = (c / 256) * 256 + lane;  // its sums' group c / 256
+                    const x128 dv = load128(dout + base + c), xv = load128(x + base + c), wv = load128(w + c);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        const float d = __bfloat162float(dv[j]), g = d * __bfloat162float(wv[j]);
+                        const float n = (__bfloat162float(xv[j]) - m) * s;
+                        di[u][j] = to_bf16(__bfloat162float(di[u][j]) + s * (g - g_mean - n * gn_mean));
+                        acc_dw[at + 32 * j] += d * (__bfloat162float(xv[j]) - m) * s;
+                        acc_db[at + 32 * j] += d;
+                    }
+                    store128(dinp + base + c, di[u]);
+                }
         }
     }
-    const float g_mean = warp_sum(g_sum) / C, gn_mean = warp_sum(gn_sum) / C;
-    for (int c = lane * 8; c < C; c += 256) {
-        const x128 dv = load128(dout + base + c), xv = load128(x + base + c), wv = load128(w + c);
-        x128 di = load128(dinp + base + c);
+    __syncthreads();
+    const int t = warp * 32 + lane;
+    for (int i = 0; i < G && 256 * i + t < C; i++) {
+        const int at = i * 256 + 32 * (t % 8) + t / 8;  // column 256 i + t: lane t / 8, j = t % 8
+        float sum_dw = 0.0f, sum_db = 0.0f;
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const float g = __bfloat162float(dv[j]) * __bfloat162float(wv[j]);
-            const float n = (__bfloat162float(xv[j]) - m) * s;
-            di[j] = to_bf16(__bfloat162float(di[j]) + s * (g - g_mean - n * gn_mean));
+        for (int v = 0; v < 8; v++) {
+            sum_dw += acc[(size_t)v * G * 256 + at];
+            sum_db += acc[(size_t)(8 + v) * G * 256 + at];
         }
-        store128(dinp + base + c, di);
+        partial[((int64_t)chunk * 2 + 0) * C + 256 * i + t] = sum_dw;
+        partial[((int64_t)chunk * 2 + 1) * C + 256 * i + t] = sum_db;
     }
+}
+
+// Bytes of shared memory layernorm_backward_kernel uses at width C: 16 KiB per 256 channels.
+static inline size_t layernorm_backward_smem_bytes(int C) {
+    return (size_t)2 * 8 * ceil_div(C, 256) * 256 * sizeof(float);
+}
+
+// The trainer calls this at startup: the backward's shared memory must fit one CTA's on this GPU
+// (227 KiB on sm_90: C <= 3584; 163 KiB on sm_80: C <= 2304; GPT-2 d48 has C = 1600).
+static inline void layernorm_require_supported(int C) {
+    int device, optin;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (layernorm_backward_smem_bytes(C) > (size_t)optin)
+        die("layernorm: C = %d needs %zu bytes of shared memory per CTA in the backward; this GPU has %d", C,
+            layernorm_backward_smem_bytes(C), optin);
 }
 
 // dinp += dx (always accumulated: the residual stream's gradient), dw += ..., db += ... (= without
@@ -126,11 +204,12 @@ __global__ void layernorm_backward_dx_kernel(bf16 *dinp, const bf16 *dout, const
 static inline void layernorm_backward(bf16 *dinp, float *dw, float *db, float *scratch, const bf16 *dout, const bf16 *x,
                                       const bf16 *w, const float *mean, const float *rstd, int N, int C,
                                       bool accumulate, cudaStream_t stream) {
-    const int block = 256, rows_per_block = block / 32;
-    LLMC_LAUNCH(ceil_div(N, rows_per_block), block, 0, stream, layernorm_backward_dx_kernel)(
-        dinp, dout, x, w, mean, rstd, N, C);
+    const size_t smem = layernorm_backward_smem_bytes(C);
+    cudaCheck(cudaFuncSetAttribute(layernorm_backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    LLMC_LAUNCH(colsum_chunks(N), dim3(32, 8), smem, stream, layernorm_backward_kernel)(
+        dinp, scratch, dout, x, w, mean, rstd, N, C, colsum_rows_per_chunk(N));
     kernelCheck();
-    layernorm_param_backward(dw, db, scratch, dout, x, mean, rstd, N, C, accumulate, stream);
+    colsum_finish<2>(dw, db, scratch, N, C, accumulate, stream);
 }
 
 #endif  // LLMC_LAYERNORM_CUH

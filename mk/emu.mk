@@ -8,7 +8,7 @@
 #                          shared memory is reported (t_44)
 #   build/emu/attention    the attention harness dev/cuda/attention.cu (t_44)
 #   build/emu/<k>          the harnesses dev/cuda/<k>.cu of the kernels that write the gradients,
-#                          k in encoder, layernorm (with colsum.cuh) and matmul, and of the FP8 and
+#                          k in encoder, layernorm and matmul (with colsum.cuh), and of the FP8 and
 #                          int8 path, quant and matmul_lowp (t_46)
 #   build/emu/gelu, classifier  dev/cuda/gelu.cu and classifier.cu at small sizes (t_46)
 #   build/emu/optimizer    dev/cuda/optimizer.cu's small model: AdamW (llmc/adamw.cuh) and the global

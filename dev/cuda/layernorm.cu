@@ -1,10 +1,13 @@
-// Harness of llmc/layernorm.cuh (and the column sums of llmc/colsum.cuh it uses): LayerNorm
-// forward, fused with the residual add, and backward, against the CPU loops of train_gpt.c on the
-// same bf16 inputs; the backward's dw and db first overwriting (filled with NaN), then adding,
-// which must double them bit for bit (the same sums again, and x + x is exact); the bits of the
-// unfused forward of the stored residual (what recomputation reruns); timing at GPT-2 d12 shapes.
+// Harness of llmc/layernorm.cuh (with the chunks and the final column sums of llmc/colsum.cuh it
+// uses): LayerNorm forward, fused with the residual add, and backward, against the CPU loops of
+// train_gpt.c on the same bf16 inputs; the backward's dw and db first overwriting (filled with
+// NaN), then adding, which must double them bit for bit (the same sums again, and x + x is exact);
+// the bits of the unfused forward of the stored residual (what recomputation reruns); timing at
+// GPT-2 d12 shapes. The shapes: odd N with C not a multiple of 256; more rows than colsum's 256
+// chunks (2 rows a chunk) at d48's C; 9 rows a chunk, so that a warp of the backward takes two.
 // STATUS: ran and passed on an H100 at commit ad0f582 and, with the unfused-forward check and the
-// overwrite and doubling checks (2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md).
+// overwrite and doubling checks (2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md),
+// before the backward became one kernel and the case of 9 rows a chunk was added (not run since).
 #include "check.h"
 #include "../../llmc/layernorm.cuh"
 
@@ -101,8 +104,9 @@ static void run(int N, int C, bool timing, float scale = 1.0f) {
     if (timing) {
         float f = time_median_ms([&] { fused_residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, d_a, d_b, d_w, d_bias, N, C, 0); }, 5, 51, 0);
         float bw = time_median_ms([&] { layernorm_backward(d_dinp, d_dw, d_db, d_scratch, d_dout, d_res, d_w, d_mean, d_rstd, N, C, true, 0); }, 5, 51, 0);
-        printf("time N=%d C=%d: fused forward %.3f ms (%.0f GB/s), backward %.3f ms (median of 51)\n", N, C, f,
-               4.0 * NC * 2 / (f * 1e6), bw);
+        // bytes: forward a, b read, residual, out written; backward dout, x read, dinp read and written
+        printf("time N=%d C=%d: fused forward %.3f ms (%.0f GB/s), backward %.3f ms (%.0f GB/s) (median of 51)\n", N,
+               C, f, 4.0 * NC * 2 / (f * 1e6), bw, 4.0 * NC * 2 / (bw * 1e6));
     }
     cuda_check(cudaFree(d_a)); cuda_check(cudaFree(d_b)); cuda_check(cudaFree(d_res)); cuda_check(cudaFree(d_out));
     cuda_check(cudaFree(d_w)); cuda_check(cudaFree(d_bias)); cuda_check(cudaFree(d_dout)); cuda_check(cudaFree(d_dinp));
@@ -115,6 +119,7 @@ int main(int argc, char **argv) {
     const bool small_only = harness_small_only(argc, argv);
     run(111, 192, false);   // odd N, C not a multiple of 256
     run(257, 1600, false);  // more rows than colsum chunks
+    run(2100, 320, false);  // 9 rows a chunk: warp 0 of the backward takes rows 0 and 8 of each
     // Rows of variance about 1.6e-6, below LAYERNORM_EPS = 1e-5: an epsilon other than train_gpt.c's
     // 1e-5 moves rstd (2x for 1e-6); at variance ~1 above it moves rstd by ~5e-6, under the 1e-4
     // tolerance, and test_gptcu's tiny model does not see it either.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Kernel harnesses run their small cases on the CPU emulator of dev/emu (no GPU), each with
 # --check-small:
-#   - those of the kernels that write the gradients: dev/cuda/encoder.cu, layernorm.cu (the column
-#     sums of colsum.cuh) and matmul.cu (the cuBLASLt calls of llmc/matmul.cuh, against the
-#     emulator's cuBLASLt). Besides their checks against CPU loops, each shows that a step's first
+#   - those of the kernels that write the gradients: dev/cuda/encoder.cu, layernorm.cu (dw and db
+#     summed beside dx in one kernel, in colsum.cuh's chunks) and matmul.cu (the cuBLASLt calls of
+#     llmc/matmul.cuh, against the emulator's cuBLASLt, and colsum.cuh's bias sums). Besides their
+#     checks against CPU loops, each shows that a step's first
 #     write, which overwrites (onto NaN), gives the bits of adding to zeros, and that adding twice
 #     doubles the bits: the trainer writes its gradients so and no longer zeroes them. The cuBLASLt
 #     half (that beta = 0 gives the bits of beta = 1 onto zeros on the hardware) needs the GPU: the

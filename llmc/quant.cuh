@@ -140,24 +140,33 @@ __device__ __forceinline__ void quant_block_amax(float *amax, unsigned int bits)
 // Kernels
 
 // out[i] = Q(in[i] * scale) for a contiguous tensor; amax (optional) accumulates max |in[i]|.
-// Grid-stride over groups of 8 elements (see quant_load8), then the remainder one by one.
-template <typename Tin>
+// Grid-stride over groups of 8 elements (see quant_load8), then the remainder one by one. GROUPS > 1
+// loads that many groups, a grid stride apart, before converting them (more loads in flight per
+// thread, on a grid GROUPS times smaller): the same groups and bytes as GROUPS = 1, which the
+// trainer uses until dev/cuda/quant's timings (both, side by side) show the other faster.
+template <typename Tin, int GROUPS>
 __global__ void quant_cast_kernel(uint8_t *__restrict__ out, float *amax, const Tin *__restrict__ in, size_t n,
                                   QuantScale scale, quant_target target) {
     const float s = quant_scale_resolve(scale, target);
     const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
     const size_t groups = quant_vector_groups(in, out, n);
     unsigned int bits = 0;
-    for (size_t g = first; g < groups; g += stride) {
-        float x[8];
-        uint8_t b[8];
-        quant_load8(x, in + 8 * g);
+    for (size_t g0 = first; g0 < groups; g0 += stride * GROUPS) {
+        float x[GROUPS][8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            b[k] = quant_to_byte(x[k], s, target);
-            bits = max(bits, quant_abs_bits(x[k]));
-        }
-        quant_store8(out + 8 * g, b);
+        for (int u = 0; u < GROUPS; u++)
+            if (g0 + u * stride < groups) quant_load8(x[u], in + 8 * (g0 + u * stride));
+#pragma unroll
+        for (int u = 0; u < GROUPS; u++)
+            if (g0 + u * stride < groups) {
+                uint8_t b[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    b[k] = quant_to_byte(x[u][k], s, target);
+                    bits = max(bits, quant_abs_bits(x[u][k]));
+                }
+                quant_store8(out + 8 * (g0 + u * stride), b);
+            }
     }
     for (size_t i = 8 * groups + first; i < n; i += stride) {
         const float x = quant_load(in[i]);
@@ -356,10 +365,11 @@ static inline int quant_grid_1d(size_t n, int block) {
     return (int)(blocks < 65536 ? (blocks ? blocks : 1) : 65536);
 }
 
-template <typename Tin>
+template <int GROUPS = 1, typename Tin>
 static inline void quant_cast_gpu(uint8_t *out, float *amax, const Tin *in, size_t n, QuantScale scale,
                                   quant_target target, cudaStream_t stream) {
-    LLMC_LAUNCH(quant_grid_1d(n, 256), 256, 0, stream, quant_cast_kernel<Tin>)(out, amax, in, n, scale, target);
+    LLMC_LAUNCH(quant_grid_1d(n, 256 * GROUPS), 256, 0, stream, quant_cast_kernel<Tin, GROUPS>)(
+        out, amax, in, n, scale, target);
     quant_cuda_check(cudaGetLastError());
 }
 

@@ -1,9 +1,10 @@
 // GPU harness for llmc/quant.cuh: every kernel's output against llmc/quant.h byte for byte, then
 // timings (median of CUDA-event runs).
 //   1. fp32 -> E4M3 / E5M2 cast kernel for all 2^32 fp32 bit patterns (specials included), scale 1
-//   2. bf16 -> E4M3 / E5M2 / int8 for all 2^16 bf16 patterns at several scales (powers of two and not)
+//   2. bf16 -> E4M3 / E5M2 / int8 for all 2^16 bf16 patterns at several scales (powers of two and
+//      not), through both variants of the cast (1 and 4 groups of 8 a pass, quant_cast_kernel)
 //   2b. the cast and amax kernels' one-element path: lengths not a multiple of 8, pointers not
-//      aligned for the 8-element vector path
+//      aligned for the 8-element vector path (both variants of the cast)
 //   3. fused quantize + transpose + amax, after the device amax kernel, with the scale computed
 //      from that amax in the kernel and stored (with its inverse) there, on odd shapes (tiles cut
 //      by the edge; rows or columns not a multiple of 8 take the one-element path)
@@ -15,6 +16,8 @@
 //
 // STATUS: ran and passed on an H100 at commit 7c74e66 (2026-11-23) and, with the scale computed
 // inside the cast from an amax (2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md).
+// The cast's variant of 4 groups a pass, its checks and its timing row (2026-11-27, after that run)
+// have run only in the CPU emulator.
 // Usage: build/cuda/quant            (checks, then timings)
 //        build/cuda/quant --check-small  (all but check 1, no timings: for the CPU emulator, t_46)
 #include <omp.h>
@@ -121,7 +124,14 @@ static void check_all_fp32(void) {
     cuda_check(cudaFree(d_in)), cuda_check(cudaFree(d_out)), cuda_check(cudaFree(d_one));
 }
 
-// 2. All 2^16 bf16 patterns at several scales, each target.
+// The bf16 cast in the variant with `groups` groups of 8 a pass (1 or 4; quant_cast_kernel).
+static void cast_bf16(int groups, uint8_t *out, float *amax, const __nv_bfloat16 *in, size_t n, QuantScale qs,
+                      quant_target target) {
+    if (groups == 1) quant_cast_gpu(out, amax, in, n, qs, target, 0);
+    else quant_cast_gpu<4>(out, amax, in, n, qs, target, 0);
+}
+
+// 2. All 2^16 bf16 patterns at several scales, each target, through both variants of the cast.
 static void check_all_bf16(void) {
     const size_t n = 65536;
     std::vector<uint16_t> bits(n);
@@ -130,17 +140,19 @@ static void check_all_bf16(void) {
     uint8_t *d_out = device_alloc<uint8_t>(n);
     const float scales[5] = {1.0f, 0x1p-3f, 0x1p5f, 0.7f, 3e-3f};
     for (int t = 0; t < 3; t++)
-        for (float s : scales) {
-            float *d_s = device_scalar(s);
-            quant_cast_gpu(d_out, (float *)nullptr, d_in, n, quant_scale_given(d_s), (quant_target)t, 0);
-            std::vector<uint8_t> got = to_host(d_out, n), want(n);
-            for (size_t i = 0; i < n; i++) want[i] = host_quantize(bf16_to_float(bits[i]), s, (quant_target)t);
-            size_t first, bad = count_mismatches(got.data(), want.data(), n, &first);
-            char what[96];
-            snprintf(what, sizeof what, "bf16 -> %s cast kernel, all 2^16 inputs, scale %g", target_name[t], s);
-            report(what, bad, n, first);
-            cuda_check(cudaFree(d_s));
-        }
+        for (float s : scales)
+            for (int groups : {1, 4}) {
+                float *d_s = device_scalar(s);
+                cast_bf16(groups, d_out, (float *)nullptr, d_in, n, quant_scale_given(d_s), (quant_target)t);
+                std::vector<uint8_t> got = to_host(d_out, n), want(n);
+                for (size_t i = 0; i < n; i++) want[i] = host_quantize(bf16_to_float(bits[i]), s, (quant_target)t);
+                size_t first, bad = count_mismatches(got.data(), want.data(), n, &first);
+                char what[112];
+                snprintf(what, sizeof what, "bf16 -> %s cast kernel (%d group%s a pass), all 2^16 inputs, scale %g",
+                         target_name[t], groups, groups == 1 ? "" : "s", s);
+                report(what, bad, n, first);
+                cuda_check(cudaFree(d_s));
+            }
     cuda_check(cudaFree(d_in)), cuda_check(cudaFree(d_out));
 }
 
@@ -163,13 +175,14 @@ static void check_cast_unaligned(void) {
     // fails to write cannot hold the right code both times, and the bytes outside the range must
     // keep the fill (no stray writes).
     for (auto &cs : cases)
-        for (int fill : {0x00, 0xFF}) {
+        for (int run = 0; run < 4; run++) {  // both variants of the cast, each onto both fills
+            const int groups = run < 2 ? 1 : 4, fill = run % 2 ? 0xFF : 0x00;
             const size_t off = cs[0], n = cs[1];
             std::vector<float> x(n);
             for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(bits[off + i]);
             cuda_check(cudaMemset(d_out, fill, total));
             cuda_check(cudaMemset(d_amax, 0, 2 * sizeof(float)));
-            quant_cast_gpu(d_out + off, d_amax + 1, d_in + off, n, quant_scale_given(d_s), QUANT_TO_E4M3, 0);
+            cast_bf16(groups, d_out + off, d_amax + 1, d_in + off, n, quant_scale_given(d_s), QUANT_TO_E4M3);
             quant_amax_gpu(d_amax, d_in + off, n, 0);
             std::vector<uint8_t> got = to_host(d_out, total), want(total, (uint8_t)fill);
             for (size_t i = 0; i < n; i++) want[off + i] = host_quantize(x[i], 0x1p4f, QUANT_TO_E4M3);
@@ -178,7 +191,8 @@ static void check_cast_unaligned(void) {
             bad += host_scalar(d_amax) != amax;
             bad += host_scalar(d_amax + 1) != amax;
             char what[112];
-            snprintf(what, sizeof what, "bf16 -> E4M3 cast + amax, %zu elements from element %zu, fill 0x%02X", n, off, fill);
+            snprintf(what, sizeof what, "bf16 -> E4M3 cast + amax (%d group%s a pass), %zu elements from element %zu, "
+                     "fill 0x%02X", groups, groups == 1 ? "" : "s", n, off, fill);
             report(what, bad, total + 2, first);
         }
     cuda_check(cudaFree(d_in)), cuda_check(cudaFree(d_out)), cuda_check(cudaFree(d_s)), cuda_check(cudaFree(d_amax));
@@ -348,11 +362,12 @@ static void time_kernels(void) {
     cuda_check(cudaMemset(d_acc, 0, n * sizeof(int32_t)));
     __nv_bfloat16 *d_out = device_alloc<__nv_bfloat16>(n);
     const int warmup = 5, reps = 50;
-    struct { const char *name; double bytes; float ms; } t[5] = {
+    struct { const char *name; double bytes; float ms; } t[6] = {
         {"amax (bf16 in)", 2.0 * n, 0}, {"cast bf16 -> E4M3 + amax", 3.0 * n, 0},
         {"quantize+transpose bf16 -> E4M3, q and q^T + amax", 4.0 * n, 0},
         {"int8 rows (bf16 in, 2 passes over each row)", 3.0 * n, 0},
-        {"int8 dequantize + bias (int32 in, bf16 out)", 6.0 * n, 0}};
+        {"int8 dequantize + bias (int32 in, bf16 out)", 6.0 * n, 0},
+        {"cast bf16 -> E4M3 + amax, 4 groups of 8 a pass", 3.0 * n, 0}};
     t[0].ms = time_median_ms([&] { quant_amax_gpu(d_amax, d_x, n, 0); }, warmup, reps, 0);
     t[1].ms = time_median_ms([&] { quant_cast_gpu(d_q, d_amax, d_x, n, quant_scale_given(d_scale), QUANT_TO_E4M3, 0); },
                              warmup, reps, 0);
@@ -363,6 +378,8 @@ static void time_kernels(void) {
                              warmup, reps, 0);
     to_device(d_scales, std::vector<float>(rows, 1.0f));
     t[4].ms = time_median_ms([&] { int8_dequantize_bias_gpu(d_out, d_acc, d_scales, d_scale, d_x, rows, cols, 0); },
+                             warmup, reps, 0);
+    t[5].ms = time_median_ms([&] { quant_cast_gpu<4>(d_q, d_amax, d_x, n, quant_scale_given(d_scale), QUANT_TO_E4M3, 0); },
                              warmup, reps, 0);
     printf("\ntimings, %d x %d, median of %d runs:\n", rows, cols, reps);
     for (auto &k : t) printf("  %-52s %8.3f ms  %7.1f GB/s\n", k.name, k.ms, k.bytes / (k.ms * 1e-3) / 1e9);

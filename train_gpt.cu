@@ -565,14 +565,19 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
 // The stochastic rounding of the bf16 weights is keyed by the run's --seed (kept by its checkpoints).
 static uint64_t gpu_rounding_seed(uint64_t run_seed) { return run_seed ^ 0x5eedb16f0a7ULL; }
 
-// --gelu-fusion, bf16 block matmuls only: where cuBLASLt's epilogues compute the MLP's GELU.
+// --gelu-fusion, bf16 and fp8 block matmuls (int8's GEMM has no such epilogue): where cuBLASLt's
+// epilogues compute the MLP's GELU.
 // GELU_FUSED_BACKWARD multiplies by gelu'(pre-activation) in the fc projection's input gradient
 // (DGELU) before its single rounding: it saves a bf16 tensor of N x 4C written and read twice, and
 // reads the pre-activation that every recompute policy keeps or recomputes, so every policy keeps
 // the bits of keeping everything; it is the default. GELU_FUSED_BOTH also writes gelu(fc) from the
 // fc forward's epilogue (gelu_fused_forward: not in layers that recompute the GELU alone). On an
-// H100 (2026-11-23, d12 B 16) fusing both was about 1.3% faster than neither and the forward
-// alone gained nothing, so the gain is the backward's.
+// H100 (2026-11-23, d12 B 16, bf16) fusing both was about 1.3% faster than neither and the forward
+// alone gained nothing, so the gain is the backward's. With fp8 the unfused GELU cost 2.0 ms more
+// than bf16's fused backward at d48 B 4 on an H200 (2026-11-27: 3.63 against 1.62 ms a step);
+// fp8 takes levels 1 and 2 too (FP8 GEMMs with GELU epilogues, llmc/matmul_lowp.cuh), but its
+// default stays 0 until a GPU has run them (NOT RUN: whether cuBLASLt has those kernels for
+// E5M2 x E4M3 on Hopper is what the first run shows).
 enum GeluFusion { GELU_UNFUSED, GELU_FUSED_BACKWARD, GELU_FUSED_BOTH };
 
 // How a GPU model computes, beside its shape: the precision of the four block linears
@@ -638,6 +643,10 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     g->T = T;
     g->hp = *hp;
     g->rounding_seed = gpu_rounding_seed(seed);
+    if (opt->gelu_fusion < GELU_UNFUSED || opt->gelu_fusion > GELU_FUSED_BOTH ||
+        (opt->gelu_fusion != GELU_UNFUSED && opt->precision == MATMUL_INT8))
+        die("gpu_model_alloc: --gelu-fusion %d with %s block matmuls (0-2; int8 only 0)", opt->gelu_fusion,
+            matmul_precision_name(opt->precision));
     g->gelu_fusion = opt->gelu_fusion;
     g->attention = opt->attention;
     g->head_rows = opt->head_rows > 0 && opt->head_rows < B * T ? opt->head_rows : B * T;
@@ -752,7 +761,7 @@ static void check_tokens(const int *tok, int n, int V, const char *what) {
 }
 
 // Whether layer l's fc forward writes the GELU output from cuBLASLt's epilogue (GELU_FUSED_BOTH,
-// bf16 block matmuls). Not for a layer whose policy recomputes the GELU alone from the kept
+// bf16 or fp8 block matmuls). Not for a layer whose policy recomputes the GELU alone from the kept
 // pre-activation: that recompute runs gelu.cuh, whose bits may differ from the epilogue's, and the
 // backward must see the forward's bits (a policy that reruns fc reruns the fused call: the same).
 static bool recomputes_gelu_alone(int policy) {
@@ -760,22 +769,22 @@ static bool recomputes_gelu_alone(int policy) {
     return (recomputed & RC_STEP_GELU) && !(recomputed & RC_STEP_FC);
 }
 static bool gelu_fused_forward(const GPUModel *g, int l) {
-    return g->gelu_fusion >= GELU_FUSED_BOTH && g->lp.precision == MATMUL_BF16 && !recomputes_gelu_alone(g->policy[l]);
+    return g->gelu_fusion >= GELU_FUSED_BOTH && !recomputes_gelu_alone(g->policy[l]);
 }
 
 // Whether the fc projection's input gradient applies gelu' in its epilogue (GELU_FUSED_BACKWARD and
-// up, bf16): from the kept or recomputed pre-activation, as gelu_backward_inplace does, rounded once.
-static bool gelu_fused_backward(const GPUModel *g) {
-    return g->gelu_fusion >= GELU_FUSED_BACKWARD && g->lp.precision == MATMUL_BF16;
-}
+// up): from the kept or recomputed pre-activation, as gelu_backward_inplace does, rounded once.
+static bool gelu_fused_backward(const GPUModel *g) { return g->gelu_fusion >= GELU_FUSED_BACKWARD; }
 
-static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias,
-                         int N, int IC, int OC, int layer, int linear) {
+// A block linear's forward in `pass`; gelu_pre not NULL: out = gelu(pre) from the epilogue, and
+// gelu_pre = pre (the fc layer under gelu_fused_forward).
+static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, bf16 *gelu_pre, const bf16 *inp, const bf16 *weight,
+                         const bf16 *bias, int N, int IC, int OC, int layer, int linear) {
     if (pass == QUANT_PASS_REPLAY)
-        lowp_linear_forward_again(&g->lp, &g->mm, out, inp, weight, bias, N, IC, OC, layer, linear, g->stream);
+        lowp_linear_forward_again(&g->lp, &g->mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear, g->stream);
     else
-        lowp_linear_forward(&g->lp, &g->mm, out, inp, weight, bias, N, IC, OC, layer, linear, pass == QUANT_PASS_TRAIN,
-                            g->stream);
+        lowp_linear_forward(&g->lp, &g->mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear,
+                            pass == QUANT_PASS_TRAIN, g->stream);
 }
 
 // The `steps` (llmc/recompute.h) of block l's forward pass over B x T tokens, from its input
@@ -802,7 +811,7 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                           N, C, st);
     }
     if (steps & RC_STEP_QKV)
-        block_linear(g, pass, a->qkv, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, l,
+        block_linear(g, pass, a->qkv, nullptr, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, l,
                      LINEAR_QKV);
     if (steps & RC_STEP_ATTN) {
         mark(g, PROF_ATTENTION_FORWARD);
@@ -810,7 +819,7 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                                                                                          NH, HS, st);
     }
     if (steps & RC_STEP_ATTPROJ) {
-        block_linear(g, pass, proj, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, l,
+        block_linear(g, pass, proj, nullptr, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, l,
                      LINEAR_ATTPROJ);
         mark(g, PROF_LAYERNORM);
         fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
@@ -821,12 +830,11 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                           param_ptr(g, PT_LN2B, l), N, C, st);
     }
     if ((steps & RC_STEP_FC) && (steps & RC_STEP_GELU) && gelu_fused_forward(g, l)) {
-        mark(g, PROF_MATMUL_FORWARD);
-        matmul_forward_gelu(&g->mm, a->fch_gelu, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C,
-                            4 * C, st);
+        block_linear(g, pass, a->fch_gelu, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C,
+                     l, LINEAR_FC);
     } else {
         if (steps & RC_STEP_FC)
-            block_linear(g, pass, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
+            block_linear(g, pass, a->fch, nullptr, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
                          LINEAR_FC);
         if (steps & RC_STEP_GELU) {
             mark(g, PROF_GELU);
@@ -834,7 +842,7 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
         }
     }
     if (steps & RC_STEP_FCPROJ) {
-        block_linear(g, pass, proj, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C,
+        block_linear(g, pass, proj, nullptr, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C,
                      l, LINEAR_FCPROJ);
         // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf (ZeRO-3: whose
         // weights the forward prefetched; the backward's recompute never reruns this step).
@@ -971,32 +979,28 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         }
         bf16 *dfch = g->dwide, *dqkv = g->dwide;
         // MLP; dresidual holds d residual3.
-        if (gelu_fused_backward(g)) {  // bf16: what lowp_linear_backward does, with gelu' in the epilogue
-            mark(g, PROF_MATMUL_BACKWARD);
-            matmul_backward_input_dgelu(mm, dfch, g->dresidual, param_ptr(g, PT_FCPROJW, l), a->fch, N, 4 * C, C, st);
-            matmul_backward_weight(mm, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
-                                   a->fch_gelu, N, 4 * C, C, acc, st);
-        } else {
-            lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs,
-                                 g->dresidual, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), N, 4 * C, C, l, LINEAR_FCPROJ,
-                                 acc, st);
+        const bool fused_dgelu = gelu_fused_backward(g);
+        lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
+                             a->fch_gelu, param_ptr(g, PT_FCPROJW, l), fused_dgelu ? a->fch : nullptr, N, 4 * C, C, l,
+                             LINEAR_FCPROJ, acc, st);
+        if (!fused_dgelu) {
             mark(g, PROF_GELU);
             gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
         }
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
-                             param_ptr(g, PT_FCW, l), N, C, 4 * C, l, LINEAR_FC, acc, st);
+                             param_ptr(g, PT_FCW, l), nullptr, N, C, 4 * C, l, LINEAR_FC, acc, st);
         mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN2W, l), grad_ptr(g, PT_LN2B, l), cs, g->dbtc, a->residual2,
                            param_ptr(g, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, acc, st);
         // Attention; dresidual holds d residual2.
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs,
-                             g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), N, C, C, l, LINEAR_ATTPROJ, acc,
-                             st);
+                             g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), nullptr, N, C, C, l, LINEAR_ATTPROJ,
+                             acc, st);
         mark(g, PROF_ATTENTION_BACKWARD);
         (g->attention == ATTENTION_WGMMA ? attention_backward_wgmma : attention_backward)(
             dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
-                             param_ptr(g, PT_QKVW, l), N, C, 3 * C, l, LINEAR_QKV, acc, st);
+                             param_ptr(g, PT_QKVW, l), nullptr, N, C, 3 * C, l, LINEAR_QKV, acc, st);
         mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
                            param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, acc, st);
@@ -1228,8 +1232,8 @@ int main(int argc, char **argv) {
     TrainConfig tc;
     parse_train_args(&tc, argc, argv);
     const matmul_precision precision = gpu_block_precision(&tc);
-    if (tc.gelu_fusion > 0 && precision != MATMUL_BF16)
-        usage_error("--gelu-fusion %d needs bf16 block matmuls (--matmul bf16 or auto): its epilogues are bf16 cuBLASLt's",
+    if (tc.gelu_fusion > 0 && precision == MATMUL_INT8)
+        usage_error("--gelu-fusion %d needs bf16 or fp8 block matmuls: int8's GEMM ends in int32, without a GELU epilogue",
                     tc.gelu_fusion);
     Comm comm;
     comm_init(&comm, &argc, &argv);  // MPI under mpirun; the device communicator wraps it (GPUZero)
@@ -1302,7 +1306,7 @@ int main(int argc, char **argv) {
         const char *const fast_accum[] = {"", ", fast accumulation in the forward GEMMs",
                                           ", fast accumulation in every FP8 GEMM"};
         printf("block matmuls: %s%s%s%s, low-precision scratch %.1f MiB\n",
-               g.lp.precision == MATMUL_FP8 ? "fp8" : g.lp.precision == MATMUL_INT8 ? "int8" : "bf16",
+               matmul_precision_name(g.lp.precision),
                g.lp.fp8_wgrad ? ", fp8 weight gradient" : "", g.lp.history_len > 0 ? ", delayed scaling" : "",
                fast_accum[g.lp.fast_accum], (double)g.lp.bytes * mib);
         const char *const fusion[] = {"off", "fc projection's input gradient", "fc projection's input gradient and fc forward"};

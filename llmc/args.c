@@ -73,7 +73,7 @@ static const Option kOptions[] = {
     {NULL, "recompute", OPT_STRING, NULL, F(recompute_list), 0, 0, "recompute policies by layer range, e.g. 0-5:block,6-11:gelu"},
     {NULL, "mem-budget", OPT_FLOAT, NULL, F(mem_budget_gib), 0, 1e6, "budget in GiB for the activations kept for the backward pass: choose the cheapest recompute plan that fits (0: off)"},
     {NULL, "head-chunk", OPT_INT, NULL, F(head_chunk), 0, 1 << 30, "rows of the output head's logits computed at once; the head's loss and backward run chunk by chunk in the forward pass (0: 8192)"},
-    {NULL, "gelu-fusion", OPT_INT, NULL, F(gelu_fusion), -1, 2, "GPU, bf16 block matmuls: GELU in the cuBLASLt epilogues: 0 off, 1 gelu' in the fc projection's input gradient, 2 also the fc forward (not in layers that recompute the GELU alone); -1: 1 with bf16 block matmuls, else 0"},
+    {NULL, "gelu-fusion", OPT_INT, NULL, F(gelu_fusion), -1, 2, "GPU, bf16 or fp8 block matmuls: GELU in the cuBLASLt epilogues: 0 off, 1 gelu' in the fc projection's input gradient, 2 also the fc forward (not in layers that recompute the GELU alone); -1: 1 with bf16 block matmuls, else 0"},
     {NULL, "attention", OPT_ENUM, attention_kernel_names, F(attention), 0, NUM_ATTENTION_KERNELS - 1, "GPU attention kernels: mma (mma.sync, sm_80 and later) or wgmma (Hopper's warpgroup MMA: compute capability 9.0, a build for sm_90a, head size 64)"},
     {NULL, "peak-tflops", OPT_FLOAT, NULL, F(peak_tflops), 0, 1e6, "peak TFLOP/s for MFU (0: a GPU's from its name; train_gpt shows MFU only when given)"},
     {NULL, "bench", OPT_SWITCH, NULL, F(bench), 0, 0, "time steps on random tokens (no data, logs or checkpoints); prints bench_tokens_per_s"},

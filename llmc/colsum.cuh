@@ -69,12 +69,13 @@ __global__ void colsum_finish_kernel(float *out0, float *out1, const float *part
     out[c] = accumulate ? out[c] + sum : sum;
 }
 
-// Pass 2: out0 (and with NSUMS = 2, out1) += the chunk sums in partial (= without accumulate).
+// Pass 2: out0 (and with NSUMS = 2, out1) += the R chunk sums in partial (= without accumulate),
+// R = colsum_chunks(N) here; llmc/matmul_lowp.cuh finishes the FP8 gradient cast's tile-row sums.
 template <int NSUMS>
-static inline void colsum_finish(float *out0, float *out1, const float *partial, int N, int OC, bool accumulate,
+static inline void colsum_finish(float *out0, float *out1, const float *partial, int R, int OC, bool accumulate,
                                  cudaStream_t stream) {
     LLMC_LAUNCH(ceil_div(NSUMS * OC, 256), 256, 0, stream, colsum_finish_kernel<NSUMS>)(
-        out0, out1, partial, colsum_chunks(N), OC, accumulate);
+        out0, out1, partial, R, OC, accumulate);
     kernelCheck();
 }
 
@@ -85,7 +86,7 @@ static inline void bias_backward(float *dbias, float *scratch, const bf16 *dout,
     LLMC_LAUNCH(dim3(ceil_div(OC, COLSUM_COLS_PER_BLOCK), colsum_chunks(N)), dim3(32, 8), 0, stream,
                 colsum_partial_kernel)(scratch, dout, N, OC, colsum_rows_per_chunk(N));
     kernelCheck();
-    colsum_finish<1>(dbias, nullptr, scratch, N, OC, accumulate, stream);
+    colsum_finish<1>(dbias, nullptr, scratch, colsum_chunks(N), OC, accumulate, stream);
 }
 
 #endif  // LLMC_COLSUM_CUH

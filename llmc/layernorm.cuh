@@ -210,7 +210,7 @@ static inline void layernorm_backward(bf16 *dinp, float *dw, float *db, float *s
     LLMC_LAUNCH(colsum_chunks(N), dim3(32, 8), smem, stream, layernorm_backward_kernel)(
         dinp, scratch, dout, x, w, mean, rstd, N, C, colsum_rows_per_chunk(N));
     kernelCheck();
-    colsum_finish<2>(dw, db, scratch, N, C, accumulate, stream);
+    colsum_finish<2>(dw, db, scratch, colsum_chunks(N), C, accumulate, stream);
 }
 
 #endif  // LLMC_LAYERNORM_CUH

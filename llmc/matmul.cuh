@@ -137,6 +137,37 @@ typedef enum {
     MATMUL_GELU_BACKWARD,  // D = (op(A) op(B)) * gelu'(aux)
 } matmul_gelu;
 
+// The epilogue of a matmul whose column-major D has m rows: the bias (bf16, may be NULL) and the
+// GELU with its aux matrix (see matmul_gelu), checked as cuBLASLt needs them: a bf16 D for either,
+// and for a GELU its aux (16-byte aligned, m a multiple of 8), no accumulation into D and no bias
+// in the backward. Shared by the bf16 matmuls below and the FP8 ones (llmc/matmul_lowp.cuh).
+static inline void matmul_set_epilogue(cublasLtMatmulDesc_t desc, const char *who, const bf16 *bias, matmul_gelu gelu,
+                                       const bf16 *aux, cudaDataType_t d_type, int m, bool accumulate) {
+    if (bias && d_type != CUDA_R_16BF) die("%s: a bias needs a bf16 output", who);
+    if ((gelu != MATMUL_GELU_NONE) != (aux != nullptr) ||
+        (gelu != MATMUL_GELU_NONE && (d_type != CUDA_R_16BF || accumulate || (uintptr_t)aux % 16 || m % 8)) ||
+        (gelu == MATMUL_GELU_BACKWARD && bias))
+        die("%s: a GELU epilogue needs its aux matrix (16-byte aligned, m = %d a multiple of 8), a bf16 output "
+            "without accumulation, and no bias in the backward", who, m);
+    const cublasLtEpilogue_t epilogue =
+        gelu == MATMUL_GELU_FORWARD    ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+        : gelu == MATMUL_GELU_BACKWARD ? CUBLASLT_EPILOGUE_DGELU
+        : bias                         ? CUBLASLT_EPILOGUE_BIAS
+                                       : CUBLASLT_EPILOGUE_DEFAULT;
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (bias) {
+        const cudaDataType_t bias_type = CUDA_R_16BF;  // D's type, and what FP8 matmuls need said
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                   sizeof(bias_type)));
+    }
+    if (aux) {
+        const int64_t aux_ld = m;  // aux has D's column-major shape (m, n)
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+    }
+}
+
 // Column-major D (m, n) [+]= op(A) op(B) [+ bias (m)], op(A) (m, k), op(B) (k, n), with `gelu`
 // applied in the epilogue (aux: see matmul_gelu; NULL with MATMUL_GELU_NONE).
 // A stored (k, m) when trans_a else (m, k); B stored (n, k) when trans_b else (k, n); leading
@@ -145,30 +176,12 @@ typedef enum {
 static inline void matmul_lt(Matmul *mm, void *d, cudaDataType_t d_type, const bf16 *a, const bf16 *b,
                              const bf16 *bias, int m, int n, int k, bool trans_a, bool trans_b, bool accumulate,
                              matmul_gelu gelu, bf16 *aux, cudaStream_t stream) {
-    if (bias && d_type != CUDA_R_16BF) die("matmul_lt: a bias needs a bf16 output");
-    if ((gelu != MATMUL_GELU_NONE) != (aux != nullptr) ||
-        (gelu != MATMUL_GELU_NONE && (d_type != CUDA_R_16BF || accumulate || (uintptr_t)aux % 16 || m % 8)) ||
-        (gelu == MATMUL_GELU_BACKWARD && bias))
-        die("matmul_lt: a GELU epilogue needs its aux matrix (16-byte aligned, m = %d a multiple of 8), a bf16 "
-            "output without accumulation, and no bias in the backward", m);
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-    const cublasLtEpilogue_t epilogue =
-        gelu == MATMUL_GELU_FORWARD    ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
-        : gelu == MATMUL_GELU_BACKWARD ? CUBLASLT_EPILOGUE_DGELU
-        : bias                         ? CUBLASLT_EPILOGUE_BIAS
-                                       : CUBLASLT_EPILOGUE_DEFAULT;
-    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-    if (bias)
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-    if (aux) {
-        const int64_t aux_ld = m;  // aux has D's column-major shape (m, n)
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
-    }
+    matmul_set_epilogue(desc, "matmul_lt", bias, gelu, aux, d_type, m, accumulate);
 
     cublasLtMatrixLayout_t la, lb, ld;
     cublasCheck(trans_a ? cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, m, k)

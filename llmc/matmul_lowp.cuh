@@ -24,9 +24,11 @@
 // Layouts. Row-major everywhere: inp (N, IC), W (OC, IC), out (N, OC). cuBLASLt's FP8 and int8
 // kernels take only the "TN" form, which for row-major operands reads out (M, Nc) = x (M, K) @
 // w (Nc, K)^T (see matmul_lt_tn). Forward: x = inp, w = W, no copy. Input gradient: x = dout (N, OC),
-// w = W^T (IC, OC), the transposed copy quant_transpose_gpu() writes from W in the same pass as the
-// cast. FP8 weight gradient: dW (OC, IC) = x (OC, N) @ w (IC, N)^T with x = dout^T and w = inp^T,
-// both transposed copies (dout's comes out of the same fused pass as its row-major copy).
+// w = W^T (IC, OC), the transposed copy that the forward's cast of W writes in the same pass
+// (quant_transpose_gpu) and keeps until the backward (lowp_weight_t: 12 C^2 bytes a layer, 1.5 GB
+// at d48, instead of a second pass over the bf16 W in the backward; NOT RUN on a GPU). FP8 weight
+// gradient: dW (OC, IC) = x (OC, N) @ w (IC, N)^T with x = dout^T and w = inp^T, both transposed
+// copies (dout's comes out of the same fused pass as its row-major copy).
 //
 // Scales and histories live on the device, indexed by operand = (layer * 4 + linear) * 3 + role
 // (role: QUANT_ACTIVATION, QUANT_WEIGHT, QUANT_GRADIENT of llmc/quant.h), so no step waits on the
@@ -38,6 +40,16 @@
 // The weight's and the activation's scales of the forward are reused by the backward of the same
 // micro-step: the weight has not changed and the activation is the one the forward saw, so the
 // backward's transposed copies hold the same codes as the forward's.
+// Bias gradients (FP8): the cast of the output gradient, which reads all of it anyway, also sums its
+// columns by tile row, so the bias gradient costs no pass of its own over dout (a bf16 N x OC
+// tensor, 9 N C elements a layer: at d48 B 4, 5.7 GB a step, about 1.9 ms on an H200 at 3 TB/s).
+// NOT RUN on a GPU (2026-11-27).
+//
+// GELU (--gelu-fusion, train_gpt.cu): the fc forward may write gelu(out) and its pre-activation
+// from the epilogue, and the fc projection's input gradient may multiply by gelu'(pre-activation)
+// before its one rounding, in FP8 as in bf16 (the epilogue works on the dequantized fp32 sums;
+// cuBLASLt documents GELU aux outputs for FP8 kernels). int8's GEMM ends in int32 and its own
+// dequantization kernel, so it has no GELU epilogue. NOT RUN on a GPU with FP8 (2026-11-27).
 //
 // Accumulation (--fp8-fast-accum). Hopper's FP8 tensor-core instruction (k = 32 products a step)
 // keeps about 14 significant bits of its running sum. By default cuBLASLt promotes those partial
@@ -69,8 +81,11 @@ typedef struct {
     // device scratch shared by all layers (sizes for the widest linear: 4C)
     uint8_t *q_inp, *q_inp_t;    // (N, 4C) activation codes; (4C, N) transposed (FP8 weight gradient)
     uint8_t *q_grad, *q_grad_t;  // (N, 4C) gradient codes; (4C, N) transposed (FP8 weight gradient)
-    uint8_t *q_weight;           // (4C, C) weight codes, row-major or transposed
+    uint8_t *q_weight;           // (4C, C) weight codes (the forward's)
+    uint8_t *q_weight_t;         // every layer's W^T codes (lowp_weight_t), which the forward's cast writes for the backward
+    int layers, C;
     float *row_scales;           // (N) int8 scale of each row of the activation or gradient
+    float *bias_partial;         // FP8: (quant_colsum_rows(N), 4C) the gradient's column sums by tile row
     int32_t *acc;                // (N, 4C) int8 GEMM accumulator
     size_t bytes;                // device memory of all of the above
     EventTimeline *timeline;     // --profile: the quantization apart from the GEMMs (NULL: none)
@@ -113,23 +128,23 @@ static inline double lowp_accumulation_bound(int K, bool fast_accum) {
 // out (M, Nc) row-major [+]= x (M, K) @ w (Nc, K)^T, with x and w row-major in x_type and w_type.
 // Column-major, that is D (Nc, M) = A^T B with A = w stored (K, Nc) (lda = K, transposed) and
 // B = x stored (K, M) (ldb = K): the TN form that FP8 and int8 kernels require.
-//   FP8 (x, w E4M3 or E5M2, not both E5M2): compute fp32; out bf16 (+ bias (Nc) bf16 in the epilogue)
-//     or fp32 (accumulate: out += ...); each operand dequantized by the fp32 device scalar its
-//     inv_scale pointer holds (cuBLASLt's B and A scale pointers).
-//   int8 (x, w CUDA_R_8I): compute int32, out int32 (exact; no scales, no bias).
+//   FP8 (x, w E4M3 or E5M2, not both E5M2): compute fp32; out bf16 (+ bias (Nc) bf16 in the epilogue,
+//     and/or a GELU with its aux matrix as matmul_lt's, matmul.cuh's matmul_set_epilogue) or fp32
+//     (accumulate: out += ...); each operand dequantized by the fp32 device scalar its inv_scale
+//     pointer holds (cuBLASLt's B and A scale pointers).
+//   int8 (x, w CUDA_R_8I): compute int32, out int32 (exact; no scales, no epilogue).
 // fast_accum (FP8 only): CUBLASLT_MATMUL_DESC_FAST_ACCUM (see the top of this file).
 // Requirements: K and Nc multiples of 16 and 16-byte aligned matrices (cuBLASLt's heuristic then
 // finds no algorithm), and 16-byte aligned scale pointers (checked here).
 static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, const void *x, cudaDataType_t x_type,
                                 const void *w, cudaDataType_t w_type, const float *x_inv_scale,
-                                const float *w_inv_scale, const bf16 *bias, int M, int Nc, int K, bool accumulate,
-                                bool fast_accum, cudaStream_t stream) {
+                                const float *w_inv_scale, const bf16 *bias, matmul_gelu gelu, bf16 *aux, int M, int Nc,
+                                int K, bool accumulate, bool fast_accum, cudaStream_t stream) {
     const bool integer = x_type == CUDA_R_8I;
     if (integer != (w_type == CUDA_R_8I) || integer != (out_type == CUDA_R_32I) ||
-        (integer && (bias || accumulate || fast_accum)))
-        die("matmul_lt_tn: int8 operands go with each other and an int32 output, without bias, accumulation or "
-            "fast accumulation");
-    if (bias && out_type != CUDA_R_16BF) die("matmul_lt_tn: a bias needs a bf16 output");
+        (integer && (bias || gelu != MATMUL_GELU_NONE || accumulate || fast_accum)))
+        die("matmul_lt_tn: int8 operands go with each other and an int32 output, without an epilogue, accumulation "
+            "or fast accumulation");
     if ((uintptr_t)x_inv_scale % 16 || (uintptr_t)w_inv_scale % 16)
         die("matmul_lt_tn: cuBLASLt needs 16-byte aligned scale pointers (%p, %p)", (const void *)x_inv_scale,
             (const void *)w_inv_scale);
@@ -149,23 +164,16 @@ static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, 
         const int8_t on = 1;
         cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)));
     }
-    if (bias) {
-        const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-        const cudaDataType_t bias_type = CUDA_R_16BF;
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                   sizeof(bias_type)));
-    }
+    if (!integer) matmul_set_epilogue(desc, "matmul_lt_tn", bias, gelu, aux, out_type, Nc, accumulate);
     cublasLtMatrixLayout_t la, lb, ld;
     cublasCheck(cublasLtMatrixLayoutCreate(&la, w_type, K, Nc, K));
     cublasCheck(cublasLtMatrixLayoutCreate(&lb, x_type, K, M, K));
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, out_type, Nc, M, Nc));  // also C's (C = D)
 
     char what[160];
-    if (snprintf(what, sizeof(what), "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias align %u, accumulate=%d fast=%d",
+    if (snprintf(what, sizeof(what), "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias align %u, accumulate=%d fast=%d gelu=%d aux align %u",
              M, Nc, K, (int)x_type, (int)w_type, (int)out_type, bias ? pointer_alignment(bias) : 0, accumulate,
-             fast_accum) >= (int)sizeof(what))
+             fast_accum, (int)gelu, aux ? pointer_alignment(aux) : 0) >= (int)sizeof(what))
         die("matmul description too long (it keys the plan cache: a cut one could match another call)");
     const float alpha_f = 1.0f, beta_f = accumulate ? 1.0f : 0.0f;
     const int32_t alpha_i = 1, beta_i = 0;
@@ -206,6 +214,14 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
     cudaCheck(cudaMalloc(&lp->q_inp, wide));
     cudaCheck(cudaMalloc(&lp->q_grad, wide));
     cudaCheck(cudaMalloc(&lp->q_weight, (size_t)4 * C * C));
+    lp->layers = L, lp->C = C;
+    cudaCheck(cudaMalloc(&lp->q_weight_t, (size_t)L * 12 * C * C));
+    lp->bytes += (size_t)L * 12 * C * C;
+    if (precision == MATMUL_FP8) {
+        const size_t partial_bytes = (size_t)quant_colsum_rows(N) * 4 * C * sizeof(float);
+        cudaCheck(cudaMalloc(&lp->bias_partial, partial_bytes));
+        lp->bytes += partial_bytes;
+    }
     if (history_len > 0) {
         cudaCheck(cudaMalloc(&lp->history, ops * history_len * sizeof(float)));
         cudaCheck(cudaMemset(lp->history, 0, ops * history_len * sizeof(float)));
@@ -232,9 +248,23 @@ static inline void lowp_free(LowpMatmul *lp) {
     cudaCheck(cudaFree(lp->q_grad));
     cudaCheck(cudaFree(lp->q_grad_t));
     cudaCheck(cudaFree(lp->q_weight));
+    cudaCheck(cudaFree(lp->q_weight_t));
     cudaCheck(cudaFree(lp->row_scales));
+    cudaCheck(cudaFree(lp->bias_partial));
     cudaCheck(cudaFree(lp->acc));
     free(lp->amax_taken);
+}
+
+// Where block linear `linear` of `layer` keeps its W^T codes, (IC, OC) for its weight (OC, IC):
+// each layer holds qkv's (C x 3C), the attention projection's (C x C), fc's (C x 4C) and the fc
+// projection's (4C x C), 12 C^2 bytes.
+static inline uint8_t *lowp_weight_t(const LowpMatmul *lp, int layer, int linear, int IC, int OC) {
+    static const int offset_c2[NUM_BLOCK_LINEARS] = {0, 3, 4, 8}, size_c2[NUM_BLOCK_LINEARS] = {3, 1, 4, 4};
+    const size_t c2 = (size_t)lp->C * lp->C;
+    if (layer < 0 || layer >= lp->layers || linear < 0 || linear >= NUM_BLOCK_LINEARS || (size_t)IC * OC > size_c2[linear] * c2)
+        die("lowp: no room for layer %d linear %d's W^T (%d x %d) in %d layers of width %d", layer, linear, IC, OC,
+            lp->layers, lp->C);
+    return lp->q_weight_t + ((size_t)layer * 12 + offset_c2[linear]) * c2;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -286,14 +316,16 @@ static inline float *lowp_take_amax(LowpMatmul *lp, float *amax, int op) {
 }
 
 // Quantizes x (rows, cols) row-major as FP8 operand `op` (in lowp_fp8_target(op)) into q
-// (row-major) and/or qt (transposed); either may be NULL, and without qt this is a plain cast.
+// (row-major) and/or qt (transposed); either may be NULL, and without qt or colsum this is a plain
+// cast. colsum (may be NULL): the column sums of x by tile row (quant_transpose_gpu), in the same
+// pass.
 // The scale is kept in lp->scales for the backward: from the current amax (one extra read of x;
 // the cast computes the scale), or with delayed scaling from the history (set by
 // lowp_begin_forward), the cast itself then recording this step's amax when `record` (the
 // training forward and backward; not validation or sampling, which must not change the training
 // run). The first recorded step has no history yet and uses its current amax.
-static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, const bf16 *x, int rows, int cols, int op,
-                                 bool record, cudaStream_t st) {
+static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, float *colsum, const bf16 *x, int rows,
+                                 int cols, int op, bool record, cudaStream_t st) {
     const quant_target target = lowp_fp8_target(op);
     float *scale = lowp_scale(lp, op), *inv_scale = lowp_inv_scale(lp, op);
     const bool delayed = lp->history_len > 0, recording = delayed && record;
@@ -307,7 +339,7 @@ static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, const 
         quant_amax_gpu(lowp_take_amax(lp, amax, op), x, (size_t)rows * cols, st);
         qs = quant_scale_of_amax(scale, inv_scale, amax, QUANT_SCALE_POW2);
     }
-    if (qt) quant_transpose_gpu(q, qt, cast_amax, x, rows, cols, qs, target, st);
+    if (qt || colsum) quant_transpose_gpu(q, qt, cast_amax, colsum, x, rows, cols, qs, target, st);
     else quant_cast_gpu(q, cast_amax, x, (size_t)rows * cols, qs, target, st);
 }
 
@@ -315,8 +347,8 @@ static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, const 
 // (set by lowp_quantize in this micro-step's forward).
 static inline void lowp_quantize_transposed_again(LowpMatmul *lp, uint8_t *qt, const bf16 *x, int rows, int cols,
                                                   int op, quant_target target, cudaStream_t st) {
-    quant_transpose_gpu((uint8_t *)nullptr, qt, (float *)nullptr, x, rows, cols, quant_scale_given(lowp_scale(lp, op)),
-                        target, st);
+    quant_transpose_gpu((uint8_t *)nullptr, qt, (float *)nullptr, (float *)nullptr, x, rows, cols,
+                        quant_scale_given(lowp_scale(lp, op)), target, st);
 }
 
 // A training micro-step's forward and backward are done: the next one records into the next slot.
@@ -339,10 +371,13 @@ static inline void lowp_history_reset(LowpMatmul *lp) {
 // casts with the scales the forward stored instead of choosing them: with delayed scaling a
 // scale chosen now would read the history the forward has since written this step's amax into.
 // int8 takes the weight's stored scale too, and scales the rows from the operand alone (the same).
-static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight,
-                                            const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
-                                            bool again, cudaStream_t st) {
+// gelu_pre (bf16 and FP8; NULL: none): the GELU in the epilogue, out = gelu(inp @ W^T + b) and
+// gelu_pre = inp @ W^T + b (cuBLASLt's GELU_AUX_BIAS, matmul.cuh).
+static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *out, bf16 *gelu_pre, const bf16 *inp,
+                                            const bf16 *weight, const bf16 *bias, int N, int IC, int OC, int layer,
+                                            int linear, bool record, bool again, cudaStream_t st) {
     const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT);
+    const matmul_gelu gelu = gelu_pre ? MATMUL_GELU_FORWARD : MATMUL_GELU_NONE;  // (int8: matmul_lt_tn refuses)
     lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_FORWARD : PROF_QUANTIZE, st);
     switch (lp->precision) {
     case MATMUL_FP8:
@@ -352,12 +387,14 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
             quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC,
                            quant_scale_given(lowp_scale(lp, op_w)), lowp_fp8_target(op_w), st);
         } else {
-            lowp_quantize(lp, lp->q_inp, nullptr, inp, N, IC, op_inp, record, st);
-            lowp_quantize(lp, lp->q_weight, nullptr, weight, OC, IC, op_w, record, st);
+            lowp_quantize(lp, lp->q_inp, nullptr, nullptr, inp, N, IC, op_inp, record, st);
+            lowp_quantize(lp, lp->q_weight, lowp_weight_t(lp, layer, linear, IC, OC), nullptr, weight, OC, IC, op_w,
+                          record, st);
         }
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
-                     lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, N, OC, IC, false, lp->fast_accum >= 1, st);
+                     lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, gelu, gelu_pre, N, OC, IC, false,
+                     lp->fast_accum >= 1, st);
         return;
     case MATMUL_INT8: {
         int8_quantize_rows_gpu((int8_t *)lp->q_inp, lp->row_scales, inp, N, IC, QUANT_SCALE_POW2, st);
@@ -368,81 +405,98 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
             quant_amax_gpu(amax, weight, (size_t)OC * IC, st);
             qs = quant_scale_of_amax(lowp_scale(lp, op_w), lowp_inv_scale(lp, op_w), amax, QUANT_SCALE_POW2);
         }
-        quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, qs, QUANT_TO_INT8, st);
+        if (again)  // W^T is kept from the first forward
+            quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, qs, QUANT_TO_INT8, st);
+        else
+            quant_transpose_gpu(lp->q_weight, lowp_weight_t(lp, layer, linear, IC, OC), (float *)nullptr,
+                                (float *)nullptr, weight, OC, IC, qs, QUANT_TO_INT8, st);
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_inp, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
-                     N, OC, IC, false, false, st);
+                     gelu, gelu_pre, N, OC, IC, false, false, st);
         lowp_mark(lp, PROF_QUANTIZE, st);
         int8_dequantize_bias_gpu(out, lp->acc, lp->row_scales, lowp_scale(lp, op_w), bias, N, OC, st);
         return;
     }
     default:
-        matmul_forward(mm, out, inp, weight, bias, N, IC, OC, st);
+        if (gelu_pre) matmul_forward_gelu(mm, out, gelu_pre, inp, weight, bias, N, IC, OC, st);
+        else matmul_forward(mm, out, inp, weight, bias, N, IC, OC, st);
     }
 }
 
-// out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) for block linear `linear` of `layer`.
+// out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) for block linear `linear` of `layer`,
+// or with gelu_pre (not NULL) out = gelu of that and gelu_pre = it.
 // record: a training forward (delayed scaling records this step's amaxes).
-static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp, const bf16 *weight,
-                                       const bf16 *bias, int N, int IC, int OC, int layer, int linear, bool record,
-                                       cudaStream_t st) {
-    lowp_linear_forward_pass(lp, mm, out, inp, weight, bias, N, IC, OC, layer, linear, record, false, st);
+static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, bf16 *gelu_pre, const bf16 *inp,
+                                       const bf16 *weight, const bf16 *bias, int N, int IC, int OC, int layer,
+                                       int linear, bool record, cudaStream_t st) {
+    lowp_linear_forward_pass(lp, mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear, record, false, st);
 }
 
 // lowp_linear_forward once more on the same operands, after it ran for this layer and linear in
 // this training micro-step and before its backward (recomputation): the same output bits; records
 // no amax and leaves the scales as they are (test_gptcu check 7, which ran on an H100).
-static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *out, const bf16 *inp,
+static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *out, bf16 *gelu_pre, const bf16 *inp,
                                              const bf16 *weight, const bf16 *bias, int N, int IC, int OC, int layer,
                                              int linear, cudaStream_t st) {
-    lowp_linear_forward_pass(lp, mm, out, inp, weight, bias, N, IC, OC, layer, linear, false, true, st);
+    lowp_linear_forward_pass(lp, mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear, false, true, st);
 }
 
 // Backward of lowp_linear_forward (which must have run for this layer in this micro-step):
-// dinp (N, IC) = dout @ weight (overwritten); dweight (OC, IC) += dout^T @ inp (fp32);
-// dbias (OC) += column sums of dout (bf16 dout, unquantized; scratch: colsum_scratch_floats(N, OC));
-// without accumulate, dweight and dbias are overwritten (=), as matmul_backward_weight's.
+// dinp (N, IC) = dout @ weight (overwritten), or with gelu_pre (bf16 and FP8; not NULL: the
+// pre-activation of the GELU whose output was inp) dinp = (dout @ weight) * gelu'(gelu_pre) in the
+// epilogue, rounded once (cuBLASLt's DGELU, matmul.cuh); dweight (OC, IC) += dout^T @ inp (fp32);
+// dbias (OC) += column sums of dout (bf16 dout, unquantized): in FP8 from the sums that dout's cast
+// writes by tile row in the same pass (lp->bias_partial), else by colsum.cuh's own pass over dout
+// (scratch: colsum_scratch_floats(N, OC)); the two sum in different orders, each fixed.
+// Without accumulate, dweight and dbias are overwritten (=), as matmul_backward_weight's.
 static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, float *dweight, float *dbias,
-                                        float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *weight, int N,
-                                        int IC, int OC, int layer, int linear, bool accumulate, cudaStream_t st) {
+                                        float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *weight,
+                                        const bf16 *gelu_pre, int N, int IC, int OC, int layer, int linear,
+                                        bool accumulate, cudaStream_t st) {
     const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT),
               op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
-    const bool fp8_wgrad = lp->precision == MATMUL_FP8 && lp->fp8_wgrad;
+    const bool fp8 = lp->precision == MATMUL_FP8, fp8_wgrad = fp8 && lp->fp8_wgrad;
+    const matmul_gelu gelu = gelu_pre ? MATMUL_GELU_BACKWARD : MATMUL_GELU_NONE;
+    bf16 *aux = const_cast<bf16 *>(gelu_pre);  // MATMUL_GELU_BACKWARD only reads it (int8: matmul_lt_tn refuses)
+    // W^T (IC, OC) as the forward's cast wrote it (FP8, int8), with the scale the forward chose
+    const uint8_t *w_t = lp->precision == MATMUL_BF16 ? nullptr : lowp_weight_t(lp, layer, linear, IC, OC);
     lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_BACKWARD : PROF_QUANTIZE, st);
     switch (lp->precision) {
     case MATMUL_FP8:
-        // dout (N, OC) in E5M2, and dout^T (OC, N) in the same pass for the FP8 weight gradient.
-        lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, dout, N, OC, op_g, true, st);
-        lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, lowp_fp8_target(op_w), st);  // W^T (IC, OC)
+        // dout (N, OC) in E5M2, and in the same pass dout^T (OC, N) for the FP8 weight gradient and
+        // the column sums for dbias.
+        lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, dbias ? lp->bias_partial : nullptr, dout, N,
+                      OC, op_g, true, st);
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
-        matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, lp->q_weight, CUDA_R_8F_E4M3,
-                     lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, N, IC, OC, false, lp->fast_accum >= 2, st);
+        matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, w_t, CUDA_R_8F_E4M3,
+                     lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, gelu, aux, N, IC, OC, false,
+                     lp->fast_accum >= 2, st);
         break;
     case MATMUL_INT8:
         int8_quantize_rows_gpu((int8_t *)lp->q_grad, lp->row_scales, dout, N, OC, QUANT_SCALE_POW2, st);
-        lowp_quantize_transposed_again(lp, lp->q_weight, weight, OC, IC, op_w, QUANT_TO_INT8, st);  // W^T (IC, OC)
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
-        matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_grad, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
-                     N, IC, OC, false, false, st);
+        matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_grad, CUDA_R_8I, w_t, CUDA_R_8I, nullptr, nullptr, nullptr, gelu,
+                     aux, N, IC, OC, false, false, st);
         lowp_mark(lp, PROF_QUANTIZE, st);
         int8_dequantize_bias_gpu(dinp, lp->acc, lp->row_scales, lowp_scale(lp, op_w), nullptr, N, IC, st);
         break;
     default:
-        matmul_backward_input(mm, dinp, dout, weight, N, IC, OC, st);
+        if (gelu_pre) matmul_backward_input_dgelu(mm, dinp, dout, weight, gelu_pre, N, IC, OC, st);
+        else matmul_backward_input(mm, dinp, dout, weight, N, IC, OC, st);
     }
     if (!fp8_wgrad) {
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
-        matmul_backward_weight(mm, dweight, dbias, scratch, dout, inp, N, IC, OC, accumulate, st);
-        return;
+        matmul_backward_weight(mm, dweight, fp8 ? nullptr : dbias, scratch, dout, inp, N, IC, OC, accumulate, st);
+    } else {
+        // dW (OC, IC) (+)= dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation.
+        lowp_mark(lp, PROF_QUANTIZE, st);
+        lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, lowp_fp8_target(op_inp), st);
+        lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
+        matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
+                     lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, MATMUL_GELU_NONE, nullptr, OC, IC, N,
+                     accumulate, lp->fast_accum >= 2, st);
     }
-    // dW (OC, IC) (+)= dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation.
-    lowp_mark(lp, PROF_QUANTIZE, st);
-    lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, lowp_fp8_target(op_inp), st);
-    lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
-    matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
-                 lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, OC, IC, N, accumulate,
-                 lp->fast_accum >= 2, st);
-    if (dbias) bias_backward(dbias, scratch, dout, N, OC, accumulate, st);
+    if (fp8 && dbias) colsum_finish<1>(dbias, nullptr, lp->bias_partial, quant_colsum_rows(N), OC, accumulate, st);
 }
 
 #endif  // LLMC_MATMUL_LOWP_CUH

@@ -5,7 +5,8 @@
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23) and, with the casts that compute
 // their scale from an amax (QuantScale, 2026-11-24), on an H200 at c95ef56 (2026-11-27;
 // dev/gpu_report.md). dev/cuda/quant.cu checks every kernel against llmc/quant.h byte for byte,
-// and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths.
+// and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths. The transpose kernel's column sums
+// (2026-11-27) have run only in the CPU emulator (dev/emu), bit for bit against a host replay.
 //
 // Conventions (the same as llmc/quant.h, whose scalar functions the CPU twin uses):
 //   - a scale is the multiplier before the cast: q = Q(x * scale); the GEMM dequantizes with
@@ -195,7 +196,9 @@ __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_
 // Fused quantize and transpose of x (rows, cols) row-major:
 //   q  (rows, cols) row-major: q[r * cols + c]  = Q(x[r, c] * scale)   (optional, may be NULL)
 //   qt (cols, rows) row-major: qt[c * rows + r] = the same byte          (optional, may be NULL)
-//   amax (optional) accumulates max |x|.
+//   amax (optional) accumulates max |x|;
+//   colsum (optional) (ceil(rows / 64), cols) fp32: colsum[t][c] = the sum of x[r, c] over tile row
+//   t's 64 rows (the bias gradient's partial sums, llmc/matmul_lowp.cuh; colsum_finish adds them).
 // Tiling: a block of 256 threads owns a 64 x 64 tile. Pass 1 reads it as 64 rows x 8 groups of 8
 // columns (two groups per thread, 16-byte loads along x's rows; q written 8 bytes at a time) and
 // keeps the codes in shared memory. Pass 2 reads the tile back as 64 columns x 8 groups of 8
@@ -206,19 +209,25 @@ __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_
 // In pass 2 a warp reads one byte from each of 8 rows 8 apart (rows 8j, j = 0..7); unswizzled,
 // 8 rows 512 B apart would share one bank; swizzled, row 8j's byte sits 8 (g ^ j) bytes into its
 // row, so the 8 reads fall in 8 different banks.
+// Column sums, in a fixed order (deterministic): thread g of pass 1 holds rows g/8 and g/8 + 32 of
+// column group g%8 and adds them in that order; warp w holds rows 4w..4w+3 of each group (lanes
+// c, c+8, c+16, c+24), which two shuffles add (lane + (lane ^ 8), then + the pair ^ 16); the
+// 8 warps' sums meet in shared memory and one thread per column adds them in warp order.
 #define QUANT_TILE 64
 #define QUANT_TILE_THREADS 256
 __host__ __device__ __forceinline__ int quant_tile_col(int r, int c) { return (((c >> 3) ^ ((r >> 3) & 7)) << 3) | (c & 7); }
 template <typename Tin>
 __global__ void __launch_bounds__(QUANT_TILE_THREADS)
-quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restrict__ x, int rows, int cols,
-                       QuantScale scale, quant_target target) {
+quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, float *colsum, const Tin *__restrict__ x, int rows,
+                       int cols, QuantScale scale, quant_target target) {
     constexpr int GROUPS = QUANT_TILE * QUANT_TILE / 8;
     __shared__ __align__(8) uint8_t tile[QUANT_TILE][QUANT_TILE];  // swizzled: quant_tile_col
+    __shared__ float warp_colsum[QUANT_TILE_THREADS / 32][QUANT_TILE];
     const float s = quant_scale_resolve(scale, target);
     const int row0 = blockIdx.y * QUANT_TILE, col0 = blockIdx.x * QUANT_TILE;
     const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8));
     unsigned int bits = 0;
+    float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // this thread's rows of its 8 columns
     for (int g = threadIdx.x; g < GROUPS; g += QUANT_TILE_THREADS) {
         const int r = g / 8, c = g % 8 * 8, row = row0 + r, col = col0 + c;
         if (row >= rows) continue;
@@ -231,6 +240,7 @@ quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restri
             for (int k = 0; k < 8; k++) {
                 b[k] = quant_to_byte(v[k], s, target);
                 bits = max(bits, quant_abs_bits(v[k]));
+                sum[k] += v[k];
             }
             if (q) quant_store8(q + at, b);
         } else {
@@ -241,13 +251,29 @@ quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, const Tin *__restri
                 const float v = quant_load(x[at + k]);
                 b[k] = quant_to_byte(v, s, target);
                 bits = max(bits, quant_abs_bits(v));
+                sum[k] += v;
                 if (q) q[at + k] = b[k];
             }
         }
         quant_store8(&tile[r][quant_tile_col(r, c)], b);
     }
+    if (colsum) {
+        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            sum[k] += __shfl_xor_sync(0xFFFFFFFFu, sum[k], 8);
+            sum[k] += __shfl_xor_sync(0xFFFFFFFFu, sum[k], 16);
+            if (lane < 8) warp_colsum[warp][lane * 8 + k] = sum[k];
+        }
+    }
     if (amax) quant_block_amax(amax, bits);   // contains __syncthreads(), which also publishes the tile
-    else __syncthreads();
+    else __syncthreads();                     // (and the warps' column sums)
+    if (colsum && threadIdx.x < QUANT_TILE && col0 + (int)threadIdx.x < cols) {
+        float total = 0.0f;
+#pragma unroll
+        for (int w = 0; w < QUANT_TILE_THREADS / 32; w++) total += warp_colsum[w][threadIdx.x];
+        colsum[(size_t)blockIdx.y * cols + col0 + threadIdx.x] = total;
+    }
     if (!qt) return;
     const bool vector_cols = rows % 8 == 0 && quant_aligned(qt, 8);
     for (int g = threadIdx.x; g < GROUPS; g += QUANT_TILE_THREADS) {
@@ -381,15 +407,19 @@ static inline void quant_amax_gpu(float *amax, const Tin *in, size_t n, cudaStre
     quant_cuda_check(cudaGetLastError());
 }
 
+// Rows of the column sums quant_transpose_gpu writes for `rows` rows (one per tile row).
+static inline int quant_colsum_rows(int rows) { return (rows + QUANT_TILE - 1) / QUANT_TILE; }
+
+// colsum (may be NULL): quant_colsum_rows(rows) x cols floats (see quant_transpose_kernel).
 template <typename Tin>
-static inline void quant_transpose_gpu(uint8_t *q, uint8_t *qt, float *amax, const Tin *x, int rows, int cols,
-                                       QuantScale scale, quant_target target, cudaStream_t stream) {
+static inline void quant_transpose_gpu(uint8_t *q, uint8_t *qt, float *amax, float *colsum, const Tin *x, int rows,
+                                       int cols, QuantScale scale, quant_target target, cudaStream_t stream) {
     if (rows <= 0 || cols <= 0) die("quant_transpose_gpu: bad shape %d x %d", rows, cols);
-    int tiles_y = (rows + QUANT_TILE - 1) / QUANT_TILE;
+    const int tiles_y = quant_colsum_rows(rows);
     if (tiles_y > 65535) die("quant_transpose_gpu: %d rows exceed the grid limit of %d", rows, 65535 * QUANT_TILE);
     dim3 grid((cols + QUANT_TILE - 1) / QUANT_TILE, tiles_y);
     LLMC_LAUNCH(grid, QUANT_TILE_THREADS, 0, stream, quant_transpose_kernel<Tin>)(
-        q, qt, amax, x, rows, cols, scale, target);
+        q, qt, amax, colsum, x, rows, cols, scale, target);
     quant_cuda_check(cudaGetLastError());
 }
 

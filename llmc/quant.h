@@ -193,6 +193,9 @@ void int8_dequantize_rows(float *x, const int8_t *q, const float *scales, size_t
 // with `mode`. For delayed scaling, compute the scale from the amax history with quant_scale() and
 // call fp8_fake_quantize() directly. out and in may be the same buffer.
 typedef enum { MATMUL_FP32 = 0, MATMUL_BF16 = 1, MATMUL_FP8 = 2, MATMUL_INT8 = 3 } matmul_precision;
+static inline const char *matmul_precision_name(matmul_precision p) {
+    return p == MATMUL_FP32 ? "fp32" : p == MATMUL_BF16 ? "bf16" : p == MATMUL_FP8 ? "fp8" : "int8";
+}
 typedef enum { QUANT_ACTIVATION = 0, QUANT_WEIGHT = 1, QUANT_GRADIENT = 2 } quant_operand;
 
 // The four linear layers of a block, and the index of each of their quantized operands (for

@@ -7,7 +7,8 @@
 //      aligned for the 8-element vector path (both variants of the cast)
 //   3. fused quantize + transpose + amax, after the device amax kernel, with the scale computed
 //      from that amax in the kernel and stored (with its inverse) there, on odd shapes (tiles cut
-//      by the edge; rows or columns not a multiple of 8 take the one-element path)
+//      by the edge; rows or columns not a multiple of 8 take the one-element path); and its column
+//      sums of each tile row, bit for bit against a host replay of the kernel's order
 //   4. row-wise int8 quantization (codes and scales), both scale modes, vector and one-element rows
 //   5. the int8 GEMM epilogue (dequantize with bias), replayed on the host in the same fp32 order,
 //      vector (columns a multiple of 8) and one-element shapes
@@ -198,8 +199,31 @@ static void check_cast_unaligned(void) {
     cuda_check(cudaFree(d_in)), cuda_check(cudaFree(d_out)), cuda_check(cudaFree(d_s)), cuda_check(cudaFree(d_amax));
 }
 
-// 3. amax kernel, then the fused quantize + transpose (+ amax) on odd shapes, its scale computed
-// from that amax (and stored, with its inverse, by the kernel).
+// The column sums quant_transpose_kernel writes, in its order: per tile row and column, thread
+// (warp w, i) adds rows 4w + i and 4w + i + 32 (those < rows), the warp adds its four as
+// (i0 + i1) + (i2 + i3), and the 8 warps' sums are added in order.
+static std::vector<float> host_tile_colsums(const std::vector<float> &x, int rows, int cols) {
+    const int tiles = quant_colsum_rows(rows);
+    std::vector<float> out((size_t)tiles * cols);
+    for (int t = 0; t < tiles; t++)
+        for (int c = 0; c < cols; c++) {
+            float total = 0.0f;
+            for (int w = 0; w < 8; w++) {
+                float s[4];
+                for (int i = 0; i < 4; i++) {
+                    s[i] = 0.0f;
+                    for (int r : {t * 64 + 4 * w + i, t * 64 + 4 * w + i + 32})
+                        if (r < rows) s[i] += x[(size_t)r * cols + c];
+                }
+                total += (s[0] + s[1]) + (s[2] + s[3]);
+            }
+            out[(size_t)t * cols + c] = total;
+        }
+    return out;
+}
+
+// 3. amax kernel, then the fused quantize + transpose (+ amax, + column sums) on odd shapes, its
+// scale computed from that amax (and stored, with its inverse, by the kernel).
 static void check_transpose(void) {
     const int shapes[5][2] = {{77, 130}, {1024, 768}, {33, 1}, {1, 1000}, {200, 136}};
     for (int si = 0; si < 5; si++) {
@@ -212,18 +236,22 @@ static void check_transpose(void) {
             __nv_bfloat16 *d_x = to_device_bf16(bits);
             float *d_amax = device_alloc<float>(2), *d_scale = device_alloc<float>(2);
             uint8_t *d_q = device_alloc<uint8_t>(n), *d_qt = device_alloc<uint8_t>(n);
+            const size_t nsums = (size_t)quant_colsum_rows(rows) * cols;
+            float *d_colsum = device_alloc<float>(nsums);
             cuda_check(cudaMemset(d_amax, 0, sizeof(float)));
             quant_amax_gpu(d_amax, d_x, n, 0);
             // Run twice over outputs filled with different bytes: a code not written by the kernel
             // cannot match both times (the second run's results are the ones compared below).
             std::vector<uint8_t> q_first, qt_first;
+            std::vector<float> colsum_first;
             for (int fill : {0x00, 0xFF}) {
                 cuda_check(cudaMemset(d_q, fill, n)), cuda_check(cudaMemset(d_qt, fill, n));
+                cuda_check(cudaMemset(d_colsum, fill, nsums * sizeof(float)));
                 cuda_check(cudaMemset(d_amax + 1, 0, sizeof(float)));
                 cuda_check(cudaMemset(d_scale, fill, 2 * sizeof(float)));  // the kernel must store both
-                quant_transpose_gpu(d_q, d_qt, d_amax + 1, d_x, rows, cols,
+                quant_transpose_gpu(d_q, d_qt, d_amax + 1, d_colsum, d_x, rows, cols,
                                     quant_scale_of_amax(d_scale, d_scale + 1, d_amax, QUANT_SCALE_POW2), (quant_target)t, 0);
-                if (fill == 0x00) q_first = to_host(d_q, n), qt_first = to_host(d_qt, n);
+                if (fill == 0x00) q_first = to_host(d_q, n), qt_first = to_host(d_qt, n), colsum_first = to_host(d_colsum, nsums);
             }
             float amax = quant_amax(x.data(), n), scale = quant_scale(amax, quant_target_max((quant_target)t), QUANT_SCALE_POW2);
             std::vector<uint8_t> q = to_host(d_q, n), qt = to_host(d_qt, n), want_q(n), want_qt(n);
@@ -248,8 +276,16 @@ static void check_transpose(void) {
             bad = count_mismatches_of_runs(qt.data(), qt_first.data(), want_qt.data(), n, &first);
             snprintf(what, sizeof what, "quantize+transpose %dx%d %s: q^T", rows, cols, target_name[t]);
             report(what, bad, 2 * n, first);
+            // Compared as bit patterns: a NaN fill left unwritten matches nothing.
+            const std::vector<float> colsum = to_host(d_colsum, nsums), want_colsum = host_tile_colsums(x, rows, cols);
+            std::vector<uint32_t> got_bits(nsums), first_bits(nsums), want_bits(nsums);
+            memcpy(got_bits.data(), colsum.data(), nsums * 4), memcpy(first_bits.data(), colsum_first.data(), nsums * 4);
+            memcpy(want_bits.data(), want_colsum.data(), nsums * 4);
+            bad = count_mismatches_of_runs(got_bits.data(), first_bits.data(), want_bits.data(), nsums, &first);
+            snprintf(what, sizeof what, "quantize+transpose %dx%d %s: column sums", rows, cols, target_name[t]);
+            report(what, bad, 2 * nsums, first);
             cuda_check(cudaFree(d_x)), cuda_check(cudaFree(d_amax)), cuda_check(cudaFree(d_scale));
-            cuda_check(cudaFree(d_q)), cuda_check(cudaFree(d_qt));
+            cuda_check(cudaFree(d_q)), cuda_check(cudaFree(d_qt)), cuda_check(cudaFree(d_colsum));
         }
     }
 }
@@ -372,7 +408,8 @@ static void time_kernels(void) {
     t[1].ms = time_median_ms([&] { quant_cast_gpu(d_q, d_amax, d_x, n, quant_scale_given(d_scale), QUANT_TO_E4M3, 0); },
                              warmup, reps, 0);
     t[2].ms = time_median_ms([&] {
-        quant_transpose_gpu(d_q, d_qt, d_amax, d_x, rows, cols, quant_scale_given(d_scale), QUANT_TO_E4M3, 0); },
+        quant_transpose_gpu(d_q, d_qt, d_amax, (float *)nullptr, d_x, rows, cols, quant_scale_given(d_scale), QUANT_TO_E4M3,
+                            0); },
                              warmup, reps, 0);
     t[3].ms = time_median_ms([&] { int8_quantize_rows_gpu((int8_t *)d_q, d_scales, d_x, rows, cols, QUANT_SCALE_POW2, 0); },
                              warmup, reps, 0);

@@ -4,7 +4,7 @@
 #   1. test_gpt.cu against the CPU reference on its tiny model: logits, loss and every gradient
 #      (also with the output head in chunks), 10 steps, determinism, resume, the fp8 and int8
 #      layers and models, the FP8 scales and amax ring bit for bit against the CPU twin's, the GELU
-#      epilogue levels (checks 1-6 and 8), with the default mma.sync
+#      epilogue levels in bf16 and fp8 (checks 1-6 and 8), with the default mma.sync
 #      attention; then check 7, every recompute policy bit-identical to keeping everything, with
 #      the wgmma attention. Run side by side (one core each), under AddressSanitizer and UBSan
 #      (mk/emu.mk): a kernel's access past its cudaMalloc allocation, a misaligned access, and
@@ -52,7 +52,7 @@ check() {  # check <ok> <what>
 # of checks it runs today (so that a run cut short cannot pass). One runs under each deferred
 # stream order (part 2), where a host that reads a result without synchronizing reads it unwritten,
 # and tiny with the CTAs and threads in reverse (part 3).
-declare -A min_checks=([tiny]=295 [tiny_recompute_wgmma]=26) stream_order=([tiny]=first [tiny_recompute_wgmma]=last)
+declare -A min_checks=([tiny]=388 [tiny_recompute_wgmma]=34) stream_order=([tiny]=first [tiny_recompute_wgmma]=last)
 declare -A test_schedule=([tiny]=reverse [tiny_recompute_wgmma]=forward)
 for run in tiny tiny_recompute_wgmma; do
     OMP_NUM_THREADS=1 LLMC_EMU_STREAM_ORDER=${stream_order[$run]} LLMC_EMU_SCHEDULE=${test_schedule[$run]} \

@@ -31,7 +31,8 @@ out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, recompute_d48,
 # zero, bench, bench2, bench3, torch, profile, curves, or all (the default). Measured on an H200
-# (2026-11-27, c95ef56): checks 1.1, zero 0.6, torch 2.1, bench 4.3, sanitize 4.7 minutes (without
+# (2026-11-27, c95ef56): checks 1.1, zero 0.6, torch 2.1, bench 4.3 (before its four fp8 --gelu-fusion
+# rows, ~1.4 more), sanitize 4.7 minutes (without
 # initcheck, cut by the call's deadline; the two d12 checks are 3.6 of it); on an H100 (2026-11-23)
 # curves 2.5; estimated: recompute ~6 (5 steps per policy, d12's 8 runs), recompute_d48 ~6 (8 runs
 # of ~45 s), bench3 ~5.5 (~7.5 with the fast-accumulation rows), bench2 ~7 (d48 B 8, fast
@@ -179,13 +180,19 @@ precision_table() {
         # and every FP8 GEMM without promoting its partial sums (cuBLASLt's fast accumulation)
         step "bench_$1_fp8fast" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 --amax-history 16 \
             --fp8-wgrad 1 --fp8-fast-accum 2
+        # and the GELU in FP8 GEMMs' epilogues: its backward (level 1, bf16's default), then the fc
+        # forward's too (level 2); fp8's default stays 0 until these columns are measured
+        for f in 1 2; do
+            step "bench_$1_fp8gelu$f" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 \
+                --amax-history 16 --fp8-wgrad 1 --fp8-fast-accum 2 --gelu-fusion $f
+        done
     done
-    { echo; echo "| model | B | bf16 tokens/s | bf16 MFU | fp8 tokens/s | int8 tokens/s | fp8, --amax-history 16 | fp8, history 16, --fp8-wgrad 1 | the same, --fp8-fast-accum 2 |"
-      echo "|---|---|---|---|---|---|---|---|---|"
+    { echo; echo "| model | B | bf16 tokens/s | bf16 MFU | fp8 tokens/s | int8 tokens/s | fp8, --amax-history 16 | fp8, history 16, --fp8-wgrad 1 | the same, --fp8-fast-accum 2 | the same, --gelu-fusion 1 | the same, --gelu-fusion 2 |"
+      echo "|---|---|---|---|---|---|---|---|---|---|---|"
       for run in "${sizes[@]}"; do
           set -- $run
           row="| $1 | $2 | $(tokens_per_s "bench_$1_bf16") | $(mfu "bench_$1_bf16") |"
-          for m in fp8 int8 fp8delayed fp8wgrad fp8fast; do row+=" $(tokens_per_s "bench_$1_$m") |"; done
+          for m in fp8 int8 fp8delayed fp8wgrad fp8fast fp8gelu1 fp8gelu2; do row+=" $(tokens_per_s "bench_$1_$m") |"; done
           echo "$row"
       done; } >> "$summary"
 }

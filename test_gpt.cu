@@ -520,7 +520,8 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
         lowp_begin_forward(&lp, !eval, 0);
         lowp_linear_forward(&lp, mm, d_out, nullptr, d_x, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, !eval, 0);
         if (!eval) {
-            lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, d_w, nullptr, N, IC, OC, 0, LINEAR_FC,
+            lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, d_w, nullptr, N, IC, OC, 0,
+                                 LINEAR_FC,
                                  false, 0);
             lowp_step_done(&lp);
             if (H) amax_history_step_done(&host);
@@ -634,8 +635,8 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
         const std::vector<float> logits = download_logits(&g, N);
         snprintf(label, sizeof(label), "%s fusion%d logits", name, fusion);
         compare(label, logits.data(), cpu_logits.data(), (size_t)N, (size_t)V, (size_t)Vp, logits_l2, logits_worst);
-        check(fabs(loss - cpu_loss) <= loss_tol, "%s fusion%d loss   gpu %.6f cpu %.6f (tol %.0e absolute)", name, fusion,
-              loss, cpu_loss, loss_tol);
+        check(fabs(loss - cpu_loss) <= loss_tol, "%s fusion%d loss   gpu %.6f cpu %.6f (tol %.0e absolute)", name,
+              fusion, loss, cpu_loss, loss_tol);
         gpu_zero_grads(&g);
         gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
         std::vector<float> grads(P);

@@ -781,7 +781,8 @@ static bool gelu_fused_backward(const GPUModel *g) { return g->gelu_fusion >= GE
 static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, bf16 *gelu_pre, const bf16 *inp, const bf16 *weight,
                          const bf16 *bias, int N, int IC, int OC, int layer, int linear) {
     if (pass == QUANT_PASS_REPLAY)
-        lowp_linear_forward_again(&g->lp, &g->mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear, g->stream);
+        lowp_linear_forward_again(&g->lp, &g->mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear,
+                                  g->stream);
     else
         lowp_linear_forward(&g->lp, &g->mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear,
                             pass == QUANT_PASS_TRAIN, g->stream);
@@ -811,16 +812,16 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                           N, C, st);
     }
     if (steps & RC_STEP_QKV)
-        block_linear(g, pass, a->qkv, nullptr, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C, 3 * C, l,
-                     LINEAR_QKV);
+        block_linear(g, pass, a->qkv, nullptr, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C,
+                     3 * C, l, LINEAR_QKV);
     if (steps & RC_STEP_ATTN) {
         mark(g, PROF_ATTENTION_FORWARD);
         (g->attention == ATTENTION_WGMMA ? attention_forward_wgmma : attention_forward)(a->atty, a->lse, a->qkv, B, T,
                                                                                          NH, HS, st);
     }
     if (steps & RC_STEP_ATTPROJ) {
-        block_linear(g, pass, proj, nullptr, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N, C, C, l,
-                     LINEAR_ATTPROJ);
+        block_linear(g, pass, proj, nullptr, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N,
+                     C, C, l, LINEAR_ATTPROJ);
         mark(g, PROF_LAYERNORM);
         fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
                                          param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st);
@@ -830,20 +831,20 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                           param_ptr(g, PT_LN2B, l), N, C, st);
     }
     if ((steps & RC_STEP_FC) && (steps & RC_STEP_GELU) && gelu_fused_forward(g, l)) {
-        block_linear(g, pass, a->fch_gelu, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C,
-                     l, LINEAR_FC);
+        block_linear(g, pass, a->fch_gelu, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C,
+                     4 * C, l, LINEAR_FC);
     } else {
         if (steps & RC_STEP_FC)
-            block_linear(g, pass, a->fch, nullptr, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C, 4 * C, l,
-                         LINEAR_FC);
+            block_linear(g, pass, a->fch, nullptr, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C,
+                         4 * C, l, LINEAR_FC);
         if (steps & RC_STEP_GELU) {
             mark(g, PROF_GELU);
             gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
         }
     }
     if (steps & RC_STEP_FCPROJ) {
-        block_linear(g, pass, proj, nullptr, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C,
-                     l, LINEAR_FCPROJ);
+        block_linear(g, pass, proj, nullptr, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l),
+                     N, 4 * C, C, l, LINEAR_FCPROJ);
         // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf (ZeRO-3: whose
         // weights the forward prefetched; the backward's recompute never reruns this step).
         zero_weights_acquire(g, l + 1 < L ? zero_layer_segment(l + 1) : zero_final_segment(&g->cfg));
@@ -1233,8 +1234,8 @@ int main(int argc, char **argv) {
     parse_train_args(&tc, argc, argv);
     const matmul_precision precision = gpu_block_precision(&tc);
     if (tc.gelu_fusion > 0 && precision == MATMUL_INT8)
-        usage_error("--gelu-fusion %d needs bf16 or fp8 block matmuls: int8's GEMM ends in int32, without a GELU epilogue",
-                    tc.gelu_fusion);
+        usage_error("--gelu-fusion %d needs bf16 or fp8 block matmuls: int8's GEMM ends in int32, without a GELU "
+                    "epilogue", tc.gelu_fusion);
     Comm comm;
     comm_init(&comm, &argc, &argv);  // MPI under mpirun; the device communicator wraps it (GPUZero)
 

@@ -82,7 +82,7 @@ typedef struct {
     uint8_t *q_inp, *q_inp_t;    // (N, 4C) activation codes; (4C, N) transposed (FP8 weight gradient)
     uint8_t *q_grad, *q_grad_t;  // (N, 4C) gradient codes; (4C, N) transposed (FP8 weight gradient)
     uint8_t *q_weight;           // (4C, C) weight codes (the forward's)
-    uint8_t *q_weight_t;         // every layer's W^T codes (lowp_weight_t), which the forward's cast writes for the backward
+    uint8_t *q_weight_t;         // every layer's W^T codes (lowp_weight_t), from the forward's cast for the backward
     int layers, C;
     float *row_scales;           // (N) int8 scale of each row of the activation or gradient
     float *bias_partial;         // FP8: (quant_colsum_rows(N), 4C) the gradient's column sums by tile row
@@ -171,7 +171,9 @@ static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, 
     cublasCheck(cublasLtMatrixLayoutCreate(&ld, out_type, Nc, M, Nc));  // also C's (C = D)
 
     char what[160];
-    if (snprintf(what, sizeof(what), "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias align %u, accumulate=%d fast=%d gelu=%d aux align %u",
+    if (snprintf(what, sizeof(what),
+                 "the TN matmul M=%d N=%d K=%d, x type %d, w type %d, out type %d, bias align %u, accumulate=%d fast=%d "
+                 "gelu=%d aux align %u",
              M, Nc, K, (int)x_type, (int)w_type, (int)out_type, bias ? pointer_alignment(bias) : 0, accumulate,
              fast_accum, (int)gelu, aux ? pointer_alignment(aux) : 0) >= (int)sizeof(what))
         die("matmul description too long (it keys the plan cache: a cut one could match another call)");
@@ -261,7 +263,8 @@ static inline void lowp_free(LowpMatmul *lp) {
 static inline uint8_t *lowp_weight_t(const LowpMatmul *lp, int layer, int linear, int IC, int OC) {
     static const int offset_c2[NUM_BLOCK_LINEARS] = {0, 3, 4, 8}, size_c2[NUM_BLOCK_LINEARS] = {3, 1, 4, 4};
     const size_t c2 = (size_t)lp->C * lp->C;
-    if (layer < 0 || layer >= lp->layers || linear < 0 || linear >= NUM_BLOCK_LINEARS || (size_t)IC * OC > size_c2[linear] * c2)
+    if (layer < 0 || layer >= lp->layers || linear < 0 || linear >= NUM_BLOCK_LINEARS ||
+        (size_t)IC * OC > size_c2[linear] * c2)
         die("lowp: no room for layer %d linear %d's W^T (%d x %d) in %d layers of width %d", layer, linear, IC, OC,
             lp->layers, lp->C);
     return lp->q_weight_t + ((size_t)layer * 12 + offset_c2[linear]) * c2;
@@ -493,8 +496,8 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
         lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, lowp_fp8_target(op_inp), st);
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
-                     lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, MATMUL_GELU_NONE, nullptr, OC, IC, N,
-                     accumulate, lp->fast_accum >= 2, st);
+                     lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, MATMUL_GELU_NONE, nullptr, OC, IC,
+                     N, accumulate, lp->fast_accum >= 2, st);
     }
     if (fp8 && dbias) colsum_finish<1>(dbias, nullptr, lp->bias_partial, quant_colsum_rows(N), OC, accumulate, st);
 }

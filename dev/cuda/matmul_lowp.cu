@@ -208,11 +208,11 @@ static void check_switchback(int M, int N, int K, bool transpose_w, uint64_t see
     const QuantScale sw_of_amax = quant_scale_of_amax(d_sw, d_sw + 1, d_amax, QUANT_SCALE_POW2);
     uint8_t *q_nk = reinterpret_cast<uint8_t *>(d_qw);
     if (transpose_w)
-        quant_transpose_gpu((uint8_t *)nullptr, q_nk, (float *)nullptr, (float *)nullptr, d_w, w_rows, w_cols, sw_of_amax,
-                            QUANT_TO_INT8, 0);
+        quant_transpose_gpu((uint8_t *)nullptr, q_nk, (float *)nullptr, (float *)nullptr, d_w, w_rows, w_cols,
+                            sw_of_amax, QUANT_TO_INT8, 0);
     else
-        quant_transpose_gpu(q_nk, (uint8_t *)nullptr, (float *)nullptr, (float *)nullptr, d_w, w_rows, w_cols, sw_of_amax,
-                            QUANT_TO_INT8, 0);
+        quant_transpose_gpu(q_nk, (uint8_t *)nullptr, (float *)nullptr, (float *)nullptr, d_w, w_rows, w_cols,
+                            sw_of_amax, QUANT_TO_INT8, 0);
     lt_plan p = lt_plan_create(M, N, K, CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, nullptr, nullptr, nullptr);
     lt_plan_run(p, d_acc, d_qx, d_qw, 0);
     int8_dequantize_bias_gpu(d_out, d_acc, d_sx, d_sw, transpose_w ? nullptr : d_bias, M, N, 0);

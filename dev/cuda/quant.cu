@@ -251,7 +251,8 @@ static void check_transpose(void) {
                 cuda_check(cudaMemset(d_scale, fill, 2 * sizeof(float)));  // the kernel must store both
                 quant_transpose_gpu(d_q, d_qt, d_amax + 1, d_colsum, d_x, rows, cols,
                                     quant_scale_of_amax(d_scale, d_scale + 1, d_amax, QUANT_SCALE_POW2), (quant_target)t, 0);
-                if (fill == 0x00) q_first = to_host(d_q, n), qt_first = to_host(d_qt, n), colsum_first = to_host(d_colsum, nsums);
+                if (fill == 0x00)
+                    q_first = to_host(d_q, n), qt_first = to_host(d_qt, n), colsum_first = to_host(d_colsum, nsums);
             }
             float amax = quant_amax(x.data(), n), scale = quant_scale(amax, quant_target_max((quant_target)t), QUANT_SCALE_POW2);
             std::vector<uint8_t> q = to_host(d_q, n), qt = to_host(d_qt, n), want_q(n), want_qt(n);
@@ -279,7 +280,8 @@ static void check_transpose(void) {
             // Compared as bit patterns: a NaN fill left unwritten matches nothing.
             const std::vector<float> colsum = to_host(d_colsum, nsums), want_colsum = host_tile_colsums(x, rows, cols);
             std::vector<uint32_t> got_bits(nsums), first_bits(nsums), want_bits(nsums);
-            memcpy(got_bits.data(), colsum.data(), nsums * 4), memcpy(first_bits.data(), colsum_first.data(), nsums * 4);
+            memcpy(got_bits.data(), colsum.data(), nsums * 4);
+            memcpy(first_bits.data(), colsum_first.data(), nsums * 4);
             memcpy(want_bits.data(), want_colsum.data(), nsums * 4);
             bad = count_mismatches_of_runs(got_bits.data(), first_bits.data(), want_bits.data(), nsums, &first);
             snprintf(what, sizeof what, "quantize+transpose %dx%d %s: column sums", rows, cols, target_name[t]);
@@ -408,8 +410,8 @@ static void time_kernels(void) {
     t[1].ms = time_median_ms([&] { quant_cast_gpu(d_q, d_amax, d_x, n, quant_scale_given(d_scale), QUANT_TO_E4M3, 0); },
                              warmup, reps, 0);
     t[2].ms = time_median_ms([&] {
-        quant_transpose_gpu(d_q, d_qt, d_amax, (float *)nullptr, d_x, rows, cols, quant_scale_given(d_scale), QUANT_TO_E4M3,
-                            0); },
+        quant_transpose_gpu(d_q, d_qt, d_amax, (float *)nullptr, d_x, rows, cols, quant_scale_given(d_scale),
+                            QUANT_TO_E4M3, 0); },
                              warmup, reps, 0);
     t[3].ms = time_median_ms([&] { int8_quantize_rows_gpu((int8_t *)d_q, d_scales, d_x, rows, cols, QUANT_SCALE_POW2, 0); },
                              warmup, reps, 0);

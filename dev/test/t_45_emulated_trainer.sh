@@ -15,20 +15,20 @@
 #      process running both ranks' micro-steps (dev/test/zero/compare.py, as
 #      scripts/gpu_zero_check.sh judges it).
 #   3. The CTA and thread order (LLMC_EMU_SCHEDULE, dev/emu/cuda_emu.h): the trainer in bf16 with
-#      both GELU fusions and a mixed recompute list, in FP8 with the wgmma attention, and in int8
-#      with the output head in chunks gives the same bits with the CTAs of every launch, and the
-#      threads of every CTA, run in reverse; so do the ZeRO runs of part 2, and part 1's tiny
-#      case runs in reverse. A kernel whose result depends on the order of CTAs (one reading what
-#      another writes in the same launch) gives other bits or fails its checks there; on a GPU that
-#      is a race no sanitizer reports.
+#      both GELU fusions and a mixed recompute list, in FP8 (GELU level 1) with the wgmma
+#      attention, and in int8 with the output head in chunks gives the same bits with the CTAs of
+#      every launch, and the threads of every CTA, run in reverse; so do the ZeRO runs of part 2,
+#      and part 1's tiny case runs in reverse. A kernel whose result depends on the order of CTAs
+#      (one reading what another writes in the same launch) gives other bits or fails its checks
+#      there; on a GPU that is a race no sanitizer reports.
 #   4. The trainer's race build (dev/emu/race.h: ThreadSanitizer, each CUDA thread a fiber, the job
 #      of compute-sanitizer's racecheck and more): two steps each in bf16 with both GELU fusions
-#      and a mixed recompute list, in FP8 (delayed scaling, FP8 weight gradients) with the wgmma
-#      attention, and in int8 with the output head in chunks: every kernel the trainer launches,
-#      no race reported (dev/test/t_44 shows the build reporting planted ones).
+#      and a mixed recompute list, in FP8 (delayed scaling, FP8 weight gradients, GELU level 1)
+#      with the wgmma attention, and in int8 with the output head in chunks: every kernel the
+#      trainer launches, no race reported (dev/test/t_44 shows the build reporting planted ones).
 #   5. What only the GPU trainer refuses (model shapes its kernels cannot run, --attention wgmma's
-#      head size, a micro-batch past 32-bit indices): one line and status 2, or 1 for a checkpoint,
-#      before the GPU is touched.
+#      head size, a micro-batch past 32-bit indices, a GELU epilogue with int8): one line and
+#      status 2, or 1 for a checkpoint, before the GPU is touched.
 # Parts 1 and 2 run with the emulator's streams deferred (LLMC_EMU_STREAM_ORDER, dev/emu/
 # cuda_runtime.cc): work runs only when the host must see it, in an order that favours one stream,
 # so a missing wait between the compute and comm streams, or a host read of a copy not yet
@@ -129,7 +129,7 @@ check "$([ ${#differ[@]} = 0 ] && echo 1 || echo 0)" \
 
 # 3. Each configuration of part 4's race build (below) forward and reverse, two runs at a time
 # (about 2 s each): the same main.log and model bytes after 3 steps with validation and samples.
-configs=("--matmul fp8 --amax-history 4 --fp8-wgrad 1 --fp8-fast-accum 2 -r mlp --attention wgmma"
+configs=("--matmul fp8 --amax-history 4 --fp8-wgrad 1 --fp8-fast-accum 2 --gelu-fusion 1 -r mlp --attention wgmma"
          "--matmul int8 -r norm --head-chunk 12"
          "--gelu-fusion 2 --recompute 0:block,1:attn+gelu")
 schedule_args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 2 -t 32 -x 3 -l 1e-3 -u 1 -i "$dir/train_*.bin"
@@ -194,6 +194,8 @@ refused 2 "-b \(--batch\) 524288 x -t \(--seq-len\) 16 = 8388608 rows: .* in 32 
 refused 2 "-r \(--recompute-level\): 'bogus' is not a policy" -e L1C64NH1 "${small[@]}" -r bogus
 refused 2 "--fp8-wgrad, --amax-history and --fp8-fast-accum apply to --matmul fp8 only" -e L1C64NH1 "${small[@]}" \
     --fp8-fast-accum 1
+refused 2 "--gelu-fusion 1 needs bf16 or fp8 block matmuls: int8's GEMM ends in int32" -e L1C64NH1 "${small[@]}" \
+    --matmul int8 --gelu-fusion 1
 OMP_NUM_THREADS=1 ./train_gpt -e L1C32NH2 "${small[@]}" -o "$dir/c32" >/dev/null 2>&1
 refused 1 "'.*/c32/model_00000001.bin' holds a model that train_gptcu cannot run: C = 32 is not a multiple of 64" \
     -e "$dir/c32/model_00000001.bin" "${small[@]}"

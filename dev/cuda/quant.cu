@@ -17,8 +17,9 @@
 //
 // STATUS: ran and passed on an H100 at commit 7c74e66 (2026-11-23) and, with the scale computed
 // inside the cast from an amax (2026-11-24), on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md).
-// The cast's variant of 4 groups a pass, its checks and its timing row (2026-11-27, after that run)
-// have run only in the CPU emulator.
+// The cast's variant of 4 groups a pass, its checks and its timing row, and the transpose kernel's
+// column sums with their checks and timing row (2026-11-27, after that run) have run only in the
+// CPU emulator (the timing rows not even there: they time the GPU).
 // Usage: build/cuda/quant            (checks, then timings)
 //        build/cuda/quant --check-small  (all but check 1, no timings: for the CPU emulator, t_46)
 #include <omp.h>
@@ -400,12 +401,15 @@ static void time_kernels(void) {
     cuda_check(cudaMemset(d_acc, 0, n * sizeof(int32_t)));
     __nv_bfloat16 *d_out = device_alloc<__nv_bfloat16>(n);
     const int warmup = 5, reps = 50;
-    struct { const char *name; double bytes; float ms; } t[6] = {
+    float *d_colsum = device_alloc<float>((size_t)quant_colsum_rows(rows) * cols);
+    struct { const char *name; double bytes; float ms; } t[7] = {
         {"amax (bf16 in)", 2.0 * n, 0}, {"cast bf16 -> E4M3 + amax", 3.0 * n, 0},
         {"quantize+transpose bf16 -> E4M3, q and q^T + amax", 4.0 * n, 0},
         {"int8 rows (bf16 in, 2 passes over each row)", 3.0 * n, 0},
         {"int8 dequantize + bias (int32 in, bf16 out)", 6.0 * n, 0},
-        {"cast bf16 -> E4M3 + amax, 4 groups of 8 a pass", 3.0 * n, 0}};
+        {"cast bf16 -> E4M3 + amax, 4 groups of 8 a pass", 3.0 * n, 0},
+        // the FP8 output gradient's cast: codes and the bias gradient's column sums (llmc/matmul_lowp.cuh)
+        {"quantize (tiles) bf16 -> E5M2, q + column sums + amax", 3.0 * n, 0}};
     t[0].ms = time_median_ms([&] { quant_amax_gpu(d_amax, d_x, n, 0); }, warmup, reps, 0);
     t[1].ms = time_median_ms([&] { quant_cast_gpu(d_q, d_amax, d_x, n, quant_scale_given(d_scale), QUANT_TO_E4M3, 0); },
                              warmup, reps, 0);
@@ -420,9 +424,14 @@ static void time_kernels(void) {
                              warmup, reps, 0);
     t[5].ms = time_median_ms([&] { quant_cast_gpu<4>(d_q, d_amax, d_x, n, quant_scale_given(d_scale), QUANT_TO_E4M3, 0); },
                              warmup, reps, 0);
+    t[6].ms = time_median_ms([&] {
+        quant_transpose_gpu(d_q, (uint8_t *)nullptr, d_amax, d_colsum, d_x, rows, cols, quant_scale_given(d_scale),
+                            QUANT_TO_E5M2, 0); },
+                             warmup, reps, 0);
     printf("\ntimings, %d x %d, median of %d runs:\n", rows, cols, reps);
-    for (auto &k : t) printf("  %-52s %8.3f ms  %7.1f GB/s\n", k.name, k.ms, k.bytes / (k.ms * 1e-3) / 1e9);
+    for (auto &k : t) printf("  %-56s %8.3f ms  %7.1f GB/s\n", k.name, k.ms, k.bytes / (k.ms * 1e-3) / 1e9);
     cuda_check(cudaFree(d_x)), cuda_check(cudaFree(d_q)), cuda_check(cudaFree(d_qt)), cuda_check(cudaFree(d_amax));
+    cuda_check(cudaFree(d_colsum));
     cuda_check(cudaFree(d_scale)), cuda_check(cudaFree(d_scales)), cuda_check(cudaFree(d_acc)), cuda_check(cudaFree(d_out));
 }
 

@@ -459,6 +459,10 @@ static void check_delayed_scaling(const TestCase &tc, const AdamWConfig &hp, con
 // H = 0: current scaling (the cast computes the scale from the amax kernel's result); H = 3:
 // delayed scaling (lowp_begin_forward sets every scale from the ring and clears the slot that
 // this step's casts fill; an amax smaller than the one it overwrites shows a slot not cleared).
+// Each training step's input gradient must also be the product of this step's dequantized dout and
+// W (fp64, within lowp_accumulation_bound): the backward multiplies by the W^T codes that this
+// step's forward cast, and codes kept from an earlier step differ (delayed scaling: the scale lags
+// the weight's factor).
 static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
     LowpMatmul lp;
     lowp_init(&lp, MATMUL_FP8, 0, 0, H, 1, IC > OC ? IC : OC, N);
@@ -490,6 +494,7 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
         cudaCheck(cudaFree(tmp));
     };
     int bad_scales = 0, bad_history = 0;
+    size_t bad_dinp = 0;  // input-gradient elements outside the bound, over the training steps
     // The device's scales of `roles` (a bit mask) against the twin's, the ring against the twin's.
     auto compare_state = [&](const float *expected_scale, int roles) {
         std::vector<float> scales((size_t)4 * lp.num_operands);
@@ -528,10 +533,25 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
         }
         cudaCheck(cudaDeviceSynchronize());
         compare_state(expected, eval ? 3 : 7);
+        if (eval) continue;
+        std::vector<float> q_dout(dout.size()), q_w(w.size());
+        for (size_t i = 0; i < dout.size(); i++) q_dout[i] = dout[i] * factor[step][QUANT_GRADIENT];
+        for (size_t i = 0; i < w.size(); i++) q_w[i] = w[i] * factor[step][QUANT_WEIGHT];
+        fp8_fake_quantize(q_dout.data(), q_dout.data(), q_dout.size(), expected[QUANT_GRADIENT], FP8_E5M2);
+        fp8_fake_quantize(q_w.data(), q_w.data(), q_w.size(), expected[QUANT_WEIGHT], FP8_E4M3);
+        std::vector<double> ref, abs_sum;
+        ref_matmul(ref, abs_sum, q_dout.data(), q_w.data(), nullptr, N, IC, OC, OC, 1, 1, IC);  // dinp = dout @ W
+        const std::vector<float> dinp = download_bf16(d_dinp, (size_t)N * IC);
+        for (size_t i = 0; i < dinp.size(); i++) {
+            const double err = fabs((double)dinp[i] - ref[i]);
+            bad_dinp += !(err <= ldexp(fabs(ref[i]), -8) + lowp_accumulation_bound(OC, false) * abs_sum[i]);
+        }
     }
-    check(bad_scales == 0 && bad_history == 0,
-          "fp8 scales     %s, 7 micro-steps + 1 evaluation: scales and inverses == CPU twin's (%d differ)%s",
-          H ? "delayed (H = 3)" : "current", bad_scales, H ? (bad_history ? ", amax ring differs" : ", amax ring ==") : "");
+    check(bad_scales == 0 && bad_history == 0 && bad_dinp == 0,
+          "fp8 scales     %s, 7 micro-steps + 1 evaluation: scales and inverses == CPU twin's (%d differ)%s; input "
+          "gradients from this step's W^T (%zu elements outside the bound)",
+          H ? "delayed (H = 3)" : "current", bad_scales, H ? (bad_history ? ", amax ring differs" : ", amax ring ==") : "",
+          bad_dinp);
     for (bf16 *p : {d_x, d_w, d_dout, d_out, d_dinp}) cudaCheck(cudaFree(p));
     for (float *p : {d_dw, d_db, d_scratch}) cudaCheck(cudaFree(p));
     amax_history_free(&host);

@@ -10,7 +10,9 @@
 // and --fp8-fast-accum: within lowp_accumulation_bound (worst error/bound 0.50), d48's four block
 // GEMMs 1.12x faster than promoted FP8 (dev/cuda/matmul_lowp), a d48 step 1.02x.
 //
-// What each mode computes, the exact twin of quant_emulate_operand() (llmc/quant.h) in train_gpt.c:
+// What each mode computes, the exact twin of quant_emulate_operand() (llmc/quant.h) in train_gpt.c
+// (the operands' codes; with --gelu-fusion the GPU applies the GELU before its one rounding where
+// the twin rounds twice, which the tolerances cover, not the bits):
 //              forward out = inp @ W^T + b          input gradient dinp = dout @ W     weight gradient
 //   fp8        E4M3(inp) x E4M3(W), bf16 out + bias  E5M2(dout) x E4M3(W), bf16 out     bf16 (--fp8-wgrad 1:
 //              (per-tensor scales)                   (per-tensor scales)                E5M2(dout)^T x E4M3(inp))
@@ -38,12 +40,14 @@
 // 1151 (current) or 575 (delayed) fewer tiny launches per micro-step than a memset and a scale
 // kernel before each cast (or a scale kernel alone).
 // The weight's and the activation's scales of the forward are reused by the backward of the same
-// micro-step: the weight has not changed and the activation is the one the forward saw, so the
-// backward's transposed copies hold the same codes as the forward's.
+// micro-step: the weight has not changed and the activation is the one the forward saw, so W^T
+// (kept from the forward's cast) and the activation's transposed copy (cast again in the backward,
+// FP8 weight gradient) hold the codes the forward used.
 // Bias gradients (FP8): the cast of the output gradient, which reads all of it anyway, also sums its
 // columns by tile row, so the bias gradient costs no pass of its own over dout (a bf16 N x OC
 // tensor, 9 N C elements a layer: at d48 B 4, 5.7 GB a step, about 1.9 ms on an H200 at 3 TB/s).
-// NOT RUN on a GPU (2026-11-27).
+// Up to N = 16384 rows (256 tile rows, as many as colsum.cuh's chunks, so that colsum_finish's one
+// thread per column stays short); past that colsum.cuh's own pass. NOT RUN on a GPU (2026-11-27).
 //
 // GELU (--gelu-fusion, train_gpt.cu): the fc forward may write gelu(out) and its pre-activation
 // from the epilogue, and the fc projection's input gradient may multiply by gelu'(pre-activation)
@@ -85,7 +89,7 @@ typedef struct {
     uint8_t *q_weight_t;         // every layer's W^T codes (lowp_weight_t), from the forward's cast for the backward
     int layers, C;
     float *row_scales;           // (N) int8 scale of each row of the activation or gradient
-    float *bias_partial;         // FP8: (quant_colsum_rows(N), 4C) the gradient's column sums by tile row
+    float *bias_partial;         // FP8: (tile rows, 4C) the gradient's column sums (lowp_linear_backward)
     int32_t *acc;                // (N, 4C) int8 GEMM accumulator
     size_t bytes;                // device memory of all of the above
     EventTimeline *timeline;     // --profile: the quantization apart from the GEMMs (NULL: none)
@@ -220,7 +224,8 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
     cudaCheck(cudaMalloc(&lp->q_weight_t, (size_t)L * 12 * C * C));
     lp->bytes += (size_t)L * 12 * C * C;
     if (precision == MATMUL_FP8) {
-        const size_t partial_bytes = (size_t)quant_colsum_rows(N) * 4 * C * sizeof(float);
+        const int rows = quant_colsum_rows(N) < COLSUM_MAX_CHUNKS ? quant_colsum_rows(N) : COLSUM_MAX_CHUNKS;
+        const size_t partial_bytes = (size_t)rows * 4 * C * sizeof(float);
         cudaCheck(cudaMalloc(&lp->bias_partial, partial_bytes));
         lp->bytes += partial_bytes;
     }
@@ -391,8 +396,9 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
                            quant_scale_given(lowp_scale(lp, op_w)), lowp_fp8_target(op_w), st);
         } else {
             lowp_quantize(lp, lp->q_inp, nullptr, nullptr, inp, N, IC, op_inp, record, st);
-            lowp_quantize(lp, lp->q_weight, lowp_weight_t(lp, layer, linear, IC, OC), nullptr, weight, OC, IC, op_w,
-                          record, st);
+            // W^T for the backward, from a training forward only (evaluation and sampling have none)
+            lowp_quantize(lp, lp->q_weight, record ? lowp_weight_t(lp, layer, linear, IC, OC) : nullptr, nullptr,
+                          weight, OC, IC, op_w, record, st);
         }
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
@@ -408,7 +414,7 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
             quant_amax_gpu(amax, weight, (size_t)OC * IC, st);
             qs = quant_scale_of_amax(lowp_scale(lp, op_w), lowp_inv_scale(lp, op_w), amax, QUANT_SCALE_POW2);
         }
-        if (again)  // W^T is kept from the first forward
+        if (again || !record)  // W^T: kept from the first forward; not needed without a backward
             quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, qs, QUANT_TO_INT8, st);
         else
             quant_transpose_gpu(lp->q_weight, lowp_weight_t(lp, layer, linear, IC, OC), (float *)nullptr,
@@ -448,9 +454,9 @@ static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *o
 // dinp (N, IC) = dout @ weight (overwritten), or with gelu_pre (bf16 and FP8; not NULL: the
 // pre-activation of the GELU whose output was inp) dinp = (dout @ weight) * gelu'(gelu_pre) in the
 // epilogue, rounded once (cuBLASLt's DGELU, matmul.cuh); dweight (OC, IC) += dout^T @ inp (fp32);
-// dbias (OC) += column sums of dout (bf16 dout, unquantized): in FP8 from the sums that dout's cast
-// writes by tile row in the same pass (lp->bias_partial), else by colsum.cuh's own pass over dout
-// (scratch: colsum_scratch_floats(N, OC)); the two sum in different orders, each fixed.
+// dbias (OC) += column sums of dout (bf16 dout, unquantized): in FP8 (N <= 16384) from the sums that
+// dout's cast writes by tile row in the same pass (lp->bias_partial), else by colsum.cuh's own pass
+// over dout (scratch: colsum_scratch_floats(N, OC)); the two sum in different orders, each fixed.
 // Without accumulate, dweight and dbias are overwritten (=), as matmul_backward_weight's.
 static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, float *dweight, float *dbias,
                                         float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *weight,
@@ -459,6 +465,8 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT),
               op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
     const bool fp8 = lp->precision == MATMUL_FP8, fp8_wgrad = fp8 && lp->fp8_wgrad;
+    // dbias from dout's cast (FP8), within colsum_finish's row-count limit (see the top of this file)
+    const bool bias_in_cast = fp8 && dbias && quant_colsum_rows(N) <= COLSUM_MAX_CHUNKS;
     const matmul_gelu gelu = gelu_pre ? MATMUL_GELU_BACKWARD : MATMUL_GELU_NONE;
     bf16 *aux = const_cast<bf16 *>(gelu_pre);  // MATMUL_GELU_BACKWARD only reads it (int8: matmul_lt_tn refuses)
     // W^T (IC, OC) as the forward's cast wrote it (FP8, int8), with the scale the forward chose
@@ -468,8 +476,8 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     case MATMUL_FP8:
         // dout (N, OC) in E5M2, and in the same pass dout^T (OC, N) for the FP8 weight gradient and
         // the column sums for dbias.
-        lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, dbias ? lp->bias_partial : nullptr, dout, N,
-                      OC, op_g, true, st);
+        lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, bias_in_cast ? lp->bias_partial : nullptr,
+                      dout, N, OC, op_g, true, st);
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, w_t, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, gelu, aux, N, IC, OC, false,
@@ -489,7 +497,8 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     }
     if (!fp8_wgrad) {
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
-        matmul_backward_weight(mm, dweight, fp8 ? nullptr : dbias, scratch, dout, inp, N, IC, OC, accumulate, st);
+        matmul_backward_weight(mm, dweight, bias_in_cast ? nullptr : dbias, scratch, dout, inp, N, IC, OC, accumulate,
+                               st);
     } else {
         // dW (OC, IC) (+)= dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation.
         lowp_mark(lp, PROF_QUANTIZE, st);
@@ -499,7 +508,8 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
                      lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, MATMUL_GELU_NONE, nullptr, OC, IC,
                      N, accumulate, lp->fast_accum >= 2, st);
     }
-    if (fp8 && dbias) colsum_finish<1>(dbias, nullptr, lp->bias_partial, quant_colsum_rows(N), OC, accumulate, st);
+    if (bias_in_cast) colsum_finish<1>(dbias, nullptr, lp->bias_partial, quant_colsum_rows(N), OC, accumulate, st);
+    else if (fp8_wgrad && dbias) bias_backward(dbias, scratch, dout, N, OC, accumulate, st);
 }
 
 #endif  // LLMC_MATMUL_LOWP_CUH

@@ -250,7 +250,8 @@ static void check_transpose(void) {
                 cuda_check(cudaMemset(d_colsum, fill, nsums * sizeof(float)));
                 cuda_check(cudaMemset(d_amax + 1, 0, sizeof(float)));
                 cuda_check(cudaMemset(d_scale, fill, 2 * sizeof(float)));  // the kernel must store both
-                quant_transpose_gpu(d_q, d_qt, d_amax + 1, d_colsum, d_x, rows, cols,
+                // (the first run without an amax: the column sums then meet at the kernel's other barrier)
+                quant_transpose_gpu(d_q, d_qt, fill == 0x00 ? nullptr : d_amax + 1, d_colsum, d_x, rows, cols,
                                     quant_scale_of_amax(d_scale, d_scale + 1, d_amax, QUANT_SCALE_POW2), (quant_target)t, 0);
                 if (fill == 0x00)
                     q_first = to_host(d_q, n), qt_first = to_host(d_qt, n), colsum_first = to_host(d_colsum, nsums);

@@ -10,9 +10,11 @@
 // Two passes, no atomics, so the bits do not depend on scheduling:
 //   1. grid (ceil(OC / 256), R): block (32, 8) owns 256 columns (8 per lane, one 128-bit load per
 //      row) of one chunk of rows; warp w sums rows w, w+8, ... of the chunk; the 8 warp sums are
-//      added in warp order and written to partial[r][k][col] (k: which sum, 0 or 1).
-//   2. one thread per (k, col) adds the R chunk sums in chunk order and adds the total to out_k
-//      (or stores it: 0 + total is total, so both modes give the same bits on a zeroed output).
+//      added in warp order and written to partial[r][col] (the LayerNorm backward writes its two
+//      sums the same way, as partial[r][k][col], k 0: dw, 1: db).
+//   2. colsum_finish: one thread per (k, col) adds the R chunk sums in chunk order and adds the
+//      total to out_k (or stores it: 0 + total is total, so both modes give the same bits on a
+//      zeroed output). The FP8 gradient cast's tile-row sums (llmc/quant.cuh) finish here too.
 // R depends only on N (colsum_chunks), so the summation order is a function of the shape.
 #ifndef LLMC_COLSUM_CUH
 #define LLMC_COLSUM_CUH

@@ -657,9 +657,9 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
         die("%s", why);
     attention_require_supported(NH, C / NH);  // and the GPU's compute capability
     layernorm_require_supported(C);
-    if (g->attention == ATTENTION_WGMMA && !attention_wgmma_available())
-        die("--attention wgmma needs a GPU of compute capability 9.0 (H100, H200) and a build for sm_90a "
-            "(make NVCC_ARCH=sm_90)");
+    if (g->attention != ATTENTION_MMA && !attention_wgmma_available())
+        die("--attention %s needs a GPU of compute capability 9.0 (H100, H200) and a build for sm_90a "
+            "(make NVCC_ARCH=sm_90)", attention_kernel_names[g->attention]);
 
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_init(&g->mm);
@@ -816,8 +816,8 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                      3 * C, l, LINEAR_QKV);
     if (steps & RC_STEP_ATTN) {
         mark(g, PROF_ATTENTION_FORWARD);
-        (g->attention == ATTENTION_WGMMA ? attention_forward_wgmma : attention_forward)(a->atty, a->lse, a->qkv, B, T,
-                                                                                         NH, HS, st);
+        (g->attention == ATTENTION_MMA ? attention_forward : attention_forward_wgmma)(a->atty, a->lse, a->qkv, B, T,
+                                                                                       NH, HS, st);
     }
     if (steps & RC_STEP_ATTPROJ) {
         block_linear(g, pass, proj, nullptr, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N,
@@ -1319,7 +1319,9 @@ int main(int argc, char **argv) {
                    cfg.num_layers);
         }
         printf("\n");
-        printf("attention kernels: %s\n", g.attention == ATTENTION_WGMMA ? "wgmma (sm_90a)" : "mma.sync");
+        static const char *const kernels[NUM_ATTENTION_KERNELS] = {
+            "mma.sync", "wgmma (sm_90a)", "wgmma forward (sm_90a), mma.sync backward"};
+        printf("attention kernels: %s\n", kernels[g.attention]);
     }
     const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);
     if (comm.rank == 0) {

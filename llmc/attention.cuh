@@ -7,7 +7,8 @@
 // (attention_forward_wgmma, attention_backward_wgmma; llmc/wgmma.cuh), verified on an H200 at
 // c95ef56 (2026-11-27): the harness's checks against fp64, memcheck and racecheck clean, the
 // trainer's test_gptcu tiny|d12 wgmma. The wgmma forward is 1.28x the mma.sync one there, its
-// backward 0.79x; the trainer uses them only under --attention wgmma (default mma).
+// backward 0.79x; the trainer uses them under --attention wgmma, and the forward alone (with the
+// mma.sync backward) under --attention wgmma-fwd (default mma).
 //
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23) and, with the HS 64 defaults set
 // from that run (2 forward row tiles, backward capped for 3 CTAs per SM) and without the slower
@@ -1262,8 +1263,9 @@ static inline bool attention_wgmma_available(void) {
     return available == 1;
 }
 
-// attention_forward through wgmma (sm_90a): same inputs, outputs and contract. Not yet verified on
-// a GPU: the trainer calls it only under --attention wgmma; dev/cuda/attention.cu checks and times it.
+// attention_forward through wgmma (sm_90a): same inputs, outputs and contract (verified on an H200,
+// see the top of this file). The trainer calls it under --attention wgmma and wgmma-fwd (the latter
+// with attention_backward: NOT RUN on a GPU as a pair); dev/cuda/attention.cu checks and times it.
 static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv,
                                            int B, int T, int NH, int HS, cudaStream_t stream) {
     const attention_detail::TensorArg args[] = {{out, 4}, {lse, 4}, {qkv, 16}};
@@ -1275,7 +1277,7 @@ static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const
 }
 
 // attention_backward through wgmma (sm_90a), head size 64 only so far: same inputs, outputs,
-// scratch and contract (deterministic). Not yet verified on a GPU: the trainer calls it only under
+// scratch and contract (deterministic; verified on an H200). The trainer calls it only under
 // --attention wgmma; dev/cuda/attention.cu checks and times it.
 static inline void attention_backward_wgmma(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                             const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,

@@ -67,7 +67,8 @@ returned() { tar -tzf "$d/out_$1/logs.tar.gz" | grep -q -x "$2"; }  # returned P
 deadline_pid=$!
 phase checks test_gptcu_tiny test_gptcu_small attention attention_wgmma test_gptcu_tiny_wgmma \
     test_gptcu_tiny_recompute_wgmma torch_sdpa harness_encoder harness_layernorm harness_gelu harness_classifier \
-    harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick bench_d12_quick_wgmma
+    harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick bench_d12_quick_wgmma \
+    bench_d12_quick_wgmma_fwd
 phase sanitize test_gptcu_d12 test_gptcu_d12_wgmma memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
     racecheck_attention_wgmma initcheck_test_tiny
 phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute_d12
@@ -95,8 +96,8 @@ phase bench3 bench_d24_bf16 bench_d24_fp8 bench_d24_int8 bench_d24_fp8delayed be
     bench_d36_fp8 bench_d36_int8 bench_d36_fp8delayed bench_d36_fp8wgrad profile_events_d24_bf16 \
     profile_events_d24_fp8 profile_events_d36_bf16 profile_events_d36_fp8
 check "bench3: the sizes' MFU is computed" grep -q "^| d36 | 8 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench3/summary.md"
-phase torch bench_d12_bf16_b16 bench_d12_wgmma_b16 torch_d12_b16 bench_d12_bf16_b32 bench_d12_wgmma_b32 torch_d12_b32 \
-    bench_d12_bf16_b64 bench_d12_wgmma_b64 torch_d12_b64
+phase torch bench_d12_bf16_b16 bench_d12_wgmma_fwd_b16 torch_d12_b16 bench_d12_bf16_b32 bench_d12_wgmma_fwd_b32 torch_d12_b32 \
+    bench_d12_bf16_b64 bench_d12_wgmma_fwd_b64 torch_d12_b64
 check "torch: the ratios are computed" grep -q "^| B 32 | 12345 (1.2%) | 12345 (1.2%) | 23456 | 0.526 | 0.526 |" "$d/out_torch/summary.md"
 phase profile profile_d12_bf16 profile_summary_d12_bf16 profile_d48_bf16 profile_summary_d48_bf16 profile_d48_fp8 \
     profile_summary_d48_fp8
@@ -109,8 +110,8 @@ check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curv
 # calls on the same machine are skipped, not run; WGMMA=0 skips them all.
 DRYRUN_FAIL_WGMMA=1 bundle "$d/out_gate" checks torch > "$d/gate.log" 2>&1
 check "wgmma gate: attention_wgmma's failure is recorded" grep -q "^| attention_wgmma | FAIL (exit 1) |" "$d/out_gate/summary.md"
-check "wgmma gate: the other 6 wgmma steps of checks and torch are skipped" \
-    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 6
+check "wgmma gate: the other 7 wgmma steps of checks and torch are skipped" \
+    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 7
 check "wgmma gate: the torch table shows the skipped column as -" grep -q "^| B 64 | 12345 (1.2%) | - | 23456 | 0.526 | - |" "$d/out_gate/summary.md"
 rm -f "$d/work/wgmma_did_not_pass"
 WGMMA=0 bundle "$d/out_nowgmma" sanitize > "$d/nowgmma.log" 2>&1
@@ -119,7 +120,7 @@ check "WGMMA=0: sanitize's 3 wgmma steps are skipped, its 5 others pass" \
 wait "$deadline_pid"
 check "deadline: the call ends at BUNDLE_SECONDS (took $(cat "$d/deadline.seconds") s of 30)" test "$(cat "$d/deadline.seconds")" -lt 40
 check "deadline: the step in progress is cut" grep -qE "^\| test_gptcu_tiny \| TIMEOUT \((2[0-9]|30)s\) \|" "$d/out_deadline/summary.md"
-check "deadline: the 16 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 16
+check "deadline: the 17 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 17
 check "deadline: logs.tar.gz returned" returned deadline logs/test_gptcu_tiny.log
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

@@ -15,16 +15,17 @@
 #      process running both ranks' micro-steps (dev/test/zero/compare.py, as
 #      scripts/gpu_zero_check.sh judges it).
 #   3. The CTA and thread order (LLMC_EMU_SCHEDULE, dev/emu/cuda_emu.h): the trainer in bf16 with
-#      both GELU fusions and a mixed recompute list, in FP8 (GELU level 1) with the wgmma
-#      attention, and in int8 with the output head in chunks gives the same bits with the CTAs of
-#      every launch, and the threads of every CTA, run in reverse; so do the ZeRO runs of part 2,
-#      and part 1's tiny case runs in reverse. A kernel whose result depends on the order of CTAs
+#      both GELU fusions, a mixed recompute list and the wgmma forward with the mma.sync backward
+#      (--attention wgmma-fwd), in FP8 (GELU level 1) with the wgmma attention, and in int8 with
+#      the output head in chunks gives the same bits with the CTAs of every launch, and the
+#      threads of every CTA, run in reverse; so do the ZeRO runs of part 2, and part 1's tiny case
+#      runs in reverse. A kernel whose result depends on the order of CTAs
 #      (one reading what another writes in the same launch) gives other bits or fails its checks
 #      there; on a GPU that is a race no sanitizer reports.
 #   4. The trainer's race build (dev/emu/race.h: ThreadSanitizer, each CUDA thread a fiber, the job
-#      of compute-sanitizer's racecheck and more): two steps each in bf16 with both GELU fusions
-#      and a mixed recompute list, in FP8 (delayed scaling, FP8 weight gradients, GELU level 1)
-#      with the wgmma attention, and in int8 with the output head in chunks: every kernel the
+#      of compute-sanitizer's racecheck and more): two steps each in bf16 with both GELU fusions,
+#      a mixed recompute list and --attention wgmma-fwd, in FP8 (delayed scaling, FP8 weight
+#      gradients, GELU level 1) with the wgmma attention, and in int8 with the output head in chunks: every kernel the
 #      trainer launches, no race reported (dev/test/t_44 shows the build reporting planted ones).
 #   5. What only the GPU trainer refuses (model shapes its kernels cannot run, --attention wgmma's
 #      head size, a micro-batch past 32-bit indices, a GELU epilogue with int8): one line and
@@ -131,7 +132,7 @@ check "$([ ${#differ[@]} = 0 ] && echo 1 || echo 0)" \
 # (about 2 s each): the same main.log and model bytes after 3 steps with validation and samples.
 configs=("--matmul fp8 --amax-history 4 --fp8-wgrad 1 --fp8-fast-accum 2 --gelu-fusion 1 -r mlp --attention wgmma"
          "--matmul int8 -r norm --head-chunk 12"
-         "--gelu-fusion 2 --recompute 0:block,1:attn+gelu")
+         "--gelu-fusion 2 --recompute 0:block,1:attn+gelu --attention wgmma-fwd")
 schedule_args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 2 -t 32 -x 3 -l 1e-3 -u 1 -i "$dir/train_*.bin"
                -j "$dir/val_*.bin" -v 3 -s 3 -g 6 -n 3 -m 2)
 for i in "${!configs[@]}"; do

@@ -694,11 +694,29 @@ template <int HS, int BS> constexpr size_t backward_smem_bytes() {
     return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
 }
 
-// The backward's per-element step on a warp's accumulator tiles, shared by the mma.sync and wgmma
-// kernels (C layout: thread holds rows g, g + 8 and columns 8 n + 2 t + {0, 1}).
-// Keys as rows (dK/dV): p holds S^T, dp holds dP^T, of keys key_lo (+8) and the BQ queries
-// qt0..; lse_tile and delta_tile are those queries' lse and delta. p becomes P^T (0 where masked:
-// key after query, or query past T; only tiles with needs_mask test it), dp becomes dS^T.
+// The backward's per-element steps on a warp's accumulator tiles, shared by the mma.sync and wgmma
+// kernels (C layout: thread holds rows g, g + 8 and columns 8 n + 2 t + {0, 1}): P from S and lse,
+// then dS = P (dP - delta). The mma.sync kernels take both in one pass over the tile; the wgmma
+// kernels take P first, while the tensor cores still work on dP, then dS. Each element's arithmetic
+// is the same either way (prob_*_element, ds_element).
+__device__ __forceinline__ float ds_element(float p, float dp, float delta) { return p * (dp - delta); }
+
+// Keys as rows (dK/dV): element (n, e) of a tile whose p holds S^T of keys key_lo (+8) and the BQ
+// queries qt0..; lse_tile is those queries' lse. Its P^T, 0 where masked (key after query, or query
+// past T; only tiles with needs_mask test it).
+__device__ __forceinline__ float prob_transposed_element(float s, int n, int e, int key_lo, int qt0, int T,
+                                                         bool needs_mask, const float *lse_tile, float scale_log2,
+                                                         int t) {
+    const int qc = 8 * n + 2 * t + (e & 1);  // query within the tile
+    const int key = key_lo + 8 * (e >> 1), query = qt0 + qc;
+    const bool visible = !needs_mask || (key <= query && query < T);
+    return visible ? exp2_ftz(fmaf(s, scale_log2, -(lse_tile[qc] * LOG2E))) : 0.0f;
+}
+__device__ __forceinline__ float delta_transposed_element(int n, int e, const float *delta_tile, int t) {
+    return delta_tile[8 * n + 2 * t + (e & 1)];
+}
+
+// p (S^T) becomes P^T and dp (dP^T) becomes dS^T; delta_tile is the queries' delta.
 template <int BQ>
 __device__ __forceinline__ void probs_and_ds_transposed(float (*p)[4], float (*dp)[4], int key_lo, int qt0, int T,
                                                         bool needs_mask, const float *lse_tile,
@@ -707,31 +725,76 @@ __device__ __forceinline__ void probs_and_ds_transposed(float (*p)[4], float (*d
     for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int qc = 8 * n + 2 * t + (e & 1);  // query within the tile
-            const int key = key_lo + 8 * (e >> 1), query = qt0 + qc;
-            const bool visible = !needs_mask || (key <= query && query < T);
-            const float pe = visible ? exp2_ftz(fmaf(p[n][e], scale_log2, -(lse_tile[qc] * LOG2E))) : 0.0f;
+            const float pe =
+                prob_transposed_element(p[n][e], n, e, key_lo, qt0, T, needs_mask, lse_tile, scale_log2, t);
             p[n][e] = pe;
-            dp[n][e] = pe * (dp[n][e] - delta_tile[qc]);  // dS^T
+            dp[n][e] = ds_element(pe, dp[n][e], delta_transposed_element(n, e, delta_tile, t));
         }
 }
 
-// Queries as rows (dQ): p holds S, dp holds dP, of queries row_lo (+8) and the BK keys kt0..;
-// lse2 (lse log2e) and dlt (delta) are the two rows'. dp becomes dS (P is not kept).
+// The same in two steps: p (S^T) becomes P^T ...
+template <int BQ>
+__device__ __forceinline__ void probs_transposed(float (*p)[4], int key_lo, int qt0, int T, bool needs_mask,
+                                                 const float *lse_tile, float scale_log2, int t) {
+#pragma unroll
+    for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            p[n][e] = prob_transposed_element(p[n][e], n, e, key_lo, qt0, T, needs_mask, lse_tile, scale_log2, t);
+}
+
+// ... then dp (dP^T) becomes dS^T, with p holding P^T.
+template <int BQ>
+__device__ __forceinline__ void ds_transposed(float (*dp)[4], const float (*p)[4], const float *delta_tile, int t) {
+#pragma unroll
+    for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            dp[n][e] = ds_element(p[n][e], dp[n][e], delta_transposed_element(n, e, delta_tile, t));
+}
+
+// Queries as rows (dQ): element (n, e) of a tile whose p holds S of queries row_lo (+8) and the BK
+// keys kt0..; lse2 is the two rows' lse log2e. Its P, 0 where masked (key after query, or key past T).
+__device__ __forceinline__ float prob_rows_element(float s, int n, int e, int row_lo, int kt0, int T, bool needs_mask,
+                                                   const float lse2[2], float scale_log2, int t) {
+    const int half = e >> 1;
+    const int key = kt0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * half;
+    const bool visible = !needs_mask || (key <= query && key < T);
+    return visible ? exp2_ftz(fmaf(s, scale_log2, -lse2[half])) : 0.0f;
+}
+
+// dp (dP) becomes dS; dlt is the two rows' delta (P is not kept).
 template <int BK>
-__device__ __forceinline__ void ds_rows(float (*dp)[4], const float (*p)[4], int row_lo, int kt0, int T,
-                                        bool needs_mask, const float lse2[2], const float dlt[2], float scale_log2,
-                                        int t) {
+__device__ __forceinline__ void probs_and_ds_rows(float (*dp)[4], const float (*p)[4], int row_lo, int kt0, int T,
+                                                  bool needs_mask, const float lse2[2], const float dlt[2],
+                                                  float scale_log2, int t) {
 #pragma unroll
     for (int n = 0; n < BK / 8; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int half = e >> 1;
-            const int key = kt0 + 8 * n + 2 * t + (e & 1), query = row_lo + 8 * half;
-            const bool visible = !needs_mask || (key <= query && key < T);
-            const float pe = visible ? exp2_ftz(fmaf(p[n][e], scale_log2, -lse2[half])) : 0.0f;
-            dp[n][e] = pe * (dp[n][e] - dlt[half]);  // dS
+            const float pe = prob_rows_element(p[n][e], n, e, row_lo, kt0, T, needs_mask, lse2, scale_log2, t);
+            dp[n][e] = ds_element(pe, dp[n][e], dlt[e >> 1]);  // dS
         }
+}
+
+// The same in two steps: p (S) becomes P ...
+template <int BK>
+__device__ __forceinline__ void probs_rows(float (*p)[4], int row_lo, int kt0, int T, bool needs_mask,
+                                           const float lse2[2], float scale_log2, int t) {
+#pragma unroll
+    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            p[n][e] = prob_rows_element(p[n][e], n, e, row_lo, kt0, T, needs_mask, lse2, scale_log2, t);
+}
+
+// ... then dp (dP) becomes dS, with p holding P.
+template <int BK>
+__device__ __forceinline__ void ds_rows(float (*dp)[4], const float (*p)[4], const float dlt[2]) {
+#pragma unroll
+    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dp[n][e] = ds_element(p[n][e], dp[n][e], dlt[e >> 1]);
 }
 
 // The first query tile (BQ rows) that key block kb meets: queries < kb * 64 see none of its keys.
@@ -891,7 +954,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 
         const int kt0 = j * BK;
         const bool needs_mask = kt0 + BK - 1 > q0 + 16 * warp || kt0 + BK > T;
-        ds_rows<BK>(dp, p, row_lo, kt0, T, needs_mask, lse2, dlt, scale_log2, t);
+        probs_and_ds_rows<BK>(dp, p, row_lo, kt0, T, needs_mask, lse2, dlt, scale_log2, t);
 
         uint32_t af[BK / 16][4];
         acc_to_a<BK>(af, dp);
@@ -910,9 +973,14 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 // cp.async. The variant WG = 1 (64 resident rows, two CTAs per SM) visits the same tiles of each
 // warpgroup in the same order: the same bits.
 //   dK/dV, per query tile:  S^T = K Q^T, dP^T = V dO^T    (K, V, Q, dO all K-major in shared memory)
-//                           P^T, dS^T                     (probs_and_ds_transposed, in registers)
+//                           P^T, dS^T                     (probs_transposed, ds_transposed, in registers)
 //                           dV += P^T dO, dK += dS^T Q    (A from registers, dO and Q MN-major)
-//   dQ, per key tile:       S = Q K^T, dP = dO V^T; dS (ds_rows); dQ += dS K (K MN-major)
+//   dQ, per key tile:       S = Q K^T, dP = dO V^T; P, dS (probs_rows, ds_rows); dQ += dS K (K MN-major)
+// Each product is a wgmma group of its own, waited for only when its result is needed, so that the
+// element-wise work on one overlaps the next on the tensor cores: P^T while dP^T runs, dS^T while
+// dV += P^T dO runs (dQ: P while dP runs). The same products in the same order as one group per
+// pair (the bits are the same); NOT RUN on a GPU in this order (2026-11-27; the emulator of dev/emu
+// executes each group at its wait_group, so a read before its wait would fail the checks).
 // Shared, 128-byte swizzled from a 1024-byte boundary: the two resident [64 WG][HS] tiles, then the
 // two streamed operands [2][64][HS] each; dK/dV also streams the tile's lse and delta ([2][64] fp32).
 // A warpgroup skips a tile (uniformly) when its rows are past T or the causal mask hides all of it.
@@ -1017,32 +1085,40 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         if (wg_k0 >= T || qt0 + TILE - 1 < wg_k0) continue;  // keys past T, or every query before them
         const uint32_t qb = q_addr + buf * TB, dob = do_addr + buf * TB;
 
+        // Four groups in flight at most two at a time: P^T is computed while dP^T is on the tensor
+        // cores, dS^T while dV is.
         float p[TILE / 8][4], dp[TILE / 8][4];
         wgmma::hold_registers<TILE / 8>(p);
         wgmma::hold_registers<TILE / 8>(dp);
         wgmma::fence();
-        mma_rows_by_rows<HS>(p, k_addr, ROWS, 64 * wg, qb);    // S^T
+        mma_rows_by_rows<HS>(p, k_addr, ROWS, 64 * wg, qb);  // S^T
+        wgmma::commit();
         mma_rows_by_rows<HS>(dp, v_addr, ROWS, 64 * wg, dob);  // dP^T
         wgmma::commit();
-        wgmma::wait<0>();
+        wgmma::wait<1>();  // S^T
         wgmma::hold_registers<TILE / 8>(p);
-        wgmma::hold_registers<TILE / 8>(dp);
 
         const bool needs_mask = qt0 < wg_k0 + 64 || qt0 + TILE > T;
-        probs_and_ds_transposed<TILE>(p, dp, key_lo, qt0, T, needs_mask, sLse + buf * TILE, sDelta + buf * TILE,
-                                      scale_log2, t);
-        uint32_t pf[TILE / 16][4], dsf[TILE / 16][4];
+        probs_transposed<TILE>(p, key_lo, qt0, T, needs_mask, sLse + buf * TILE, scale_log2, t);
+        uint32_t pf[TILE / 16][4];
         acc_to_a<TILE>(pf, p);
-        acc_to_a<TILE>(dsf, dp);
         wgmma::hold_registers<HS / 8>(dv);
-        wgmma::hold_registers<HS / 8>(dk);
         wgmma::hold_registers<TILE / 16>(pf);
+        wgmma::fence();
+        mma_regs_by_tile<HS, TILE>(dv, pf, dob);  // dV += P^T dO
+        wgmma::commit();
+        wgmma::wait<1>();  // dP^T (dV may still run)
+        wgmma::hold_registers<TILE / 8>(dp);
+
+        ds_transposed<TILE>(dp, p, sDelta + buf * TILE, t);
+        uint32_t dsf[TILE / 16][4];
+        acc_to_a<TILE>(dsf, dp);
+        wgmma::hold_registers<HS / 8>(dk);
         wgmma::hold_registers<TILE / 16>(dsf);
         wgmma::fence();
-        mma_regs_by_tile<HS, TILE>(dv, pf, dob);
-        mma_regs_by_tile<HS, TILE>(dk, dsf, qb);
+        mma_regs_by_tile<HS, TILE>(dk, dsf, qb);  // dK += dS^T Q
         wgmma::commit();
-        wgmma::wait<0>();
+        wgmma::wait<0>();  // dV and dK: the next iteration refills this buffer
         wgmma::hold_registers<HS / 8>(dv);
         wgmma::hold_registers<HS / 8>(dk);
     }
@@ -1100,19 +1176,23 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     auto active = [&](int kt0) { return wg_q0 < T && kt0 <= wg_last_query; };  // as in the forward
     for_each_kv_tile<TILE, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, [&](int kt0, int buf) {
         const uint32_t kb = k_addr + buf * TB, vb = v_addr + buf * TB;
+        // P is computed while dP is on the tensor cores.
         float p[TILE / 8][4], dp[TILE / 8][4];
         wgmma::hold_registers<TILE / 8>(p);
         wgmma::hold_registers<TILE / 8>(dp);
         wgmma::fence();
-        mma_rows_by_rows<HS>(p, q_addr, ROWS, 64 * wg, kb);    // S
+        mma_rows_by_rows<HS>(p, q_addr, ROWS, 64 * wg, kb);  // S
+        wgmma::commit();
         mma_rows_by_rows<HS>(dp, do_addr, ROWS, 64 * wg, vb);  // dP
         wgmma::commit();
-        wgmma::wait<0>();
+        wgmma::wait<1>();  // S
         wgmma::hold_registers<TILE / 8>(p);
-        wgmma::hold_registers<TILE / 8>(dp);
 
         const bool needs_mask = kt0 + TILE - 1 > wg_q0 || kt0 + TILE > T;
-        ds_rows<TILE>(dp, p, row_lo, kt0, T, needs_mask, lse2, dlt, scale_log2, t);
+        probs_rows<TILE>(p, row_lo, kt0, T, needs_mask, lse2, scale_log2, t);
+        wgmma::wait<0>();  // dP
+        wgmma::hold_registers<TILE / 8>(dp);
+        ds_rows<TILE>(dp, p, dlt);
         uint32_t dsf[TILE / 16][4];
         acc_to_a<TILE>(dsf, dp);
         wgmma::hold_registers<HS / 8>(dq);

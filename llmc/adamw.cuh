@@ -24,6 +24,11 @@
 //   3. adamw_lr_kernel:        one thread per slot: lr_t from the slot's sum over all its elements
 //   4. adamw_params_kernel:    master and the bf16 parameters; the rounding bits of element i use
 //                              its global index, so every sharding rounds every weight alike
+// Without update clipping (update_clip <= 0: lr_t = lr everywhere) nothing waits for a sum, and
+// adamw_fused_kernel does 1 and 4 in one pass: 30 bytes per parameter (read grad, m, v, master;
+// write m, v, master, bf16 param) instead of the two passes' 38 (m and v written, then read back).
+// The same per-element functions (adamw_moments, adamw_master, adamw_round_params) in both paths,
+// so the same bits.
 // No float atomics: the bits depend only on the inputs. (The count of clipped tensors is an
 // integer atomicAdd, which is order-independent.)
 #ifndef LLMC_ADAMW_CUH
@@ -62,6 +67,35 @@ typedef struct {
     int *h_clipped;       // pinned host copy
 } AdamW;
 
+// m, v of one element from its gradient g (already times grad_scale); returns its term of the
+// update-clipping sum, g^2 / max(vhat, eps^2).
+__device__ __forceinline__ double adamw_moments(float g, float &m, float &v, float b1, float b2, float bc2, float eps) {
+    m = b1 * m + (1.0f - b1) * g;
+    v = b2 * v + (1.0f - b2) * g * g;
+    const float vhat = v / bc2;
+    return (double)(g * g) / (double)fmaxf(vhat, eps * eps);
+}
+
+// The master weight w after the step, from the updated m and v.
+__device__ __forceinline__ float adamw_master(float w, float m, float v, float lr_t, float wd, float bc1, float bc2,
+                                              float eps) {
+    const float mhat = m / bc1, vhat = v / bc2;
+    return w - lr_t * (mhat / (sqrtf(vhat) + eps) + wd * w);
+}
+
+// The bf16 parameters of 4 master weights at global index i..i+3 (i a multiple of 4), stochastically
+// rounded with the bits of step t, as one 8-byte store.
+__device__ __forceinline__ void adamw_round_params(bf16 *params, const f128 &w, uint64_t seed, int t, int64_t i) {
+    uint16_t bits[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        bits[e] = bf16_from_float_stochastic(w[e], (uint32_t)rng_bits(seed, (uint64_t)t, (uint64_t)(i + e)));
+    uint2 packed;
+    packed.x = (uint32_t)bits[0] | (uint32_t)bits[1] << 16;
+    packed.y = (uint32_t)bits[2] | (uint32_t)bits[3] << 16;
+    *reinterpret_cast<uint2 *>(params) = packed;
+}
+
 __global__ void __launch_bounds__(ADAMW_BLOCK)
 adamw_moments_kernel(double *rms_partial, float *m, float *v, const float *grads, const AdamWChunk *chunks,
                      float grad_scale, float b1, float b2, float bc2, float eps) {
@@ -72,13 +106,7 @@ adamw_moments_kernel(double *rms_partial, float *m, float *v, const float *grads
         const f128 gv = load128cs(grads + i);
         f128 mv = load128(m + i), vv = load128(v + i);
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const float g = gv[e] * grad_scale;
-            mv[e] = b1 * mv[e] + (1.0f - b1) * g;
-            vv[e] = b2 * vv[e] + (1.0f - b2) * g * g;
-            const float vhat = vv[e] / bc2;
-            acc += (double)(g * g) / (double)fmaxf(vhat, eps * eps);
-        }
+        for (int e = 0; e < 4; e++) acc += adamw_moments(gv[e] * grad_scale, mv[e], vv[e], b1, b2, bc2, eps);
         store128(m + i, mv);
         store128(v + i, vv);
     }
@@ -121,18 +149,33 @@ adamw_params_kernel(float *master, bf16 *params, const float *m, const float *v,
         const int64_t i = ch.begin + k;
         const f128 mv = load128(m + i), vv = load128(v + i);
         f128 w = load128(master + i);
-        uint16_t bits[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) w[e] = adamw_master(w[e], mv[e], vv[e], lr_t, wd, bc1, bc2, eps);
+        store128(master + i, w);
+        adamw_round_params(params + i, w, seed, t, first + i);
+    }
+}
+
+// Without update clipping: adamw_moments_kernel and adamw_params_kernel in one pass, lr_t = lr.
+__global__ void __launch_bounds__(ADAMW_BLOCK)
+adamw_fused_kernel(float *master, bf16 *params, float *m, float *v, const float *grads, const AdamWChunk *chunks,
+                   const AdamWSlot *slots, float lr, float grad_scale, float b1, float b2, float bc1, float bc2,
+                   float eps, uint64_t seed, int t, int64_t first) {
+    const AdamWChunk ch = chunks[blockIdx.x];
+    const float wd = slots[ch.slot].weight_decay;
+    for (int k = threadIdx.x * 4; k < ch.len; k += ADAMW_BLOCK * 4) {
+        const int64_t i = ch.begin + k;
+        const f128 gv = load128cs(grads + i);
+        f128 mv = load128(m + i), vv = load128(v + i), w = load128(master + i);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const float mhat = mv[e] / bc1, vhat = vv[e] / bc2;
-            w[e] -= lr_t * (mhat / (sqrtf(vhat) + eps) + wd * w[e]);
-            bits[e] = bf16_from_float_stochastic(w[e], (uint32_t)rng_bits(seed, (uint64_t)t, (uint64_t)(first + i + e)));
+            adamw_moments(gv[e] * grad_scale, mv[e], vv[e], b1, b2, bc2, eps);  // (its clipping term unused)
+            w[e] = adamw_master(w[e], mv[e], vv[e], lr, wd, bc1, bc2, eps);
         }
+        store128(m + i, mv);
+        store128(v + i, vv);
         store128(master + i, w);
-        uint2 packed;  // 4 bf16, one 8-byte store (i is a multiple of 4)
-        packed.x = (uint32_t)bits[0] | (uint32_t)bits[1] << 16;
-        packed.y = (uint32_t)bits[2] | (uint32_t)bits[3] << 16;
-        *reinterpret_cast<uint2 *>(params + i) = packed;
+        adamw_round_params(params + i, w, seed, t, first + i);
     }
 }
 
@@ -189,11 +232,21 @@ static inline void adamw_free(AdamW *opt) {
 // Step t (from 1) on the range of adamw_init; the pointers point at the range's first element.
 // allreduce (llmc/optimizer.h; NULL for the whole model on one rank) sums the slots' update-
 // clipping sums over the ranks that hold the other parts of the model. Returns how many tensors
-// update clipping slowed, the same number on every rank (synchronizes the stream).
+// update clipping slowed, the same number on every rank (synchronizes the stream; without update
+// clipping, 0 and no synchronization).
 static inline int adamw_update(AdamW *opt, float *master, bf16 *params, float *m, float *v, const float *grads, int t,
                                float lr, float grad_scale, float b1, float b2, float eps, float update_clip,
                                uint64_t seed, cudaStream_t stream, AllReduceSumFn allreduce, void *ctx) {
     const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
+    if (update_clip <= 0.0f) {  // no sums to wait for (the same on every rank: no allreduce either)
+        if (opt->nchunks > 0) {
+            LLMC_LAUNCH(opt->nchunks, ADAMW_BLOCK, 0, stream, adamw_fused_kernel)(
+                master, params, m, v, grads, opt->chunks, opt->slots, lr, grad_scale, b1, b2, bc1, bc2, eps, seed, t,
+                opt->begin);
+            kernelCheck();
+        }
+        return 0;
+    }
     const int slot_grid = ceil_div(opt->nslots, 128);
     cudaCheck(cudaMemsetAsync(opt->clipped, 0, sizeof(int), stream));
     if (opt->nchunks > 0) {

@@ -8,7 +8,7 @@
 # bf16 and FP8 by train_gptcu --profile (phase bench), the same at d24 and d36 (phase bench3),
 # d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2
 # at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
-# with --attention wgmma (phase torch), where a training step's time goes, kernel by kernel, under
+# with --attention wgmma-fwd, and with it and PyTorch's optimizer (no clipping) (phase torch), where a training step's time goes, kernel by kernel, under
 # Nsight Compute (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
 # curves of bf16, fp8 and int8 over 1000 steps of the nlp-corpus shards (phase curves:
 # $OUT/curves.csv, and .png when the machine's python3 has matplotlib; else
@@ -31,8 +31,8 @@ out=${OUT:-build/gpu_run} work=${WORK:-/tmp/gpu_run_work}
 mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, recompute_d48,
 # zero, bench, bench2, bench3, torch, profile, curves, or all (the default). Measured on an H200
-# (2026-11-27, c95ef56): checks 1.1, zero 0.6, torch 2.1, bench 4.3 (before its four fp8 --gelu-fusion
-# rows, ~1.4 more), sanitize 4.7 minutes (without
+# (2026-11-27, c95ef56): checks 1.1, zero 0.6, torch 2.1 (before its three no-clipping rows, ~0.7
+# more), bench 4.3 (before its four fp8 --gelu-fusion rows, ~1.4 more), sanitize 4.7 minutes (without
 # initcheck, cut by the call's deadline; the two d12 checks are 3.6 of it); on an H100 (2026-11-23)
 # curves 2.5; estimated: recompute ~6 (5 steps per policy, d12's 8 runs), recompute_d48 ~6 (8 runs
 # of ~45 s), bench3 ~5.5 (~7.5 with the fast-accumulation rows), bench2 ~7 (d48 B 8, fast
@@ -267,15 +267,20 @@ if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the sam
     for B in 16 32 64; do
         step "bench_d12_bf16_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12
         wgmma_step "bench_d12_wgmma_fwd_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 --attention wgmma-fwd
+        # the baseline's optimizer: AdamW without gradient or update clipping (one pass, llmc/adamw.cuh)
+        wgmma_step "bench_d12_wgmma_fwd_noclip_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 --attention wgmma-fwd \
+            --grad-clip 0 --update-clip 0
         step "torch_d12_b$B" 300 env B=$B python3 dev/bench/torch_gpu_baseline.py
     done
-    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s (MFU) | --attention wgmma-fwd (MFU) | PyTorch (torch.compile, SDPA) tokens/s | ratio | wgmma-fwd ratio |"
-      echo "|---|---|---|---|---|---|"
+    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s (MFU) | --attention wgmma-fwd (MFU) | wgmma-fwd, no clipping (MFU) | PyTorch (torch.compile, SDPA, no clipping) tokens/s | ratio | wgmma-fwd ratio | no clipping ratio |"
+      echo "|---|---|---|---|---|---|---|---|"
       for B in 16 32 64; do
           ours=$(tokens_per_s "bench_d12_bf16_b$B") wg=$(tokens_per_s "bench_d12_wgmma_fwd_b$B")
+          nc=$(tokens_per_s "bench_d12_wgmma_fwd_noclip_b$B")
           theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
-          echo "| B $B | $(with_mfu "bench_d12_bf16_b$B") | $(with_mfu "bench_d12_wgmma_fwd_b$B") | ${theirs:--} |" \
-               "$(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |"
+          echo "| B $B | $(with_mfu "bench_d12_bf16_b$B") | $(with_mfu "bench_d12_wgmma_fwd_b$B") |" \
+               "$(with_mfu "bench_d12_wgmma_fwd_noclip_b$B") | ${theirs:--} | $(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |" \
+               "$(ratio "$nc" "$theirs") |"
       done; } >> "$summary"
     # (issue 4's d24, d36 and d48 tokens/s and MFU: phases bench and bench3)
 fi

@@ -2,7 +2,10 @@
 // linked): the global gradient norm, then three AdamW steps with update clipping on a small odd
 // model (every tensor's RMS and clipping decision, the moments, the fp32 master weights), the
 // stochastic rounding of the bf16 weights against llmc/quant.h with the same random bits, and
-// identical bits on a rerun. Timing of one step at GPT-2 d12 (124M parameters).
+// identical bits on a rerun. The same three steps without update clipping (the one-pass
+// adamw_fused_kernel), also bit for bit against the two passes run with a threshold no tensor
+// reaches (the same lr, the same per-element functions). Timing of one step at GPT-2 d12 (124M
+// parameters), with and without update clipping.
 // STATUS: ran and passed on an H100 at commit ad0f582 and an H200 at c95ef56 (dev/gpu_report.md).
 // --check-small (the small
 // model only) also runs in the CPU emulator of dev/emu (build/emu/optimizer, t_46).
@@ -11,9 +14,14 @@
 #include "../../llmc/global_norm.cuh"
 #include "../../llmc/optimizer.h"
 
-static void run(const GPT2Config *cfg, bool timing) {
+static bool same_bits(const void *a, const void *b, size_t bytes) { return memcmp(a, b, bytes) == 0; }
+
+// update_clip <= 0: the one-pass kernel, checked also against the two passes (twin state below).
+static void run(const GPT2Config *cfg, float update_clip, bool timing) {
     const size_t P = gpt2_num_params(cfg);
-    const AdamWConfig hp = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.5f};
+    const AdamWConfig hp = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, update_clip};
+    const bool fused = update_clip <= 0.0f;
+    printf("%s, P = %zu\n", fused ? "without update clipping (one pass)" : "update clipping 0.5 (two passes)", P);
     std::vector<float> w = random_bf16_values(P, 41, -0.1f, 0.1f), m(P, 0.0f), v(P, 0.0f);
     float *d_grads = device_alloc<float>(P), *d_master = device_alloc<float>(P), *d_m = device_alloc<float>(P),
           *d_v = device_alloc<float>(P);
@@ -25,6 +33,16 @@ static void run(const GPT2Config *cfg, bool timing) {
     AdamW opt;
     adamw_init(&opt, cfg, hp.weight_decay, 0, P);
     const uint64_t seed = 77;
+    // The two passes' twin of the one-pass run: the same start, a threshold no RMS reaches.
+    float *t_master = nullptr, *t_m = nullptr, *t_v = nullptr;
+    bf16 *t_params = nullptr;
+    if (fused) {
+        t_master = device_alloc<float>(P), t_m = device_alloc<float>(P), t_v = device_alloc<float>(P);
+        t_params = device_alloc<bf16>(P);
+        to_device(t_master, w);
+        cuda_check(cudaMemset(t_m, 0, P * sizeof(float)));
+        cuda_check(cudaMemset(t_v, 0, P * sizeof(float)));
+    }
     for (int t = 1; t <= 3; t++) {
         std::vector<float> g = random_bf16_values(P, 100 + t, -1, 1);
         for (size_t i = 0; i < P; i += 7) g[i] *= 10.0f;  // uneven magnitudes: some tensors clip
@@ -56,15 +74,34 @@ static void run(const GPT2Config *cfg, bool timing) {
         }
         snprintf(what, sizeof(what), "step %d: stochastic rounding bit-exact (%zu mismatches)", t, mismatches);
         expect_true(mismatches == 0, what);
+        if (fused) {
+            const int twin_clipped = adamw_update(&opt, t_master, t_params, t_m, t_v, d_grads, t, 1e-3f, scale,
+                                                  hp.beta1, hp.beta2, hp.eps, INFINITY, seed, 0, NULL, NULL);
+            const bool same = twin_clipped == 0 && same_bits(to_host(t_m, P).data(), to_host(d_m, P).data(), 4 * P) &&
+                              same_bits(to_host(t_v, P).data(), to_host(d_v, P).data(), 4 * P) &&
+                              same_bits(to_host(t_master, P).data(), master.data(), 4 * P) &&
+                              same_bits(to_host(t_params, P).data(), params.data(), 2 * P);
+            snprintf(what, sizeof(what), "step %d: one pass == two passes, m, v, master and bf16 weights bit for bit", t);
+            expect_true(same, what);
+        }
     }
     if (timing) {
+        // Bytes per parameter: two passes read grad, m, v and write m, v (20), then read m, v, master
+        // and write master and the bf16 weight (18); one pass reads grad, m, v, master and writes
+        // m, v, master and the bf16 weight (30).
+        const double bytes = fused ? 30.0 : 38.0;
         float ms = time_median_ms([&] {
             adamw_update(&opt, d_master, d_params, d_m, d_v, d_grads, 4, 1e-3f, 1.0f, hp.beta1, hp.beta2, hp.eps,
                          hp.update_clip, seed, 0, NULL, NULL);
         }, 3, 21, 0);
         float nm = time_median_ms([&] { global_sum_squares(d_norm, d_scratch, d_grads, P, 0); }, 3, 21, 0);
-        printf("time P=%zu: AdamW step %.3f ms (%.0f GB/s), global norm %.3f ms (median of 21)\n", P, ms,
-               P * 26.0 / (ms * 1e6), nm);
+        printf("time P=%zu: AdamW step %s %.3f ms (%.0f bytes a parameter: %.0f GB/s), global norm %.3f ms (median "
+               "of 21)\n", P, fused ? "without update clipping" : "with update clipping", ms, bytes,
+               P * bytes / (ms * 1e6), nm);
+    }
+    if (fused) {
+        cuda_check(cudaFree(t_master)); cuda_check(cudaFree(t_m)); cuda_check(cudaFree(t_v));
+        cuda_check(cudaFree(t_params));
     }
     adamw_free(&opt);
     cuda_check(cudaFree(d_grads)); cuda_check(cudaFree(d_master)); cuda_check(cudaFree(d_m)); cuda_check(cudaFree(d_v));
@@ -77,9 +114,9 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     const bool small_only = harness_small_only(argc, argv);
     GPT2Config small = {96, 1001, 1024, 3, 3, 192}, d12;
-    run(&small, false);
+    for (float update_clip : {0.5f, 0.0f}) run(&small, update_clip, false);
     if (small_only) return harness_exit("optimizer");
     gpt2_config_from_string("d12", &d12);
-    run(&d12, true);
+    for (float update_clip : {0.5f, 0.0f}) run(&d12, update_clip, true);
     return harness_exit("optimizer");
 }

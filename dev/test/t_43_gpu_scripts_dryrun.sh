@@ -96,9 +96,11 @@ phase bench3 bench_d24_bf16 bench_d24_fp8 bench_d24_int8 bench_d24_fp8delayed be
     bench_d36_fp8 bench_d36_int8 bench_d36_fp8delayed bench_d36_fp8wgrad profile_events_d24_bf16 \
     profile_events_d24_fp8 profile_events_d36_bf16 profile_events_d36_fp8
 check "bench3: the sizes' MFU is computed" grep -q "^| d36 | 8 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench3/summary.md"
-phase torch bench_d12_bf16_b16 bench_d12_wgmma_fwd_b16 torch_d12_b16 bench_d12_bf16_b32 bench_d12_wgmma_fwd_b32 torch_d12_b32 \
-    bench_d12_bf16_b64 bench_d12_wgmma_fwd_b64 torch_d12_b64
-check "torch: the ratios are computed" grep -q "^| B 32 | 12345 (1.2%) | 12345 (1.2%) | 23456 | 0.526 | 0.526 |" "$d/out_torch/summary.md"
+phase torch bench_d12_bf16_b16 bench_d12_wgmma_fwd_b16 bench_d12_wgmma_fwd_noclip_b16 torch_d12_b16 bench_d12_bf16_b32 \
+    bench_d12_wgmma_fwd_b32 bench_d12_wgmma_fwd_noclip_b32 torch_d12_b32 bench_d12_bf16_b64 bench_d12_wgmma_fwd_b64 \
+    bench_d12_wgmma_fwd_noclip_b64 torch_d12_b64
+check "torch: the ratios are computed" \
+    grep -q "^| B 32 | 12345 (1.2%) | 12345 (1.2%) | 12345 (1.2%) | 23456 | 0.526 | 0.526 | 0.526 |" "$d/out_torch/summary.md"
 phase profile profile_d12_bf16 profile_summary_d12_bf16 profile_d48_bf16 profile_summary_d48_bf16 profile_d48_fp8 \
     profile_summary_d48_fp8
 check "profile: the three kernel tables are returned in profile.md" \
@@ -110,9 +112,9 @@ check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curv
 # calls on the same machine are skipped, not run; WGMMA=0 skips them all.
 DRYRUN_FAIL_WGMMA=1 bundle "$d/out_gate" checks torch > "$d/gate.log" 2>&1
 check "wgmma gate: attention_wgmma's failure is recorded" grep -q "^| attention_wgmma | FAIL (exit 1) |" "$d/out_gate/summary.md"
-check "wgmma gate: the other 7 wgmma steps of checks and torch are skipped" \
-    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 7
-check "wgmma gate: the torch table shows the skipped column as -" grep -q "^| B 64 | 12345 (1.2%) | - | 23456 | 0.526 | - |" "$d/out_gate/summary.md"
+check "wgmma gate: the other 10 wgmma steps of checks and torch are skipped" \
+    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 10
+check "wgmma gate: the torch table shows the skipped column as -" grep -q "^| B 64 | 12345 (1.2%) | - | - | 23456 | 0.526 | - | - |" "$d/out_gate/summary.md"
 rm -f "$d/work/wgmma_did_not_pass"
 WGMMA=0 bundle "$d/out_nowgmma" sanitize > "$d/nowgmma.log" 2>&1
 check "WGMMA=0: sanitize's 3 wgmma steps are skipped, its 5 others pass" \

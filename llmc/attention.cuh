@@ -1272,23 +1272,60 @@ static inline float *backward_delta(void *scratch, const __nv_bfloat16 *dout, co
     return delta;
 }
 
+// The backward's two main kernels, each launched on its own (dev/cuda/attention.cu times them
+// apart), after backward_delta: dK and dV, then dQ. Each writes only its own part of dqkv.
 template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
-static inline void backward_wgmma_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
-                                     const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B, int T,
-                                     int NH, cudaStream_t stream) {
-    const float scale = 1.0f / sqrtf((float)HS);
-    const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
+static inline void backward_kv_wgmma_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
+                                        const float *lse, const float *delta, int B, int T, int NH,
+                                        cudaStream_t stream) {
     constexpr int ROWS = bwd_wgmma::resident_rows<WG>(), THREADS = bwd_wgmma::cta_threads<WG>();
     const dim3 grid(B * NH, (T + ROWS - 1) / ROWS);
     const size_t smem = bwd_wgmma::smem_bytes<HS, WG>();
     launch_config(attention_backward_kv_wgmma_kernel<HS, WG>, smem);
-    LLMC_LAUNCH(grid, THREADS, smem, stream, attention_backward_kv_wgmma_kernel<HS, WG>)(dqkv, dout, qkv, lse, delta, T, NH,
-                                                                                scale);
+    LLMC_LAUNCH(grid, THREADS, smem, stream, attention_backward_kv_wgmma_kernel<HS, WG>)(dqkv, dout, qkv, lse, delta, T,
+                                                                                NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
+}
+template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
+static inline void backward_dq_wgmma_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
+                                        const float *lse, const float *delta, int B, int T, int NH,
+                                        cudaStream_t stream) {
+    constexpr int ROWS = bwd_wgmma::resident_rows<WG>(), THREADS = bwd_wgmma::cta_threads<WG>();
+    const dim3 grid(B * NH, (T + ROWS - 1) / ROWS);
+    const size_t smem = bwd_wgmma::smem_bytes<HS, WG>();
     launch_config(attention_backward_dq_wgmma_kernel<HS, WG>, smem);
-    LLMC_LAUNCH(grid, THREADS, smem, stream, attention_backward_dq_wgmma_kernel<HS, WG>)(dqkv, dout, qkv, lse, delta, T, NH,
-                                                                                scale);
+    LLMC_LAUNCH(grid, THREADS, smem, stream, attention_backward_dq_wgmma_kernel<HS, WG>)(dqkv, dout, qkv, lse, delta, T,
+                                                                                NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
+}
+template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
+static inline void backward_kv_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
+                                  const float *lse, const float *delta, int B, int T, int NH, cudaStream_t stream) {
+    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
+    const size_t smem = backward_smem_bytes<HS, BS>();
+    launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS>, smem);
+    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_backward_kv_kernel<HS, MIN_CTAS, BS>)(dqkv, dout, qkv, lse, delta, T,
+                                                                                      NH, 1.0f / sqrtf((float)HS));
+    attention_cuda_check(cudaGetLastError());
+}
+template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
+static inline void backward_dq_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
+                                  const float *lse, const float *delta, int B, int T, int NH, cudaStream_t stream) {
+    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
+    const size_t smem = backward_smem_bytes<HS, BS>();
+    launch_config(attention_backward_dq_kernel<HS, MIN_CTAS, BS>, smem);
+    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_backward_dq_kernel<HS, MIN_CTAS, BS>)(dqkv, dout, qkv, lse, delta, T,
+                                                                                    NH, 1.0f / sqrtf((float)HS));
+    attention_cuda_check(cudaGetLastError());
+}
+
+template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
+static inline void backward_wgmma_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                     const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B, int T,
+                                     int NH, cudaStream_t stream) {
+    const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
+    backward_kv_wgmma_hs<HS, WG>(dqkv, dout, qkv, lse, delta, B, T, NH, stream);
+    backward_dq_wgmma_hs<HS, WG>(dqkv, dout, qkv, lse, delta, B, T, NH, stream);
 }
 
 // scratch: attention_backward_scratch_bytes, delta (B, NH, T) fp32.
@@ -1296,18 +1333,9 @@ template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_ro
 static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                int B, int T, int NH, cudaStream_t stream) {
-    const float scale = 1.0f / sqrtf((float)HS);
     const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
-    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
-    const size_t smem = backward_smem_bytes<HS, BS>();
-    launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS>, smem);
-    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_backward_kv_kernel<HS, MIN_CTAS, BS>)(dqkv, dout, qkv, lse, delta, T,
-                                                                                      NH, scale);
-    attention_cuda_check(cudaGetLastError());
-    launch_config(attention_backward_dq_kernel<HS, MIN_CTAS, BS>, smem);
-    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_backward_dq_kernel<HS, MIN_CTAS, BS>)(dqkv, dout, qkv, lse, delta, T,
-                                                                                    NH, scale);
-    attention_cuda_check(cudaGetLastError());
+    backward_kv_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream);
+    backward_dq_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream);
 }
 
 }  // namespace attention_detail

@@ -22,6 +22,7 @@
 // warpgroup variant's) beside the default kernels'. It exits 1 on a GPU or build without sm_90a.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
+// backward kernel by kernel (delta, dK/dV, dQ; with --wgmma also the wgmma ones), and the HS 64
 // kernel variants (occupancy, row tiles per warp, streamed tile height) side by side (see
 // tune_occupancy; variants whose bits differ also make it exit 1).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
@@ -680,6 +681,43 @@ static bool tune_occupancy(void) {
     return identical;
 }
 
+// The backward kernel by kernel at HS 64 (delta, dK/dV, dQ; llmc/attention.cuh's backward_*_hs):
+// where its time goes, and whether one implementation's dK/dV with the other's dQ would beat both
+// (the kernels write disjoint parts of dqkv, so any pair is a complete backward).
+static void time_backward_kernels(bool wgmma) {
+    using namespace attention_detail;
+    printf("\nbackward by kernel, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms): delta, then dK/dV and dQ of\n"
+           "mma.sync%s\n", wgmma ? " and of wgmma" : "");
+    printf("%5s | %8s | %9s %9s%s\n", "T", "delta", "mma dK/dV", "mma dQ", wgmma ? " | wgmma dK/dV  wgmma dQ" : "");
+    for (int T : {1024, 2048}) {
+        const Shape sh = {16384 / T, 32, T, 64};
+        const Buffers d = buffers_alloc(sh);
+        fill_uniform_bf16(d.qkv, sh.qkv_count(), 3000 + T, -1.0f, 1.0f);
+        fill_uniform_bf16(d.dout, sh.out_count(), 3001 + T, -1.0f, 1.0f);
+        attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, 64, 0);
+        const int warmup = 3, reps = 21;
+        const float *delta = (const float *)d.scratch;
+        float ms[5];
+        ms[0] = time_median_ms([&] { backward_delta<64>(d.scratch, d.dout, d.out, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
+        ms[1] = time_median_ms([&] { backward_kv_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); },
+                               warmup, reps, 0);
+        ms[2] = time_median_ms([&] { backward_dq_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); },
+                               warmup, reps, 0);
+        printf("%5d | %8.3f | %9.3f %9.3f", T, ms[0], ms[1], ms[2]);
+        if (wgmma) {
+            ms[3] = time_median_ms(
+                [&] { backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); }, warmup,
+                reps, 0);
+            ms[4] = time_median_ms(
+                [&] { backward_dq_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); }, warmup,
+                reps, 0);
+            printf(" | %11.3f %9.3f", ms[3], ms[4]);
+        }
+        printf("\n");
+        buffers_free(d);
+    }
+}
+
 static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
     printf("\nbenchmark: B*T = 16384 tokens, NH*HS = 2048; median of 21 runs; TFLOP/s with forward = "
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
@@ -772,6 +810,7 @@ int main(int argc, char **argv) {
         for (int HS : HSs)
             for (int T : Ts) rows.push_back(bench(T, HS, seed += 2, wgmma));
         print_bench_table(rows, wgmma);
+        time_backward_kernels(wgmma);
         if (!wgmma) failed += !tune_occupancy();
     }
     return failed ? 1 : 0;

@@ -14,8 +14,9 @@
 //   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list
 //      and a --mem-budget plan give bit-identical losses, gradients and weights to keeping
 //      everything over 5 steps (bf16 with the default --gelu-fusion 1, also with 2 at the levels that
-//      recompute no GELU alone, which excludes the budget plan; fp8 with delayed scaling, at
-//      --gelu-fusion 0 (its default), 1 and 2; int8),
+//      recompute no GELU alone, which excludes the budget plan; fp8 with delayed scaling (and at
+//      d12 FP8 weight gradients: the linears' inputs kept as FP8 codes), at --gelu-fusion 0 (its
+//      default), 1 and 2; int8),
 //      and allocate exactly the activation bytes the plan predicts; an FP8 forward replayed after
 //      its amax grew gives its bits.
 //   8. GELU in cuBLASLt's epilogues at every level (--gelu-fusion 0, 1, 2), with random biases and
@@ -276,6 +277,9 @@ static void ref_matmul(std::vector<double> &out, std::vector<double> &abs_sum, c
 // the emulation of llmc/quant.h (quant_emulate_operand) on the same bf16 operands: the quantizers
 // are bit-exact twins, so both sides multiply identical dequantized values. fast_accum: the
 // --fp8-fast-accum level, whose GEMMs are held to the looser bound of lowp_accumulation_bound().
+// With the FP8 weight gradient, the same forward and backward again with the input's transposed
+// codes kept from the forward (as GPUBlockActs keeps them) and inp overwritten with NaN before the
+// backward, which must then not read it: the same bits as casting inp again in the backward.
 static void check_lowp_linear(Matmul *mm, matmul_precision precision, int fp8_wgrad, int fast_accum, int N, int IC,
                               int OC, uint64_t seed) {
     const std::vector<float> inp = random_bf16((size_t)N * IC, seed, 1.0f), w = random_bf16((size_t)OC * IC, seed + 1, 0.02f);
@@ -291,17 +295,34 @@ static void check_lowp_linear(Matmul *mm, matmul_precision precision, int fp8_wg
     cudaCheck(cudaMalloc(&d_dw, (size_t)OC * IC * sizeof(float)));
     cudaCheck(cudaMalloc(&d_db, (size_t)OC * sizeof(float)));
     cudaCheck(cudaMalloc(&d_scratch, colsum_scratch_floats(N, OC) * sizeof(float)));
-    cudaCheck(cudaMemcpy(d_dw, dw0.data(), dw0.size() * sizeof(float), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(d_db, db0.data(), db0.size() * sizeof(float), cudaMemcpyHostToDevice));
-    lowp_begin_forward(&lp, true, 0);
-    lowp_linear_forward(&lp, mm, d_out, nullptr, d_inp, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
-    lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_inp, d_w, nullptr, N, IC, OC, 0, LINEAR_FC,
-                         true, 0);  // adds to dw0, db0 (the whole-model checks cover the overwriting first write)
-    cudaCheck(cudaDeviceSynchronize());
-    const std::vector<float> out = download_bf16(d_out, (size_t)N * OC), dinp = download_bf16(d_dinp, (size_t)N * IC);
-    std::vector<float> dw((size_t)OC * IC), db(OC);
-    cudaCheck(cudaMemcpy(dw.data(), d_dw, dw.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(db.data(), d_db, db.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    uint8_t *d_inp_t = nullptr;  // the transposed input codes, kept from the forward (second run)
+    std::vector<float> out, dinp, dw((size_t)OC * IC), db(OC);
+    for (int run = 0; run < (fp8_wgrad ? 2 : 1); run++) {
+        cudaCheck(cudaMemcpy(d_dw, dw0.data(), dw0.size() * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(d_db, db0.data(), db0.size() * sizeof(float), cudaMemcpyHostToDevice));
+        if (run == 1) cudaCheck(cudaMalloc(&d_inp_t, (size_t)N * IC));
+        lowp_begin_forward(&lp, true, 0);
+        lowp_linear_forward(&lp, mm, d_out, nullptr, d_inp, d_inp_t, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
+        if (run == 1) cudaCheck(cudaMemset(d_inp, 0xFF, (size_t)N * IC * sizeof(bf16)));  // NaN: must not be read
+        lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_inp, d_inp_t, d_w, nullptr, N, IC, OC, 0,
+                             LINEAR_FC, true, 0);  // adds to dw0, db0 (the whole-model checks cover the first write)
+        cudaCheck(cudaDeviceSynchronize());
+        const std::vector<float> o = download_bf16(d_out, (size_t)N * OC), di = download_bf16(d_dinp, (size_t)N * IC);
+        std::vector<float> w_grad((size_t)OC * IC), b_grad(OC);
+        cudaCheck(cudaMemcpy(w_grad.data(), d_dw, w_grad.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(b_grad.data(), d_db, b_grad.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        if (run == 0) {
+            out = o, dinp = di, dw = w_grad, db = b_grad;
+        } else {
+            const bool same = !memcmp(o.data(), out.data(), o.size() * sizeof(float)) &&
+                              !memcmp(di.data(), dinp.data(), di.size() * sizeof(float)) &&
+                              !memcmp(w_grad.data(), dw.data(), dw.size() * sizeof(float)) &&
+                              !memcmp(b_grad.data(), db.data(), db.size() * sizeof(float));
+            check(same, "%s%s linear %dx%d->%d with the input's codes kept from the forward (input NaN in the "
+                  "backward): out, dinp, dweight, dbias bit-identical to casting it again", matmul_precision_name(precision),
+                  fast_accum ? " fast" : "", N, IC, OC);
+        }
+    }
 
     // The CPU twin's operands.
     std::vector<float> q_inp(inp.size()), q_w(w.size()), q_dout(dout.size());
@@ -331,7 +352,7 @@ static void check_lowp_linear(Matmul *mm, matmul_precision precision, int fp8_wg
     snprintf(name, sizeof(name), "%s linear %dx%d->%d dbias", mode, N, IC, OC);
     check_bound(name, db, db_ref, db_abs, lowp_accumulation_bound(N, false));  // fp32 column sums
     for (void *p : {(void *)d_inp, (void *)d_w, (void *)d_bias, (void *)d_dout, (void *)d_out, (void *)d_dinp,
-                    (void *)d_dw, (void *)d_db, (void *)d_scratch})
+                    (void *)d_dw, (void *)d_db, (void *)d_scratch, (void *)d_inp_t})
         cudaCheck(cudaFree(p));
     lowp_free(&lp);
 }
@@ -524,11 +545,10 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
             if (H && !eval) amax_history_record(&host, op, amax);
         }
         lowp_begin_forward(&lp, !eval, 0);
-        lowp_linear_forward(&lp, mm, d_out, nullptr, d_x, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, !eval, 0);
+        lowp_linear_forward(&lp, mm, d_out, nullptr, d_x, nullptr, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, !eval, 0);
         if (!eval) {
-            lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, d_w, nullptr, N, IC, OC, 0,
-                                 LINEAR_FC,
-                                 false, 0);
+            lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, nullptr, d_w, nullptr, N, IC, OC,
+                                 0, LINEAR_FC, false, 0);
             lowp_step_done(&lp);
             if (H) amax_history_step_done(&host);
         }
@@ -592,10 +612,10 @@ static void check_forward_again(int N, int IC, int OC) {
     cudaCheck(cudaMalloc(&d_out, (size_t)N * OC * sizeof(bf16)));
     cudaCheck(cudaMalloc(&d_again, (size_t)N * OC * sizeof(bf16)));
     lowp_begin_forward(&lp, true, 0);
-    lowp_linear_forward(&lp, &mm, d_out, nullptr, d_x, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
+    lowp_linear_forward(&lp, &mm, d_out, nullptr, d_x, nullptr, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
     lowp_step_done(&lp);
     lowp_begin_forward(&lp, true, 0);
-    lowp_linear_forward(&lp, &mm, d_out, nullptr, d_x4, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
+    lowp_linear_forward(&lp, &mm, d_out, nullptr, d_x4, nullptr, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
     lowp_linear_forward_again(&lp, &mm, d_again, nullptr, d_x4, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, 0);
     std::vector<uint16_t> out((size_t)N * OC), again(out.size());
     cudaCheck(cudaMemcpy(out.data(), d_out, out.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
@@ -679,6 +699,12 @@ typedef struct {
     size_t kept_bytes;
 } RecomputeRun;
 
+// FP8 in check 7 takes FP8 weight gradients where cuBLASLt can (B*T a multiple of 16: d12; not
+// tiny or small, whose whole-model runs t_45 covers with train_gptcu in the emulator instead).
+static bool recompute_fp8_wgrad(const TestCase &tc, matmul_precision precision) {
+    return precision == MATMUL_FP8 && tc.B * tc.T % 16 == 0;
+}
+
 // Steps 1-RECOMPUTE_STEPS of gpu_steps (5, as the CPU's `test_model recompute`) from `weights`
 // under `policies`, keeping every step's gradient; the output head runs in chunks of T/3 + 1
 // rows, as with recomputation in the trainer.
@@ -687,6 +713,7 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
     const int N = tc.B * tc.T, steps = RECOMPUTE_STEPS;
     GPUModelOptions opt = test_options(precision);
     opt.amax_history = amax_history;
+    opt.fp8_wgrad = recompute_fp8_wgrad(tc, precision);  // the linears' inputs kept as FP8 codes
     opt.gelu_fusion = gelu_fusion;
     opt.policies = policies;
     opt.head_rows = tc.T / 3 + 1;
@@ -715,7 +742,9 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
 
 // Every level against keeping everything, in `precision` (fp8: with delayed scaling over a
 // history of 2 micro-steps, so the later steps take their scales from the history that the forward
-// has updated by the time the backward recomputes) and with GELU in the matmul epilogues
+// has updated by the time the backward recomputes, and where B*T allows FP8 weight gradients, so
+// that the layers keep their linears' inputs as FP8 codes where the policy keeps them and cast
+// them again where it recomputes them) and with GELU in the matmul epilogues
 // (gelu_fusion, enum GeluFusion, bf16 or fp8). Bit-identical is the requirement: the recompute runs the
 // forward's kernels on the same inputs (and FP8 casts with the forward's stored scales), and every
 // kernel is deterministic. Under GELU_FUSED_BOTH the levels are those where no layer recomputes the
@@ -751,7 +780,7 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
         int p = RC_NONE;
         if (level == "budget") {
             // Half-way between every block recomputed and none, through the trainer's own flag path.
-            const RecomputeShape shape = gpu_recompute_shape(cfg, tc.T);
+            const RecomputeShape shape = gpu_recompute_shape(cfg, tc.T, false);  // (bf16 only)
             const double tokens = (double)tc.B * tc.T, fixed = gpu_fixed_activation_bytes(cfg, tc.B, tc.T);
             budget_bytes = fixed + L * GPU_ACT_BYTES * tokens *
                                        (recompute_layer_elements(&shape, RC_BLOCK) + recompute_layer_elements(&shape, RC_NONE)) / 2;
@@ -772,7 +801,8 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
         if (fused_forward && gelu_alone)
             die("check 7: level %s recomputes a GELU alone under --gelu-fusion %d", level.c_str(), GELU_FUSED_BOTH);
         const RecomputeRun run = recompute_run(tc, hp, weights, precision, history, gelu_fusion, policies.data());
-        const double predicted = gpu_predicted_activation_bytes(cfg, tc.B, tc.T, policies.data());
+        const double predicted = gpu_predicted_activation_bytes(
+            cfg, tc.B, tc.T, policies.data(), gpu_keeps_input_codes(precision, recompute_fp8_wgrad(tc, precision)));
         if (level == "none") ref = run;
         const bool same = !memcmp(run.losses.data(), ref.losses.data(), run.losses.size() * sizeof(float)) &&
                           !memcmp(run.grads.data(), ref.grads.data(), run.grads.size() * sizeof(float)) &&
@@ -780,7 +810,8 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
         const bool memory = (double)run.kept_bytes == predicted && (level == "none" || run.kept_bytes < ref.kept_bytes) &&
                             (level != "budget" || predicted <= budget_bytes);
         check(same && memory, "recompute %s%s%s %-28s %d steps' losses, gradients, weights bit-identical to none: %s; "
-              "activations %zu B (predicted %.0f%s)", matmul_precision_name(precision), history ? "+delayed" : "",
+              "activations %zu B (predicted %.0f%s)", matmul_precision_name(precision),
+              recompute_fp8_wgrad(tc, precision) ? "+delayed+wgrad" : history ? "+delayed" : "",
               gelu_fusion == GELU_FUSED_BACKWARD ? "+gelu-bwd" : fused_forward ? "+gelu-both" : "",
               level.size() > 28 ? "list" : level.c_str(), RECOMPUTE_STEPS, same ? "yes" : "NO", run.kept_bytes, predicted,
               level == "budget" ? ", within the budget" : "");

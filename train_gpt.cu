@@ -74,6 +74,11 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
     float *ln2_mean, *ln2_rstd;
     bf16 *fch, *fch_gelu;         // (N, 4C) fc pre-activation and GELU output
     bf16 *residual3;              // (N, C) block output
+    // With FP8 weight gradients (gpu_keeps_input_codes): the block linears' inputs as the
+    // transposed FP8 codes their weight gradients read, (IC, N), written by the training forward's
+    // cast; ln1, ln2 and fch_gelu are then not kept in bf16 (the shared scratch holds them for the
+    // forward), atty is (the attention backward reads it).
+    uint8_t *ln1_t, *atty_t, *ln2_t, *gelu_t;
 } GPUBlockActs;
 
 // ----------------------------------------------------------------------------------------------
@@ -156,7 +161,7 @@ typedef struct {
     int attention;                // --attention: enum AttentionKernel (llmc/args.h)
     size_t kept_bytes;            // the activations kept for backward (exact sizes, no alignment)
     GPUBlockActs work;            // recompute scratch: one block's dropped buffers, shared by all layers
-    void *recompute_scratch;      // where work lives (NULL when no layer recomputes)
+    void *recompute_scratch;      // where work lives (NULL when no layer recomputes nor keeps input codes)
     size_t recompute_scratch_bytes;
     float *lnf_mean, *lnf_rstd;   // (N) the final LayerNorm's statistics
     bf16 *dbtc;                   // (N, C) d lnf from the output head until the backward pass reads
@@ -401,10 +406,19 @@ static void *carve(Carver *c, size_t bytes) {
 
 // The cost model of llmc/recompute.h for this trainer: the fused attention keeps nothing beyond
 // its statistics, one fp32 log-sum-exp per head and token (also under RC_ATTN); activations are
-// bf16 (2 bytes, the model's element) and the statistics fp32 (mean, rstd, lse: width 2).
+// bf16 (2 bytes, the model's element) and the statistics fp32 (mean, rstd, lse: width 2); with
+// input_codes (FP8 weight gradients) the block linears' inputs are kept as 1-byte FP8 codes.
 #define GPU_ACT_BYTES 2.0
-static RecomputeShape gpu_recompute_shape(const GPT2Config *cfg, int T) {
-    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 0, 1, 2, GPU_ACT_BYTES};
+static RecomputeShape gpu_recompute_shape(const GPT2Config *cfg, int T, bool input_codes) {
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 0, 1, 2, GPU_ACT_BYTES, input_codes ? 1.0 / GPU_ACT_BYTES : 0.0};
+}
+
+// Whether the block linears' inputs are kept as their transposed FP8 codes (GPUBlockActs): with FP8
+// weight gradients, which read nothing else of them, the backward then casts none of them again
+// (N x 7C elements a layer: 2 bytes read and 1 written each) and keeps half the bytes of ln1, ln2
+// and the GELU output.
+static bool gpu_keeps_input_codes(matmul_precision precision, int fp8_wgrad) {
+    return precision == MATMUL_FP8 && fp8_wgrad;
 }
 
 // The kept activations no policy changes, for B*T tokens: encoded and d lnf (the output head's
@@ -417,39 +431,50 @@ static double gpu_fixed_activation_bytes(const GPT2Config *cfg, int B, int T) {
 // The recompute policy of every layer from the flags (llmc/trainer.c prints the plan with the
 // predicted activation bytes, which gpu_model_alloc's allocation equals).
 static void gpu_recompute_plan(const TrainConfig *tc, const GPT2Config *cfg, int rank, int *policies) {
-    const RecomputeShape shape = gpu_recompute_shape(cfg, tc->T);
+    const RecomputeShape shape =
+        gpu_recompute_shape(cfg, tc->T, gpu_keeps_input_codes(trainer_matmul_precision(tc, true), tc->fp8_wgrad));
     trainer_recompute_plan(tc, cfg, &shape, &recompute_device_h100, gpu_fixed_activation_bytes(cfg, tc->B, tc->T),
                            rank, policies);
 }
 
 // The predicted bytes of the kept activations for B x T tokens under policies (L of them).
-static double gpu_predicted_activation_bytes(const GPT2Config *cfg, int B, int T, const int *policies) {
-    const RecomputeShape shape = gpu_recompute_shape(cfg, T);
+static double gpu_predicted_activation_bytes(const GPT2Config *cfg, int B, int T, const int *policies,
+                                             bool input_codes) {
+    const RecomputeShape shape = gpu_recompute_shape(cfg, T, input_codes);
     double elements = 0.0;
     for (int l = 0; l < cfg->num_layers; l++) elements += recompute_layer_elements(&shape, policies[l]);
     return gpu_fixed_activation_bytes(cfg, B, T) + elements * GPU_ACT_BYTES * B * T;
 }
 
 // Carves one block's buffers for N = B*T tokens: every buffer when keep_all (the recompute
-// scratch; it never holds residual3, which every block keeps), else what `policy` keeps (the
-// others stay NULL; recompute_keeps says which). The attention keeps its log-sum-exp (its
-// statistics) under RC_ATTN too: the backward and the recomputed forward read it.
-static void take_block(Carver *cv, GPUBlockActs *a, int policy, bool keep_all, size_t N, size_t C, size_t NH) {
+// scratch; it never holds residual3, which every block keeps, nor codes), else what `policy`
+// keeps (the others stay NULL; recompute_keeps says which), with input_codes the linears' inputs
+// as codes (GPUBlockActs). The attention keeps its log-sum-exp (its statistics) under RC_ATTN
+// too: the backward and the recomputed forward read it.
+static void take_block(Carver *cv, GPUBlockActs *a, int policy, bool keep_all, bool input_codes, size_t N, size_t C,
+                       size_t NH) {
     memset(a, 0, sizeof(*a));
-#define TAKE(field, type, n, buffer) \
-    if (keep_all || recompute_keeps(policy, buffer)) a->field = (type *)carve(cv, (n) * sizeof(type))
-    TAKE(ln1, bf16, N * C, RB_LN1);
+    const bool codes = input_codes && !keep_all;
+#define TAKE(field, type, n, buffer)                                                                    \
+    do {                                                                                                 \
+        if (keep_all || recompute_keeps(policy, buffer)) a->field = (type *)carve(cv, (n) * sizeof(type)); \
+    } while (0)
+    if (codes) TAKE(ln1_t, uint8_t, N * C, RB_LN1);
+    else TAKE(ln1, bf16, N * C, RB_LN1);
     TAKE(ln1_mean, float, N, RB_LN1_STATS);
     TAKE(ln1_rstd, float, N, RB_LN1_STATS);
     TAKE(qkv, bf16, N * 3 * C, RB_QKV);
     TAKE(atty, bf16, N * C, RB_ATT_OUT);
+    if (codes) TAKE(atty_t, uint8_t, N * C, RB_ATT_OUT);
     TAKE(lse, float, N * NH, RB_ATT_STATS);
     TAKE(residual2, bf16, N * C, RB_RESIDUAL2);
-    TAKE(ln2, bf16, N * C, RB_LN2);
+    if (codes) TAKE(ln2_t, uint8_t, N * C, RB_LN2);
+    else TAKE(ln2, bf16, N * C, RB_LN2);
     TAKE(ln2_mean, float, N, RB_LN2_STATS);
     TAKE(ln2_rstd, float, N, RB_LN2_STATS);
     TAKE(fch, bf16, N * 4 * C, RB_FCH);
-    TAKE(fch_gelu, bf16, N * 4 * C, RB_FCH_GELU);
+    if (codes) TAKE(gelu_t, uint8_t, N * 4 * C, RB_FCH_GELU);
+    else TAKE(fch_gelu, bf16, N * 4 * C, RB_FCH_GELU);
 #undef TAKE
     if (!keep_all) a->residual3 = (bf16 *)carve(cv, N * C * sizeof(bf16));  // every block keeps its output
 }
@@ -473,16 +498,18 @@ static void layout_activations(GPUModel *g, Carver *cv) {
     const size_t L = g->cfg.num_layers, C = g->cfg.channels, NH = g->cfg.num_heads, N = (size_t)g->B * g->T;
 #define TAKE(type, n) (type *)carve(cv, (n) * sizeof(type))
     g->encoded = TAKE(bf16, N * C);
-    for (size_t l = 0; l < L; l++) take_block(cv, &g->blocks[l], g->policy[l], false, N, C, NH);
+    const bool codes = gpu_keeps_input_codes(g->lp.precision, g->lp.fp8_wgrad);
+    for (size_t l = 0; l < L; l++) take_block(cv, &g->blocks[l], g->policy[l], false, codes, N, C, NH);
     g->lnf_mean = TAKE(float, N);
     g->lnf_rstd = TAKE(float, N);
     g->dbtc = TAKE(bf16, N * C);
     g->kept_bytes = cv->requested;  // everything above: what the backward reads
-    // The recompute scratch, only if some layer recomputes.
+    // The recompute scratch, only if some layer recomputes or keeps its linears' inputs as codes
+    // alone (their bf16 values pass through the scratch).
     const size_t scratch_begin = cv->used;
-    int recomputes = 0;
+    int recomputes = codes;
     for (size_t l = 0; l < L; l++) recomputes |= g->policy[l];
-    if (recomputes) take_block(cv, &g->work, RC_NONE, true, N, C, NH);
+    if (recomputes) take_block(cv, &g->work, RC_NONE, true, false, N, C, NH);
     else memset(&g->work, 0, sizeof(g->work));
     g->recompute_scratch = recomputes && cv->base ? cv->base + scratch_begin : NULL;
     g->recompute_scratch_bytes = cv->used - scratch_begin;
@@ -777,15 +804,18 @@ static bool gelu_fused_forward(const GPUModel *g, int l) {
 static bool gelu_fused_backward(const GPUModel *g) { return g->gelu_fusion >= GELU_FUSED_BACKWARD; }
 
 // A block linear's forward in `pass`; gelu_pre not NULL: out = gelu(pre) from the epilogue, and
-// gelu_pre = pre (the fc layer under gelu_fused_forward).
-static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, bf16 *gelu_pre, const bf16 *inp, const bf16 *weight,
-                         const bf16 *bias, int N, int IC, int OC, int layer, int linear) {
+// gelu_pre = pre (the fc layer under gelu_fused_forward). inp_t: where the block keeps inp's
+// transposed FP8 codes (GPUBlockActs; NULL: it does not), which the training pass writes. (A
+// replay never reruns a linear whose input the block keeps: no policy recomputes the output of a
+// linear and keeps its input, and the codes kept are the ones the replay would write.)
+static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, bf16 *gelu_pre, const bf16 *inp, uint8_t *inp_t,
+                         const bf16 *weight, const bf16 *bias, int N, int IC, int OC, int layer, int linear) {
     if (pass == QUANT_PASS_REPLAY)
         lowp_linear_forward_again(&g->lp, &g->mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear,
                                   g->stream);
     else
-        lowp_linear_forward(&g->lp, &g->mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear,
-                            pass == QUANT_PASS_TRAIN, g->stream);
+        lowp_linear_forward(&g->lp, &g->mm, out, gelu_pre, inp, pass == QUANT_PASS_TRAIN ? inp_t : nullptr, weight,
+                            bias, N, IC, OC, layer, linear, pass == QUANT_PASS_TRAIN, g->stream);
 }
 
 // The `steps` (llmc/recompute.h) of block l's forward pass over B x T tokens, from its input
@@ -812,16 +842,16 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                           N, C, st);
     }
     if (steps & RC_STEP_QKV)
-        block_linear(g, pass, a->qkv, nullptr, a->ln1, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N, C,
-                     3 * C, l, LINEAR_QKV);
+        block_linear(g, pass, a->qkv, nullptr, a->ln1, a->ln1_t, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N,
+                     C, 3 * C, l, LINEAR_QKV);
     if (steps & RC_STEP_ATTN) {
         mark(g, PROF_ATTENTION_FORWARD);
         (g->attention == ATTENTION_MMA ? attention_forward : attention_forward_wgmma)(a->atty, a->lse, a->qkv, B, T,
                                                                                        NH, HS, st);
     }
     if (steps & RC_STEP_ATTPROJ) {
-        block_linear(g, pass, proj, nullptr, a->atty, param_ptr(g, PT_ATTPROJW, l), param_ptr(g, PT_ATTPROJB, l), N,
-                     C, C, l, LINEAR_ATTPROJ);
+        block_linear(g, pass, proj, nullptr, a->atty, a->atty_t, param_ptr(g, PT_ATTPROJW, l),
+                     param_ptr(g, PT_ATTPROJB, l), N, C, C, l, LINEAR_ATTPROJ);
         mark(g, PROF_LAYERNORM);
         fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
                                          param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st);
@@ -831,20 +861,20 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                           param_ptr(g, PT_LN2B, l), N, C, st);
     }
     if ((steps & RC_STEP_FC) && (steps & RC_STEP_GELU) && gelu_fused_forward(g, l)) {
-        block_linear(g, pass, a->fch_gelu, a->fch, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C,
-                     4 * C, l, LINEAR_FC);
+        block_linear(g, pass, a->fch_gelu, a->fch, a->ln2, a->ln2_t, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l),
+                     N, C, 4 * C, l, LINEAR_FC);
     } else {
         if (steps & RC_STEP_FC)
-            block_linear(g, pass, a->fch, nullptr, a->ln2, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l), N, C,
-                         4 * C, l, LINEAR_FC);
+            block_linear(g, pass, a->fch, nullptr, a->ln2, a->ln2_t, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l),
+                         N, C, 4 * C, l, LINEAR_FC);
         if (steps & RC_STEP_GELU) {
             mark(g, PROF_GELU);
             gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
         }
     }
     if (steps & RC_STEP_FCPROJ) {
-        block_linear(g, pass, proj, nullptr, a->fch_gelu, param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l),
-                     N, 4 * C, C, l, LINEAR_FCPROJ);
+        block_linear(g, pass, proj, nullptr, a->fch_gelu, a->gelu_t, param_ptr(g, PT_FCPROJW, l),
+                     param_ptr(g, PT_FCPROJB, l), N, 4 * C, C, l, LINEAR_FCPROJ);
         // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf (ZeRO-3: whose
         // weights the forward prefetched; the backward's recompute never reruns this step).
         zero_weights_acquire(g, l + 1 < L ? zero_layer_segment(l + 1) : zero_final_segment(&g->cfg));
@@ -982,26 +1012,26 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         // MLP; dresidual holds d residual3.
         const bool fused_dgelu = gelu_fused_backward(g);
         lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
-                             a->fch_gelu, param_ptr(g, PT_FCPROJW, l), fused_dgelu ? a->fch : nullptr, N, 4 * C, C, l,
-                             LINEAR_FCPROJ, acc, st);
+                             a->fch_gelu, a->gelu_t, param_ptr(g, PT_FCPROJW, l), fused_dgelu ? a->fch : nullptr, N,
+                             4 * C, C, l, LINEAR_FCPROJ, acc, st);
         if (!fused_dgelu) {
             mark(g, PROF_GELU);
             gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
         }
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
-                             param_ptr(g, PT_FCW, l), nullptr, N, C, 4 * C, l, LINEAR_FC, acc, st);
+                             a->ln2_t, param_ptr(g, PT_FCW, l), nullptr, N, C, 4 * C, l, LINEAR_FC, acc, st);
         mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN2W, l), grad_ptr(g, PT_LN2B, l), cs, g->dbtc, a->residual2,
                            param_ptr(g, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, acc, st);
         // Attention; dresidual holds d residual2.
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs,
-                             g->dresidual, a->atty, param_ptr(g, PT_ATTPROJW, l), nullptr, N, C, C, l, LINEAR_ATTPROJ,
-                             acc, st);
+                             g->dresidual, a->atty, a->atty_t, param_ptr(g, PT_ATTPROJW, l), nullptr, N, C, C, l,
+                             LINEAR_ATTPROJ, acc, st);
         mark(g, PROF_ATTENTION_BACKWARD);
         (g->attention == ATTENTION_WGMMA ? attention_backward_wgmma : attention_backward)(
             dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
-                             param_ptr(g, PT_QKVW, l), nullptr, N, C, 3 * C, l, LINEAR_QKV, acc, st);
+                             a->ln1_t, param_ptr(g, PT_QKVW, l), nullptr, N, C, 3 * C, l, LINEAR_QKV, acc, st);
         mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
                            param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, acc, st);
@@ -1274,7 +1304,10 @@ int main(int argc, char **argv) {
     opt.profile = tc.profile;
     GPUModel g;
     gpu_model_alloc(&g, &cfg, tc.B, tc.T, &hp, tc.seed, &opt);
-    const double predicted_act_bytes = gpu_predicted_activation_bytes(&cfg, tc.B, tc.T, policies);
+    const double predicted_act_bytes = gpu_predicted_activation_bytes(
+        &cfg, tc.B, tc.T, policies, gpu_keeps_input_codes(g.lp.precision, g.lp.fp8_wgrad));
+    if ((double)g.kept_bytes != predicted_act_bytes)  // the budget planner chose by the prediction
+        die("internal error: %zu bytes of activations kept, %.0f predicted", g.kept_bytes, predicted_act_bytes);
     free(policies);
     Comm *dc = g.zero.comm;  // takes comm over: host collectives through it, finalized through it
     float *weights = (float *)malloc_check(g.num_params * sizeof(float));

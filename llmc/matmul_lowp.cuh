@@ -30,7 +30,10 @@
 // (quant_transpose_gpu) and keeps until the backward (lowp_weight_t: 12 C^2 bytes a layer, 1.5 GB
 // at d48, instead of a second pass over the bf16 W in the backward; NOT RUN on a GPU). FP8 weight
 // gradient: dW (OC, IC) = x (OC, N) @ w (IC, N)^T with x = dout^T and w = inp^T, both transposed
-// copies (dout's comes out of the same fused pass as its row-major copy).
+// copies (dout's comes out of the same fused pass as its row-major copy; inp's out of the forward's
+// cast, when the trainer keeps them (inp_t: train_gpt.cu keeps a layer's linear inputs as these
+// codes instead of bf16 where its recompute policy keeps them), else from a second cast in the
+// backward; NOT RUN on a GPU, 2026-11-27).
 //
 // Scales and histories live on the device, indexed by operand = (layer * 4 + linear) * 3 + role
 // (role: QUANT_ACTIVATION, QUANT_WEIGHT, QUANT_GRADIENT of llmc/quant.h), so no step waits on the
@@ -41,8 +44,8 @@
 // kernel before each cast (or a scale kernel alone).
 // The weight's and the activation's scales of the forward are reused by the backward of the same
 // micro-step: the weight has not changed and the activation is the one the forward saw, so W^T
-// (kept from the forward's cast) and the activation's transposed copy (cast again in the backward,
-// FP8 weight gradient) hold the codes the forward used.
+// (kept from the forward's cast) and the activation's transposed copy (kept from the forward's
+// cast, or cast again in the backward; FP8 weight gradient) hold the codes the forward used.
 // Bias gradients (FP8): the cast of the output gradient, which reads all of it anyway, also sums its
 // columns by tile row, so the bias gradient costs no pass of its own over dout (a bf16 N x OC
 // tensor, 9 N C elements a layer: at d48 B 4, 5.7 GB a step, about 1.9 ms on an H200 at 3 TB/s).
@@ -381,11 +384,15 @@ static inline void lowp_history_reset(LowpMatmul *lp) {
 // int8 takes the weight's stored scale too, and scales the rows from the operand alone (the same).
 // gelu_pre (bf16 and FP8; NULL: none): the GELU in the epilogue, out = gelu(inp @ W^T + b) and
 // gelu_pre = inp @ W^T + b (cuBLASLt's GELU_AUX_BIAS, matmul.cuh).
+// inp_t (FP8 weight gradients; NULL: none): where the training forward's cast of inp also writes
+// its transposed codes (IC, N) for lowp_linear_backward, in the same pass.
 static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *out, bf16 *gelu_pre, const bf16 *inp,
-                                            const bf16 *weight, const bf16 *bias, int N, int IC, int OC, int layer,
-                                            int linear, bool record, bool again, cudaStream_t st) {
+                                            uint8_t *inp_t, const bf16 *weight, const bf16 *bias, int N, int IC,
+                                            int OC, int layer, int linear, bool record, bool again, cudaStream_t st) {
     const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT);
     const matmul_gelu gelu = gelu_pre ? MATMUL_GELU_FORWARD : MATMUL_GELU_NONE;  // (int8: matmul_lt_tn refuses)
+    if (inp_t && (!lp->fp8_wgrad || again || !record))
+        die("lowp: transposed input codes are written by a training forward with FP8 weight gradients only");
     lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_FORWARD : PROF_QUANTIZE, st);
     switch (lp->precision) {
     case MATMUL_FP8:
@@ -395,7 +402,7 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
             quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC,
                            quant_scale_given(lowp_scale(lp, op_w)), lowp_fp8_target(op_w), st);
         } else {
-            lowp_quantize(lp, lp->q_inp, nullptr, nullptr, inp, N, IC, op_inp, record, st);
+            lowp_quantize(lp, lp->q_inp, inp_t, nullptr, inp, N, IC, op_inp, record, st);
             // W^T for the backward, from a training forward only (evaluation and sampling have none)
             lowp_quantize(lp, lp->q_weight, record ? lowp_weight_t(lp, layer, linear, IC, OC) : nullptr, nullptr,
                           weight, OC, IC, op_w, record, st);
@@ -434,11 +441,12 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
 
 // out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) for block linear `linear` of `layer`,
 // or with gelu_pre (not NULL) out = gelu of that and gelu_pre = it.
-// record: a training forward (delayed scaling records this step's amaxes).
+// record: a training forward (delayed scaling records this step's amaxes); inp_t: see above.
 static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, bf16 *gelu_pre, const bf16 *inp,
-                                       const bf16 *weight, const bf16 *bias, int N, int IC, int OC, int layer,
-                                       int linear, bool record, cudaStream_t st) {
-    lowp_linear_forward_pass(lp, mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear, record, false, st);
+                                       uint8_t *inp_t, const bf16 *weight, const bf16 *bias, int N, int IC, int OC,
+                                       int layer, int linear, bool record, cudaStream_t st) {
+    lowp_linear_forward_pass(lp, mm, out, gelu_pre, inp, inp_t, weight, bias, N, IC, OC, layer, linear, record, false,
+                             st);
 }
 
 // lowp_linear_forward once more on the same operands, after it ran for this layer and linear in
@@ -447,7 +455,8 @@ static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, bf
 static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *out, bf16 *gelu_pre, const bf16 *inp,
                                              const bf16 *weight, const bf16 *bias, int N, int IC, int OC, int layer,
                                              int linear, cudaStream_t st) {
-    lowp_linear_forward_pass(lp, mm, out, gelu_pre, inp, weight, bias, N, IC, OC, layer, linear, false, true, st);
+    lowp_linear_forward_pass(lp, mm, out, gelu_pre, inp, nullptr, weight, bias, N, IC, OC, layer, linear, false, true,
+                             st);
 }
 
 // Backward of lowp_linear_forward (which must have run for this layer in this micro-step):
@@ -458,13 +467,17 @@ static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *o
 // dout's cast writes by tile row in the same pass (lp->bias_partial), else by colsum.cuh's own pass
 // over dout (scratch: colsum_scratch_floats(N, OC)); the two sum in different orders, each fixed.
 // Without accumulate, dweight and dbias are overwritten (=), as matmul_backward_weight's.
+// inp_t (FP8 weight gradient; NULL: none): inp's transposed codes as the forward wrote them
+// (lowp_linear_forward's inp_t); inp is then not read. Without them the FP8 weight gradient casts
+// inp again, with the forward's scale.
 static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, float *dweight, float *dbias,
-                                        float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *weight,
-                                        const bf16 *gelu_pre, int N, int IC, int OC, int layer, int linear,
-                                        bool accumulate, cudaStream_t st) {
+                                        float *scratch, const bf16 *dout, const bf16 *inp, const uint8_t *inp_t,
+                                        const bf16 *weight, const bf16 *gelu_pre, int N, int IC, int OC, int layer,
+                                        int linear, bool accumulate, cudaStream_t st) {
     const int op_inp = quant_operand_index(layer, linear, QUANT_ACTIVATION), op_w = quant_operand_index(layer, linear, QUANT_WEIGHT),
               op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
     const bool fp8 = lp->precision == MATMUL_FP8, fp8_wgrad = fp8 && lp->fp8_wgrad;
+    if (inp_t && !fp8_wgrad) die("lowp: transposed input codes are read by the FP8 weight gradient only");
     // dbias from dout's cast (FP8), within colsum_finish's row-count limit (see the top of this file)
     const bool bias_in_cast = fp8 && dbias && quant_colsum_rows(N) <= COLSUM_MAX_CHUNKS;
     const matmul_gelu gelu = gelu_pre ? MATMUL_GELU_BACKWARD : MATMUL_GELU_NONE;
@@ -501,10 +514,13 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
                                st);
     } else {
         // dW (OC, IC) (+)= dout^T (OC, N) @ (inp^T (IC, N))^T: E5M2 x E4M3, fp32 accumulation.
-        lowp_mark(lp, PROF_QUANTIZE, st);
-        lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, lowp_fp8_target(op_inp), st);
+        if (!inp_t) {
+            lowp_mark(lp, PROF_QUANTIZE, st);
+            lowp_quantize_transposed_again(lp, lp->q_inp_t, inp, N, IC, op_inp, lowp_fp8_target(op_inp), st);
+            inp_t = lp->q_inp_t;
+        }
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
-        matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, lp->q_inp_t, CUDA_R_8F_E4M3,
+        matmul_lt_tn(mm, dweight, CUDA_R_32F, lp->q_grad_t, CUDA_R_8F_E5M2, inp_t, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_inp), nullptr, MATMUL_GELU_NONE, nullptr, OC, IC,
                      N, accumulate, lp->fast_accum >= 2, st);
     }

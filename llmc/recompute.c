@@ -120,10 +120,11 @@ int recompute_keeps(int policy, RecomputeBuffer b) {
 
 double recompute_layer_elements(const RecomputeShape *s, int policy) {
     const double C = s->C, NH = s->NH, w = s->stats_width;
+    const double codes = s->input_codes, input = codes > 0 ? codes : 1.0;  // a kept ln1, ln2 or GELU output
     const double per_token[] = {
-        [RB_LN1] = C, [RB_LN1_STATS] = 2 * w, [RB_QKV] = 3 * C, [RB_ATT_OUT] = C,
+        [RB_LN1] = C * input, [RB_LN1_STATS] = 2 * w, [RB_QKV] = 3 * C, [RB_ATT_OUT] = C * (1 + codes),
         [RB_ATT_KEPT] = NH * s->att_kept_per_head_token * w, [RB_ATT_STATS] = NH * s->att_stats_per_head_token * w,
-        [RB_RESIDUAL2] = C, [RB_LN2] = C, [RB_LN2_STATS] = 2 * w, [RB_FCH] = 4 * C, [RB_FCH_GELU] = 4 * C,
+        [RB_RESIDUAL2] = C, [RB_LN2] = C * input, [RB_LN2_STATS] = 2 * w, [RB_FCH] = 4 * C, [RB_FCH_GELU] = 4 * C * input,
     };
     double e = C;  // residual3
     for (int b = 0; b < (int)(sizeof(per_token) / sizeof(per_token[0])); b++)

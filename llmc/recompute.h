@@ -56,12 +56,18 @@ int recompute_keeps(int policy, RecomputeBuffer b);
 // stats_width: activation elements one statistic takes (a LayerNorm mean or rstd, what the
 // attention keeps): 1 where they share the activations' type (the CPU, all fp32), 2 for fp32
 // statistics beside bf16 activations (the GPU), so that elements * element_bytes is the bytes.
+// input_codes: activation elements one byte takes (1 / element_bytes) where the inputs of the four
+// block linears are kept as the transposed FP8 codes their weight gradients read (the GPU with
+// --fp8-wgrad 1): ln1, ln2 and the GELU output then as codes alone (their bf16 values serve
+// nothing else in the backward pass), the attention output as codes beside its bf16 values (the
+// attention backward reads those); 0 where the inputs are kept as activations.
 typedef struct {
     int C, NH, T;
     int att_kept_per_head_token;
     int att_stats_per_head_token;
     int stats_width;
     double element_bytes;  // bytes of one activation element
+    double input_codes;
 } RecomputeShape;
 
 // How fast a trainer does each kind of recompute work on a device, fitted to measurements

@@ -162,6 +162,22 @@ for i in "${!configs[@]}"; do
         "emulated train_gptcu ${configs[$i]}: forward and reverse schedules exit $rcs, main.log and model $same"
 done
 
+# The FP8 configuration with FP8 weight gradients keeps a layer's linear inputs as their FP8 codes
+# where its policy keeps them (all under none), and casts them again in the backward where it
+# recomputes them (all under block): with none, block and a list that mixes both per layer, the
+# same bits as with mlp above (recomputation gives the forward's bits; the codes are the same).
+for policy in "-r none" "-r block" "--recompute 0:norm,1:attn+gelu"; do
+    rc=0
+    # shellcheck disable=SC2086  # a list of flags
+    OMP_NUM_THREADS=1 build/emu/train_gptcu "${schedule_args[@]}" ${configs[0]/-r mlp/$policy} -o "$dir/codes" \
+        >"$dir/codes.out" 2>&1 || rc=$?
+    cmp -s "$dir/s0.forward/main.log" "$dir/codes/main.log" &&
+        cmp -s "$dir/s0.forward/model_00000003.bin" "$dir/codes/model_00000003.bin" && same=identical || same=differ
+    check "$([ "$rc" = 0 ] && [ "$same" = identical ] && echo 1 || echo 0)" \
+        "emulated train_gptcu fp8 (FP8 weight gradients) $policy: exit $rc, main.log and model $same to -r mlp's"
+    rm -rf "$dir/codes"
+done
+
 # 4. The race build, two runs at a time (one thread each: TSan cannot see OpenMP's own ordering),
 # the longest first (about 14, 12 and 8 s), the third as soon as one of the first two ends.
 race_args=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 1 -t 32 -x 2 --bench)

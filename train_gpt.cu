@@ -410,7 +410,8 @@ static void *carve(Carver *c, size_t bytes) {
 // input_codes (FP8 weight gradients) the block linears' inputs are kept as 1-byte FP8 codes.
 #define GPU_ACT_BYTES 2.0
 static RecomputeShape gpu_recompute_shape(const GPT2Config *cfg, int T, bool input_codes) {
-    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 0, 1, 2, GPU_ACT_BYTES, input_codes ? 1.0 / GPU_ACT_BYTES : 0.0};
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, 0, 1, 2, GPU_ACT_BYTES,
+                            input_codes ? 1.0 / GPU_ACT_BYTES : 0.0};
 }
 
 // Whether the block linears' inputs are kept as their transposed FP8 codes (GPUBlockActs): with FP8

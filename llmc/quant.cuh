@@ -6,7 +6,9 @@
 // their scale from an amax (QuantScale, 2026-11-24), on an H200 at c95ef56 (2026-11-27;
 // dev/gpu_report.md). dev/cuda/quant.cu checks every kernel against llmc/quant.h byte for byte,
 // and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths. The transpose kernel's column sums
-// (2026-11-27) have run only in the CPU emulator (dev/emu), bit for bit against a host replay.
+// (2026-11-27) and its loads issued before its conversions (48 registers and 5 CTAs an SM, against
+// 40 and 6 before, for two 16-byte loads a thread in flight instead of one; 2026-11-27) have run
+// only in the CPU emulator (dev/emu), bit for bit against a host replay.
 //
 // Conventions (the same as llmc/quant.h, whose scalar functions the CPU twin uses):
 //   - a scale is the multiplier before the cast: q = Q(x * scale); the GEMM dequantizes with
@@ -200,8 +202,8 @@ __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_
 //   colsum (optional) (ceil(rows / 64), cols) fp32: colsum[t][c] = the sum of x[r, c] over tile row
 //   t's 64 rows (the bias gradient's partial sums, llmc/matmul_lowp.cuh; colsum_finish adds them).
 // Tiling: a block of 256 threads owns a 64 x 64 tile. Pass 1 reads it as 64 rows x 8 groups of 8
-// columns (two groups per thread, 16-byte loads along x's rows; q written 8 bytes at a time) and
-// keeps the codes in shared memory. Pass 2 reads the tile back as 64 columns x 8 groups of 8
+// columns (two groups per thread, both 16-byte loads along x's rows issued before either is
+// converted; q written 8 bytes at a time) and keeps the codes in shared memory. Pass 2 reads the tile back as 64 columns x 8 groups of 8
 // rows, so that each thread writes 8 consecutive bytes of one qt row and a warp covers 4 qt rows
 // with 64 contiguous bytes each. Groups cut by the tensor's edge, or in a tensor whose rows
 // (pass 1) or columns (pass 2) are not 8-aligned, go one element at a time.
@@ -228,19 +230,29 @@ quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, float *colsum, cons
     const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8));
     unsigned int bits = 0;
     float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // this thread's rows of its 8 columns
-    for (int g = threadIdx.x; g < GROUPS; g += QUANT_TILE_THREADS) {
+    // Pass 1: the thread's groups threadIdx.x + 256 u. Their 16-byte loads are all issued before
+    // the first is converted, so that they are in flight together (one at a time, a block would
+    // wait for memory twice before its barrier).
+    constexpr int PER_THREAD = GROUPS / QUANT_TILE_THREADS;
+    float v[PER_THREAD][8];
+#pragma unroll
+    for (int u = 0; u < PER_THREAD; u++) {
+        const int g = threadIdx.x + u * QUANT_TILE_THREADS, row = row0 + g / 8, col = col0 + g % 8 * 8;
+        if (row < rows && vector_rows && col + 8 <= cols) quant_load8(v[u], x + (size_t)row * cols + col);
+    }
+#pragma unroll
+    for (int u = 0; u < PER_THREAD; u++) {
+        const int g = threadIdx.x + u * QUANT_TILE_THREADS;
         const int r = g / 8, c = g % 8 * 8, row = row0 + r, col = col0 + c;
         if (row >= rows) continue;
         const size_t at = (size_t)row * cols + col;
         uint8_t b[8];
         if (vector_rows && col + 8 <= cols) {
-            float v[8];
-            quant_load8(v, x + at);
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                b[k] = quant_to_byte(v[k], s, target);
-                bits = max(bits, quant_abs_bits(v[k]));
-                sum[k] += v[k];
+                b[k] = quant_to_byte(v[u][k], s, target);
+                bits = max(bits, quant_abs_bits(v[u][k]));
+                sum[k] += v[u][k];
             }
             if (q) quant_store8(q + at, b);
         } else {

@@ -978,9 +978,10 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 //   dQ, per key tile:       S = Q K^T, dP = dO V^T; P, dS (probs_rows, ds_rows); dQ += dS K (K MN-major)
 // Each product is a wgmma group of its own, waited for only when its result is needed, so that the
 // element-wise work on one overlaps the next on the tensor cores: P^T while dP^T runs, dS^T while
-// dV += P^T dO runs (dQ: P while dP runs). The same products in the same order as one group per
-// pair (the bits are the same); NOT RUN on a GPU in this order (2026-11-27; the emulator of dev/emu
-// executes each group at its wait_group, so a read before its wait would fail the checks).
+// dV += P^T dO runs (dQ: P while dP runs). The same products in the same order as when both
+// products of a pair shared one group, so the same bits; NOT RUN on a GPU in this order (2026-11-27;
+// the emulator of dev/emu executes each group at its wait_group, so a read before its wait would
+// fail the checks).
 // Shared, 128-byte swizzled from a 1024-byte boundary: the two resident [64 WG][HS] tiles, then the
 // two streamed operands [2][64][HS] each; dK/dV also streams the tile's lse and delta ([2][64] fp32).
 // A warpgroup skips a tile (uniformly) when its rows are past T or the causal mask hides all of it.

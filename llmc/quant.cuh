@@ -203,8 +203,9 @@ __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_
 //   t's 64 rows (the bias gradient's partial sums, llmc/matmul_lowp.cuh; colsum_finish adds them).
 // Tiling: a block of 256 threads owns a 64 x 64 tile. Pass 1 reads it as 64 rows x 8 groups of 8
 // columns (two groups per thread, both 16-byte loads along x's rows issued before either is
-// converted; q written 8 bytes at a time) and keeps the codes in shared memory. Pass 2 reads the tile back as 64 columns x 8 groups of 8
-// rows, so that each thread writes 8 consecutive bytes of one qt row and a warp covers 4 qt rows
+// converted; q written 8 bytes at a time) and keeps the codes in shared memory. Pass 2 reads the
+// tile back as 64 columns x 8 groups of 8 rows, so that each thread writes 8 consecutive bytes of
+// one qt row and a warp covers 4 qt rows
 // with 64 contiguous bytes each. Groups cut by the tensor's edge, or in a tensor whose rows
 // (pass 1) or columns (pass 2) are not 8-aligned, go one element at a time.
 // Shared layout: tile row r holds its 8 column groups in the order g ^ (r / 8) (quant_tile_col).

@@ -819,6 +819,21 @@ static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, bf16 *gelu_pre
                             bias, N, IC, OC, layer, linear, pass == QUANT_PASS_TRAIN, g->stream);
 }
 
+// Where a LayerNorm or the GELU of the forward writes its output, the input of block linear
+// `linear` of `layer`: bf16 into `out` and, with codes (lowp_producer_codes_available), also that
+// linear's FP8 codes (lowp_producer_codes; inp_t: the block's kept transposed codes, NULL: none).
+// Where the block keeps its linears' inputs as codes (gpu_keeps_input_codes) the bf16 output has
+// no reader then, and is not written (out NULL).
+typedef struct {
+    bf16 *out;
+    QuantCodesOut codes;
+} ProducerOutput;
+static ProducerOutput producer_output(GPUModel *g, bool codes, bf16 *out, uint8_t *inp_t, int layer, int linear) {
+    if (!codes) return ProducerOutput{out, QuantCodesOut{}};
+    return ProducerOutput{gpu_keeps_input_codes(g->lp.precision, g->lp.fp8_wgrad) ? nullptr : out,
+                          lowp_producer_codes(&g->lp, layer, linear, inp_t)};
+}
+
 // The `steps` (llmc/recompute.h) of block l's forward pass over B x T tokens, from its input
 // `residual` into the buffers a (block_buffers(g, l)); the forward runs them all, the backward
 // pass first those its policy dropped (QUANT_PASS_REPLAY), with the same kernels on the same inputs,
@@ -832,19 +847,25 @@ static void block_linear(GPUModel *g, quant_pass pass, bf16 *out, bf16 *gelu_pre
 // bits: that kernel rounds the sum to bf16, stores it, and takes the statistics and the output
 // from the rounded values with the same code in the same order (llmc/layernorm.cuh). It also
 // recomputes mean and rstd, into the kept buffers where the policy keeps them: the same values.
+// In an FP8 training pass with delayed scaling (lowp_producer_codes_available) the LayerNorms
+// and the GELU (where no fc epilogue computes it) write the FP8 codes of the qkv, fc and fc
+// projection's inputs themselves (producer_output), and those linears cast nothing; a replay casts
+// the recomputed bf16 output with the same scale: the same codes.
 static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GPUBlockActs *a, int steps,
                               quant_pass pass, int B, int T) {
     const int C = g->cfg.channels, NH = g->cfg.num_heads, HS = C / NH, N = B * T, L = g->cfg.num_layers;
     cudaStream_t st = g->stream;
     bf16 *proj = g->dbtc;
+    const bool codes = lowp_producer_codes_available(&g->lp, pass == QUANT_PASS_TRAIN);
     if (steps & RC_STEP_LN1) {
         mark(g, PROF_LAYERNORM);
-        layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, residual, param_ptr(g, PT_LN1W, l), param_ptr(g, PT_LN1B, l),
-                          N, C, st);
+        const ProducerOutput o = producer_output(g, codes, a->ln1, a->ln1_t, l, LINEAR_QKV);
+        layernorm_forward(o.out, a->ln1_mean, a->ln1_rstd, residual, param_ptr(g, PT_LN1W, l), param_ptr(g, PT_LN1B, l),
+                          N, C, st, o.codes);
     }
     if (steps & RC_STEP_QKV)
-        block_linear(g, pass, a->qkv, nullptr, a->ln1, a->ln1_t, param_ptr(g, PT_QKVW, l), param_ptr(g, PT_QKVB, l), N,
-                     C, 3 * C, l, LINEAR_QKV);
+        block_linear(g, pass, a->qkv, nullptr, codes ? nullptr : a->ln1, a->ln1_t, param_ptr(g, PT_QKVW, l),
+                     param_ptr(g, PT_QKVB, l), N, C, 3 * C, l, LINEAR_QKV);
     if (steps & RC_STEP_ATTN) {
         mark(g, PROF_ATTENTION_FORWARD);
         (g->attention == ATTENTION_MMA ? attention_forward : attention_forward_wgmma)(a->atty, a->lse, a->qkv, B, T,
@@ -854,36 +875,42 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
         block_linear(g, pass, proj, nullptr, a->atty, a->atty_t, param_ptr(g, PT_ATTPROJW, l),
                      param_ptr(g, PT_ATTPROJB, l), N, C, C, l, LINEAR_ATTPROJ);
         mark(g, PROF_LAYERNORM);
-        fused_residual_layernorm_forward(a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, residual, proj,
-                                         param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st);
+        const ProducerOutput o = producer_output(g, codes, a->ln2, a->ln2_t, l, LINEAR_FC);
+        fused_residual_layernorm_forward(a->residual2, o.out, a->ln2_mean, a->ln2_rstd, residual, proj,
+                                         param_ptr(g, PT_LN2W, l), param_ptr(g, PT_LN2B, l), N, C, st, o.codes);
     } else if (steps & RC_STEP_LN2) {
         mark(g, PROF_LAYERNORM);
         layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, param_ptr(g, PT_LN2W, l),
                           param_ptr(g, PT_LN2B, l), N, C, st);
     }
     if ((steps & RC_STEP_FC) && (steps & RC_STEP_GELU) && gelu_fused_forward(g, l)) {
-        block_linear(g, pass, a->fch_gelu, a->fch, a->ln2, a->ln2_t, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l),
-                     N, C, 4 * C, l, LINEAR_FC);
+        block_linear(g, pass, a->fch_gelu, a->fch, codes ? nullptr : a->ln2, a->ln2_t, param_ptr(g, PT_FCW, l),
+                     param_ptr(g, PT_FCB, l), N, C, 4 * C, l, LINEAR_FC);
     } else {
         if (steps & RC_STEP_FC)
-            block_linear(g, pass, a->fch, nullptr, a->ln2, a->ln2_t, param_ptr(g, PT_FCW, l), param_ptr(g, PT_FCB, l),
-                         N, C, 4 * C, l, LINEAR_FC);
+            block_linear(g, pass, a->fch, nullptr, codes ? nullptr : a->ln2, a->ln2_t, param_ptr(g, PT_FCW, l),
+                         param_ptr(g, PT_FCB, l), N, C, 4 * C, l, LINEAR_FC);
         if (steps & RC_STEP_GELU) {
             mark(g, PROF_GELU);
-            gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
+            const ProducerOutput o = producer_output(g, codes, a->fch_gelu, a->gelu_t, l, LINEAR_FCPROJ);
+            if (codes) gelu_forward_codes(o.out, o.codes, a->fch, N, 4 * C, st);
+            else gelu_forward(a->fch_gelu, a->fch, (int64_t)N * 4 * C, st);
         }
     }
     if (steps & RC_STEP_FCPROJ) {
-        block_linear(g, pass, proj, nullptr, a->fch_gelu, a->gelu_t, param_ptr(g, PT_FCPROJW, l),
-                     param_ptr(g, PT_FCPROJB, l), N, 4 * C, C, l, LINEAR_FCPROJ);
+        // (a training pass runs every step: the GELU above wrote the codes unless the fc epilogue did it)
+        block_linear(g, pass, proj, nullptr, codes && !gelu_fused_forward(g, l) ? nullptr : a->fch_gelu, a->gelu_t,
+                     param_ptr(g, PT_FCPROJW, l), param_ptr(g, PT_FCPROJB, l), N, 4 * C, C, l, LINEAR_FCPROJ);
         // residual3 = residual2 + proj, normalized by the next block's ln1 or by lnf (ZeRO-3: whose
         // weights the forward prefetched; the backward's recompute never reruns this step).
         zero_weights_acquire(g, l + 1 < L ? zero_layer_segment(l + 1) : zero_final_segment(&g->cfg));
         mark(g, PROF_LAYERNORM);
         if (l + 1 < L) {
             const GPUBlockActs n = block_buffers(g, l + 1);
-            fused_residual_layernorm_forward(a->residual3, n.ln1, n.ln1_mean, n.ln1_rstd, a->residual2, proj,
-                                             param_ptr(g, PT_LN1W, l + 1), param_ptr(g, PT_LN1B, l + 1), N, C, st);
+            const ProducerOutput o = producer_output(g, codes, n.ln1, n.ln1_t, l + 1, LINEAR_QKV);
+            fused_residual_layernorm_forward(a->residual3, o.out, n.ln1_mean, n.ln1_rstd, a->residual2, proj,
+                                             param_ptr(g, PT_LN1W, l + 1), param_ptr(g, PT_LN1B, l + 1), N, C, st,
+                                             o.codes);
         } else {
             fused_residual_layernorm_forward(a->residual3, g->lnf, g->lnf_mean, g->lnf_rstd, a->residual2, proj,
                                              param_ptr(g, PT_LNFW, -1), param_ptr(g, PT_LNFB, -1), N, C, st);

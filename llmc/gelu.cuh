@@ -1,15 +1,19 @@
 // GELU (tanh approximation, as GPT-2) forward and backward, elementwise on bf16, math in fp32.
 //
 // STATUS: verified on an H100 at commit ad0f582 and on an H200 at c95ef56 (2026-11-27; dev/gpu_report.md:
-// its harness in dev/cuda/ and test_gptcu pass).
+// its harness in dev/cuda/ and test_gptcu pass). The forward with FP8 codes (gelu_forward_codes,
+// 2026-11-28) has NOT RUN on a GPU: in the CPU emulator its harness gives the cast's bytes, and
+// train_gptcu the bits of the GELU followed by the cast.
 //
 // Layout: flat arrays of n bf16, n % 8 == 0; one thread per 8 elements (one 128-bit load/store).
+// With FP8 codes of the output (gelu_forward_codes): llmc/quant.cuh's 64 x 64 tiles.
 //   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
 //   gelu'(x) = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 #ifndef LLMC_GELU_CUH
 #define LLMC_GELU_CUH
 
 #include "cuda_common.cuh"
+#include "quant.cuh"
 
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f
 
@@ -50,6 +54,21 @@ static inline void gelu_forward(bf16 *out, const bf16 *inp, int64_t n, cudaStrea
     const int block = 256;
     LLMC_LAUNCH(ceil_div(n / 8, block), block, 0, stream, gelu_forward_kernel)(out, inp, n);
     kernelCheck();
+}
+
+// gelu_forward_kernel's value of one element, the bf16 it stores, as a float.
+struct GeluForwardOp {
+    __device__ __forceinline__ float operator()(float x) const { return __bfloat162float(to_bf16(gelu_f(x))); }
+};
+
+// The forward of inp (rows, cols) with the FP8 codes of its output for the fc projection that reads
+// it (--matmul fp8 with delayed scaling, llmc/matmul_lowp.cuh's lowp_producer_codes): out (NULL:
+// not written) as gelu_forward writes it, codes.q, codes.qt and codes.amax as
+// quant_transpose_gpu makes them of out, in one pass (llmc/quant.cuh's kernel with this op).
+static inline void gelu_forward_codes(bf16 *out, const QuantCodesOut &codes, const bf16 *inp, int rows, int cols,
+                                      cudaStream_t stream) {
+    quant_op_transpose_gpu(out, codes.q, codes.qt, codes.amax, (float *)nullptr, inp, rows, cols,
+                           quant_scale_given(codes.scale), codes.target, GeluForwardOp{}, stream);
 }
 
 static inline void gelu_backward_inplace(bf16 *d, const bf16 *inp, int64_t n, cudaStream_t stream) {

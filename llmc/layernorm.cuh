@@ -5,6 +5,9 @@
 // kernel, then colsum.cuh's column sums for dw and db). The backward in one kernel (2026-11-27,
 // after that run) has NOT RUN on a GPU: in the CPU emulator its harness passes and train_gptcu
 // gives the bits of the two-kernel version (main.log, model and state, with 1 and 2 micro-steps).
+// The forward writing FP8 codes of its output (layernorm_forward_codes_kernel, 2026-11-28) has NOT
+// RUN on a GPU: in the emulator its harness gives the cast's bytes, and train_gptcu the bits of
+// the LayerNorm followed by the cast.
 //
 // Layouts (row-major, N = B*T rows of C channels, C % 8 == 0): x, out, residual, dout, dinp bf16
 // (N, C); mean, rstd fp32 (N); w, b bf16 (C); dw, db fp32 (C).
@@ -21,20 +24,23 @@
 
 #include "colsum.cuh"
 #include "cuda_common.cuh"
+#include "quant.cuh"
 
 #define LAYERNORM_EPS 1e-5f
 // 8-channel chunks a lane of the backward loads at once (C = 768: one batch). 3 compiles to 128
 // registers (two CTAs of 256 threads per SM; nvcc 13, sm_90a), 4 to 162, 1 (no batch) to 60.
 #define LAYERNORM_BATCH 3
 
-// With b != nullptr: residual = bf16(a + b) is written to residual_out and normalized (the
-// statistics are of the rounded values, which the backward pass reads back). With b == nullptr:
-// a is normalized and residual_out is unused.
-__global__ void layernorm_forward_kernel(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a,
-                                         const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C) {
+// One row of the forward, by one warp (lane l: the 8-channel chunks l, l + 32, ...): with
+// b != nullptr, residual = bf16(a + b) is written to residual_out and normalized (the statistics
+// are of the rounded values, which the backward pass reads back); with b == nullptr, a is
+// normalized and residual_out is unused. mean and rstd are written, and emit(c, y) receives each of
+// the lane's chunks of the bf16 output (channels c..c+7), which the kernels below store.
+template <typename Emit>
+__device__ __forceinline__ void layernorm_forward_row(bf16 *residual_out, float *mean, float *rstd, const bf16 *a,
+                                                      const bf16 *b, const bf16 *w, const bf16 *bias, int row, int C,
+                                                      Emit emit) {
     const int lane = threadIdx.x % 32;
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (row >= N) return;
     const int64_t base = (int64_t)row * C;
     const bf16 *x = b ? residual_out + base : a + base;
     float sum = 0.0f;
@@ -68,7 +74,7 @@ __global__ void layernorm_forward_kernel(bf16 *residual_out, bf16 *out, float *m
 #pragma unroll
         for (int j = 0; j < 8; j++)
             o[j] = to_bf16((__bfloat162float(xv[j]) - m) * s * __bfloat162float(wv[j]) + __bfloat162float(bv[j]));
-        store128(out + base + c, o);
+        emit(c, o);
     }
     if (lane == 0) {
         mean[row] = m;
@@ -76,25 +82,101 @@ __global__ void layernorm_forward_kernel(bf16 *residual_out, bf16 *out, float *m
     }
 }
 
+// Rows of a forward CTA: one per warp.
+#define LAYERNORM_FORWARD_ROWS 8
+
+__global__ void __launch_bounds__(32 * LAYERNORM_FORWARD_ROWS)
+layernorm_forward_kernel(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a, const bf16 *b,
+                         const bf16 *w, const bf16 *bias, int N, int C) {
+    const int row = blockIdx.x * LAYERNORM_FORWARD_ROWS + threadIdx.x / 32;
+    if (row >= N) return;
+    layernorm_forward_row(residual_out, mean, rstd, a, b, w, bias, row, C,
+                          [&](int c, const x128 &y) { store128(out + (int64_t)row * C + c, y); });
+}
+
+// The same rows, with the FP8 codes of the output for the block linear that reads it (--matmul
+// fp8 with delayed scaling, whose scale exists before the output does; llmc/matmul_lowp.cuh's
+// lowp_producer_codes): codes.q (N, C) and codes.qt (C, N) hold Q(y * scale) of each bf16 output y,
+// the bytes quant_transpose_kernel makes of the stored output, and codes.amax accumulates max |y|;
+// out (NULL: not written), residual, mean and rstd as above. One pass instead of the LayerNorm's
+// bf16 store and a cast that reads it back (4 bytes an element less, and one launch).
+// Each warp keeps its row's codes in shared memory, tile[r][c] (row r of the CTA's 8); then
+// thread t takes the 4 channels 4k..4k+3 of the word column k = t, t + 256, ...: 8 words (rows)
+// read conflict-free (a warp reads 32 consecutive words of a row), turned by byte permutes into 4
+// runs of 8 bytes, one per channel, each one 8-byte store into its qt row (the 4 CTAs of a
+// 32-byte sector write it at about the same time; L2 merges them).
+__global__ void __launch_bounds__(32 * LAYERNORM_FORWARD_ROWS)
+layernorm_forward_codes_kernel(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a, const bf16 *b,
+                               const bf16 *w, const bf16 *bias, int N, int C, QuantCodesOut codes) {
+    LLMC_DYNAMIC_SMEM(tile);  // [LAYERNORM_FORWARD_ROWS][C] codes
+    const int r = threadIdx.x / 32, row0 = blockIdx.x * LAYERNORM_FORWARD_ROWS, row = row0 + r;
+    const float scale = *codes.scale;
+    unsigned int bits = 0;
+    if (row < N)
+        layernorm_forward_row(residual_out, mean, rstd, a, b, w, bias, row, C, [&](int c, const x128 &y) {
+            const int64_t at = (int64_t)row * C + c;
+            if (out) store128(out + at, y);
+            uint8_t q[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float v = __bfloat162float(y[j]);
+                q[j] = quant_to_byte(v, scale, codes.target);
+                bits = max(bits, quant_abs_bits(v));
+            }
+            if (codes.q) quant_store8(codes.q + at, q);
+            quant_store8(tile + (size_t)r * C + c, q);
+        });
+    if (codes.amax) quant_block_amax(codes.amax, bits);  // its barrier also publishes the tile
+    else __syncthreads();
+    if (!codes.qt) return;
+    const int rows = min(LAYERNORM_FORWARD_ROWS, N - row0);
+    const bool vector = rows == LAYERNORM_FORWARD_ROWS && N % 8 == 0 && quant_aligned(codes.qt, 8);
+    for (int k = threadIdx.x; k < C / 4; k += blockDim.x) {
+        uint32_t word[LAYERNORM_FORWARD_ROWS];
+#pragma unroll
+        for (int i = 0; i < LAYERNORM_FORWARD_ROWS; i++)
+            word[i] = i < rows ? reinterpret_cast<const uint32_t *>(tile + (size_t)i * C)[k] : 0u;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {  // channel 4k + j: byte j of each row's word
+            const uint32_t pick = j | (j + 4) << 4;  // __byte_perm: byte j of x, then byte j of y
+            const uint32_t lo = __byte_perm(__byte_perm(word[0], word[1], pick), __byte_perm(word[2], word[3], pick), 0x5410);
+            const uint32_t hi = __byte_perm(__byte_perm(word[4], word[5], pick), __byte_perm(word[6], word[7], pick), 0x5410);
+            uint8_t *dst = codes.qt + (int64_t)(4 * k + j) * N + row0;
+            if (vector) {
+                *reinterpret_cast<uint2 *>(dst) = make_uint2(lo, hi);
+            } else {
+                for (int i = 0; i < rows; i++) dst[i] = (uint8_t)((i < 4 ? lo : hi) >> (8 * (i % 4)));
+            }
+        }
+    }
+}
+
+// codes.q == NULL and codes.qt == NULL: the plain forward.
 static inline void layernorm_launch(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a,
-                                    const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C, cudaStream_t stream) {
-    const int block = 256, rows_per_block = block / 32;
-    LLMC_LAUNCH(ceil_div(N, rows_per_block), block, 0, stream, layernorm_forward_kernel)(
-        residual_out, out, mean, rstd, a, b, w, bias, N, C);
+                                    const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,
+                                    const QuantCodesOut &codes, cudaStream_t stream) {
+    const int grid = ceil_div(N, LAYERNORM_FORWARD_ROWS), block = 32 * LAYERNORM_FORWARD_ROWS;
+    if (codes.q || codes.qt)
+        LLMC_LAUNCH(grid, block, (size_t)LAYERNORM_FORWARD_ROWS * C, stream, layernorm_forward_codes_kernel)(
+            residual_out, out, mean, rstd, a, b, w, bias, N, C, codes);
+    else
+        LLMC_LAUNCH(grid, block, 0, stream, layernorm_forward_kernel)(residual_out, out, mean, rstd, a, b, w, bias, N, C);
     kernelCheck();
 }
 
-// out = LayerNorm(x).
+// out = LayerNorm(x); with codes (see layernorm_forward_codes_kernel) also its FP8 codes, and out
+// may be NULL.
 static inline void layernorm_forward(bf16 *out, float *mean, float *rstd, const bf16 *x, const bf16 *w,
-                                     const bf16 *bias, int N, int C, cudaStream_t stream) {
-    layernorm_launch(nullptr, out, mean, rstd, x, nullptr, w, bias, N, C, stream);
+                                     const bf16 *bias, int N, int C, cudaStream_t stream,
+                                     const QuantCodesOut &codes = QuantCodesOut{}) {
+    layernorm_launch(nullptr, out, mean, rstd, x, nullptr, w, bias, N, C, codes, stream);
 }
 
-// residual = a + b, out = LayerNorm(residual).
+// residual = a + b, out = LayerNorm(residual); codes as above.
 static inline void fused_residual_layernorm_forward(bf16 *residual, bf16 *out, float *mean, float *rstd, const bf16 *a,
                                                     const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,
-                                                    cudaStream_t stream) {
-    layernorm_launch(residual, out, mean, rstd, a, b, w, bias, N, C, stream);
+                                                    cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
+    layernorm_launch(residual, out, mean, rstd, a, b, w, bias, N, C, codes, stream);
 }
 
 // Backward of one chunk of rows (colsum.cuh's chunks: rows_per_chunk = colsum_rows_per_chunk(N)):

@@ -42,6 +42,13 @@
 // operands (lowp_begin_forward: amaxes zeroed, delayed scales set). At d48 (576 operands) that is
 // 1151 (current) or 575 (delayed) fewer tiny launches per micro-step than a memset and a scale
 // kernel before each cast (or a scale kernel alone).
+// Producers' codes: with delayed scaling the scale of an input exists before the input does, so
+// the kernel that makes the input can write its codes (q, q^T and the amax, QuantCodesOut) in the
+// same pass instead of a cast reading it back (lowp_producer_codes; inp NULL in
+// lowp_linear_forward). train_gpt.cu has the LayerNorms do it for qkv and fc, and the GELU for the
+// fc projection: with FP8 weight gradients (which keep the codes alone) 8 N C + 16 N C bytes a
+// layer less (each output's bf16 no longer written, then read back), at d48 B 4 about 7.5 GB of
+// traffic (~2.5 ms at 3 TB/s) and 144 launches a micro-step. NOT RUN on a GPU (2026-11-28).
 // The weight's and the activation's scales of the forward are reused by the backward of the same
 // micro-step: the weight has not changed and the activation is the one the forward saw, so W^T
 // (kept from the forward's cast) and the activation's transposed copy (kept from the forward's
@@ -354,6 +361,26 @@ static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, float 
     else quant_cast_gpu(q, cast_amax, x, (size_t)rows * cols, qs, target, st);
 }
 
+// Whether the kernel that produces a block linear's input may write the input's FP8 codes itself
+// (QuantCodesOut, lowp_producer_codes) in this forward pass: a training pass (record) in FP8 with
+// delayed scaling past its first recorded micro-step, whose scales lowp_begin_forward set before
+// any input exists. (Current scaling needs the input's amax before its codes; replays and
+// evaluation passes keep the cast, which records nothing.)
+static inline bool lowp_producer_codes_available(const LowpMatmul *lp, bool record) {
+    return lp->precision == MATMUL_FP8 && record && lp->history_len > 0 && lp->history_steps > 0;
+}
+
+// What the producer of block linear `linear` of `layer`'s input writes (lowp_producer_codes_available
+// must hold): its codes into the scratch lowp_linear_forward reads with inp NULL (which must come
+// next, with no other block linear between), its transposed codes into inp_t (NULL: none; the
+// block's kept codes, as lowp_linear_forward's inp_t), with the scale the cast would use, the amax
+// into this micro-step's history slot as the cast records it: the same bytes as the cast.
+static inline QuantCodesOut lowp_producer_codes(LowpMatmul *lp, int layer, int linear, uint8_t *inp_t) {
+    const int op = quant_operand_index(layer, linear, QUANT_ACTIVATION), H = lp->history_len;
+    float *amax = lowp_take_amax(lp, lp->history + (size_t)op * H + lp->history_steps % H, op);
+    return QuantCodesOut{lp->q_inp, inp_t, lowp_scale(lp, op), amax, lowp_fp8_target(op)};
+}
+
 // The transposed codes qt (cols, rows) of x (rows, cols) with the scale operand `op` already has
 // (set by lowp_quantize in this micro-step's forward).
 static inline void lowp_quantize_transposed_again(LowpMatmul *lp, uint8_t *qt, const bf16 *x, int rows, int cols,
@@ -386,6 +413,8 @@ static inline void lowp_history_reset(LowpMatmul *lp) {
 // gelu_pre = inp @ W^T + b (cuBLASLt's GELU_AUX_BIAS, matmul.cuh).
 // inp_t (FP8 weight gradients; NULL: none): where the training forward's cast of inp also writes
 // its transposed codes (IC, N) for lowp_linear_backward, in the same pass.
+// inp NULL (FP8, a training forward): inp's producer wrote its codes (lowp_producer_codes), which
+// this pass reads instead of casting inp (inp_t is unused then).
 static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *out, bf16 *gelu_pre, const bf16 *inp,
                                             uint8_t *inp_t, const bf16 *weight, const bf16 *bias, int N, int IC,
                                             int OC, int layer, int linear, bool record, bool again, cudaStream_t st) {
@@ -393,6 +422,8 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
     const matmul_gelu gelu = gelu_pre ? MATMUL_GELU_FORWARD : MATMUL_GELU_NONE;  // (int8: matmul_lt_tn refuses)
     if (inp_t && (!lp->fp8_wgrad || again || !record))
         die("lowp: transposed input codes are written by a training forward with FP8 weight gradients only");
+    if (!inp && (again || !lowp_producer_codes_available(lp, record)))
+        die("lowp: the input's codes come from its producer only in an FP8 training forward with delayed scaling");
     lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_FORWARD : PROF_QUANTIZE, st);
     switch (lp->precision) {
     case MATMUL_FP8:
@@ -402,7 +433,7 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
             quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC,
                            quant_scale_given(lowp_scale(lp, op_w)), lowp_fp8_target(op_w), st);
         } else {
-            lowp_quantize(lp, lp->q_inp, inp_t, nullptr, inp, N, IC, op_inp, record, st);
+            if (inp) lowp_quantize(lp, lp->q_inp, inp_t, nullptr, inp, N, IC, op_inp, record, st);
             // W^T for the backward, from a training forward only (evaluation and sampling have none)
             lowp_quantize(lp, lp->q_weight, record ? lowp_weight_t(lp, layer, linear, IC, OC) : nullptr, nullptr,
                           weight, OC, IC, op_w, record, st);
@@ -441,7 +472,8 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
 
 // out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC) for block linear `linear` of `layer`,
 // or with gelu_pre (not NULL) out = gelu of that and gelu_pre = it.
-// record: a training forward (delayed scaling records this step's amaxes); inp_t: see above.
+// record: a training forward (delayed scaling records this step's amaxes); inp (NULL: codes from
+// its producer) and inp_t: see above.
 static inline void lowp_linear_forward(LowpMatmul *lp, Matmul *mm, bf16 *out, bf16 *gelu_pre, const bf16 *inp,
                                        uint8_t *inp_t, const bf16 *weight, const bf16 *bias, int N, int IC, int OC,
                                        int layer, int linear, bool record, cudaStream_t st) {

@@ -8,7 +8,8 @@
 // and dev/cuda/matmul_lowp.cu the int8 and FP8 GEMM paths. The transpose kernel's column sums
 // (2026-11-27) and its loads issued before its conversions (48 registers and 5 CTAs an SM, against
 // 40 and 6 before, for two 16-byte loads a thread in flight instead of one; 2026-11-27) have run
-// only in the CPU emulator (dev/emu), bit for bit against a host replay.
+// only in the CPU emulator (dev/emu), bit for bit against a host replay; so has its elementwise op
+// with a bf16 output (2026-11-28: llmc/gelu.cuh's forward with FP8 codes).
 //
 // Conventions (the same as llmc/quant.h, whose scalar functions the CPU twin uses):
 //   - a scale is the multiplier before the cast: q = Q(x * scale); the GEMM dequantizes with
@@ -87,6 +88,17 @@ __device__ __forceinline__ float quant_scale_resolve(const QuantScale &qs, quant
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *qs.scale = s, *qs.inv_scale = 1.0f / s;
     return s;
 }
+
+// Where a kernel that produces a tensor (rows, cols) also writes its codes, in the same pass as its
+// own output, instead of a cast reading that output back (llmc/layernorm.cuh's forward): q (rows,
+// cols) and/or qt (cols, rows) (NULL: not written), Q(x * *scale) with a scale that exists before
+// the tensor does (delayed scaling), and amax (NULL: none) accumulating max |x| like a cast's.
+typedef struct {
+    uint8_t *q, *qt;
+    float *scale;
+    float *amax;
+    quant_target target;
+} QuantCodesOut;
 
 // Bits of |x|, ordered like the values (and NaN above Inf).
 __device__ __forceinline__ unsigned int quant_abs_bits(float x) { return __float_as_uint(x) & 0x7FFFFFFFu; }
@@ -195,15 +207,22 @@ __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_
     quant_block_amax(amax, bits);
 }
 
-// Fused quantize and transpose of x (rows, cols) row-major:
-//   q  (rows, cols) row-major: q[r * cols + c]  = Q(x[r, c] * scale)   (optional, may be NULL)
+// The elementwise op of quant_transpose_kernel by default: none.
+struct QuantIdentity {
+    __device__ __forceinline__ float operator()(float x) const { return x; }
+};
+
+// Fused quantize and transpose of v = op(x), x (rows, cols) row-major (op: QuantIdentity, v = x,
+// or an elementwise function whose results are bf16 values, such as llmc/gelu.cuh's forward):
+//   y  (rows, cols) row-major bf16: y[r * cols + c] = v[r, c]          (optional, may be NULL)
+//   q  (rows, cols) row-major: q[r * cols + c]  = Q(v[r, c] * scale)   (optional, may be NULL)
 //   qt (cols, rows) row-major: qt[c * rows + r] = the same byte          (optional, may be NULL)
-//   amax (optional) accumulates max |x|;
-//   colsum (optional) (ceil(rows / 64), cols) fp32: colsum[t][c] = the sum of x[r, c] over tile row
+//   amax (optional) accumulates max |v|;
+//   colsum (optional) (ceil(rows / 64), cols) fp32: colsum[t][c] = the sum of v[r, c] over tile row
 //   t's 64 rows (the bias gradient's partial sums, llmc/matmul_lowp.cuh; colsum_finish adds them).
 // Tiling: a block of 256 threads owns a 64 x 64 tile. Pass 1 reads it as 64 rows x 8 groups of 8
 // columns (two groups per thread, both 16-byte loads along x's rows issued before either is
-// converted; q written 8 bytes at a time) and keeps the codes in shared memory. Pass 2 reads the
+// converted; q written 8 bytes at a time, y 16) and keeps the codes in shared memory. Pass 2 reads the
 // tile back as 64 columns x 8 groups of 8 rows, so that each thread writes 8 consecutive bytes of
 // one qt row and a warp covers 4 qt rows
 // with 64 contiguous bytes each. Groups cut by the tensor's edge, or in a tensor whose rows
@@ -219,16 +238,17 @@ __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_
 #define QUANT_TILE 64
 #define QUANT_TILE_THREADS 256
 __host__ __device__ __forceinline__ int quant_tile_col(int r, int c) { return (((c >> 3) ^ ((r >> 3) & 7)) << 3) | (c & 7); }
-template <typename Tin>
+template <typename Tin, typename Op>
 __global__ void __launch_bounds__(QUANT_TILE_THREADS)
-quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, float *colsum, const Tin *__restrict__ x, int rows,
-                       int cols, QuantScale scale, quant_target target) {
+quant_transpose_kernel(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, float *colsum, const Tin *__restrict__ x,
+                       int rows, int cols, QuantScale scale, quant_target target, Op op) {
     constexpr int GROUPS = QUANT_TILE * QUANT_TILE / 8;
     __shared__ __align__(8) uint8_t tile[QUANT_TILE][QUANT_TILE];  // swizzled: quant_tile_col
     __shared__ float warp_colsum[QUANT_TILE_THREADS / 32][QUANT_TILE];
     const float s = quant_scale_resolve(scale, target);
     const int row0 = blockIdx.y * QUANT_TILE, col0 = blockIdx.x * QUANT_TILE;
-    const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8));
+    const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8)) &&
+                             (y == nullptr || quant_aligned(y, 16));
     unsigned int bits = 0;
     float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // this thread's rows of its 8 columns
     // Pass 1: the thread's groups threadIdx.x + 256 u. Their 16-byte loads are all issued before
@@ -249,23 +269,28 @@ quant_transpose_kernel(uint8_t *q, uint8_t *qt, float *amax, float *colsum, cons
         const size_t at = (size_t)row * cols + col;
         uint8_t b[8];
         if (vector_rows && col + 8 <= cols) {
+            __align__(16) __nv_bfloat16 out[8];
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                b[k] = quant_to_byte(v[u][k], s, target);
-                bits = max(bits, quant_abs_bits(v[u][k]));
-                sum[k] += v[u][k];
+                const float e = op(v[u][k]);
+                out[k] = __float2bfloat16_rn(e);
+                b[k] = quant_to_byte(e, s, target);
+                bits = max(bits, quant_abs_bits(e));
+                sum[k] += e;
             }
             if (q) quant_store8(q + at, b);
+            if (y) *reinterpret_cast<uint4 *>(y + at) = *reinterpret_cast<const uint4 *>(out);
         } else {
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 b[k] = 0;
                 if (col + k >= cols) continue;
-                const float v = quant_load(x[at + k]);
-                b[k] = quant_to_byte(v, s, target);
-                bits = max(bits, quant_abs_bits(v));
-                sum[k] += v;
+                const float e = op(quant_load(x[at + k]));
+                b[k] = quant_to_byte(e, s, target);
+                bits = max(bits, quant_abs_bits(e));
+                sum[k] += e;
                 if (q) q[at + k] = b[k];
+                if (y) y[at + k] = __float2bfloat16_rn(e);
             }
         }
         quant_store8(&tile[r][quant_tile_col(r, c)], b);
@@ -423,17 +448,26 @@ static inline void quant_amax_gpu(float *amax, const Tin *in, size_t n, cudaStre
 // Rows of the column sums quant_transpose_gpu writes for `rows` rows (one per tile row).
 static inline int quant_colsum_rows(int rows) { return (rows + QUANT_TILE - 1) / QUANT_TILE; }
 
-// colsum (may be NULL): quant_colsum_rows(rows) x cols floats (see quant_transpose_kernel).
-template <typename Tin>
-static inline void quant_transpose_gpu(uint8_t *q, uint8_t *qt, float *amax, float *colsum, const Tin *x, int rows,
-                                       int cols, QuantScale scale, quant_target target, cudaStream_t stream) {
+// quant_transpose_kernel with an elementwise op (see there); y (may be NULL): op's output in bf16.
+template <typename Tin, typename Op>
+static inline void quant_op_transpose_gpu(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, float *colsum,
+                                          const Tin *x, int rows, int cols, QuantScale scale, quant_target target,
+                                          Op op, cudaStream_t stream) {
     if (rows <= 0 || cols <= 0) die("quant_transpose_gpu: bad shape %d x %d", rows, cols);
     const int tiles_y = quant_colsum_rows(rows);
     if (tiles_y > 65535) die("quant_transpose_gpu: %d rows exceed the grid limit of %d", rows, 65535 * QUANT_TILE);
     dim3 grid((cols + QUANT_TILE - 1) / QUANT_TILE, tiles_y);
-    LLMC_LAUNCH(grid, QUANT_TILE_THREADS, 0, stream, quant_transpose_kernel<Tin>)(
-        q, qt, amax, colsum, x, rows, cols, scale, target);
+    LLMC_LAUNCH(grid, QUANT_TILE_THREADS, 0, stream, quant_transpose_kernel<Tin, Op>)(
+        y, q, qt, amax, colsum, x, rows, cols, scale, target, op);
     quant_cuda_check(cudaGetLastError());
+}
+
+// colsum (may be NULL): quant_colsum_rows(rows) x cols floats (see quant_transpose_kernel).
+template <typename Tin>
+static inline void quant_transpose_gpu(uint8_t *q, uint8_t *qt, float *amax, float *colsum, const Tin *x, int rows,
+                                       int cols, QuantScale scale, quant_target target, cudaStream_t stream) {
+    quant_op_transpose_gpu((__nv_bfloat16 *)nullptr, q, qt, amax, colsum, x, rows, cols, scale, target,
+                           QuantIdentity{}, stream);
 }
 
 template <typename Tin>

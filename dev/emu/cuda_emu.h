@@ -808,6 +808,14 @@ inline float __uint_as_float(unsigned u) {
     memcpy(&f, &u, 4);
     return f;
 }
+// Byte n of the result is byte ((s >> 4n) & 7) of the 8 bytes y:x (x the low word), as CUDA's
+// __byte_perm documents (the selector's upper 16 bits are not used).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const uint64_t bytes = (uint64_t)y << 32 | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; n++) r |= (unsigned)(bytes >> (8 * ((s >> (4 * n)) & 7)) & 0xFF) << (8 * n);
+    return r;
+}
 // llmc/cuda_common.cuh's %globaltimer read.
 inline uint64_t global_timer_ns() {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();

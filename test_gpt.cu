@@ -10,7 +10,9 @@
 //      a. one linear layer, forward and backward, against llmc/quant.h's emulation on the same
 //         operands (also the FP8 weight gradient);
 //      b. the whole model: one training step against the CPU twin (train_gpt.c's emulation of the
-//         same precision), then a second step's loss; determinism; delayed scaling (fp8).
+//         same precision), then a second step's loss; determinism; delayed scaling (fp8);
+//      e. FP8 with delayed scaling: the LayerNorms and the GELU writing the linears' codes give the
+//         bits of separate casts of their outputs over 6 steps.
 //   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list
 //      and a --mem-budget plan give bit-identical losses, gradients and weights to keeping
 //      everything over 5 steps (bf16 with the default --gelu-fusion 1, also with 2 at the levels that
@@ -579,6 +581,34 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
     lowp_free(&lp);
 }
 
+// 6e. The producers' codes. In an FP8 training step with delayed scaling past its first micro-step
+// the LayerNorms and the GELU write the block linears' FP8 operands themselves (train_gpt.cu's
+// producer_output, and the GELU's backward the fc layer's gradient with FP8 weight gradients);
+// with separate casts of their bf16 outputs instead (GPUModelOptions.separate_casts) 6 steps must
+// give identical losses, weights, master weights and moments; with FP8 weight gradients too
+// where cuBLASLt takes them (B*T a multiple of 16: small and d12, not tiny).
+static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
+    for (int wgrad = 0; wgrad <= (tc.B * tc.T % 16 == 0); wgrad++) {
+        Snapshot snap[2];
+        std::vector<float> losses[2];
+        for (int separate = 0; separate < 2; separate++) {
+            GPUModelOptions opt = test_options(MATMUL_FP8);
+            opt.amax_history = 4;
+            opt.fp8_wgrad = wgrad;
+            opt.separate_casts = separate;
+            GPUModel g;
+            gpu_model_alloc(&g, &tc.cfg, tc.B, tc.T, &hp, TEST_SEED, &opt);
+            gpu_reset(&g, weights.data());
+            losses[separate] = gpu_steps(&g, 1, 6, tc.lr);
+            snap[separate] = snapshot(&g);
+            gpu_model_free(&g);
+        }
+        check(same_bits(snap[0], snap[1]) && !memcmp(losses[0].data(), losses[1].data(), 6 * sizeof(float)),
+              "fp8 delayed%s producers' codes == separate casts: 6 steps, identical losses, weights, moments",
+              wgrad ? "+wgrad" : "");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 7. Selective recomputation.
 
@@ -1001,6 +1031,7 @@ int main(int argc, char **argv) {
     }
     check_lowp_model(tc, hp, weights, MATMUL_INT8, 0, 0, 0);
     check_delayed_scaling(tc, hp, weights);
+    check_producer_codes(tc, hp, weights);
     check_gelu_fusion(tc, hp, weights, MATMUL_BF16);
     check_gelu_fusion(tc, hp, weights, MATMUL_FP8);  // last: an FP8 GEMM with a GELU epilogue is new to cuBLASLt here
     printf("%s: %d check(s) failed\n", tc.name, g_failures);

@@ -158,6 +158,7 @@ typedef struct {
     GPUBlockActs *blocks;         // L of them (host array of device pointers)
     int *policy;                  // L recompute policies (llmc/recompute.h)
     int gelu_fusion;              // --gelu-fusion: enum GeluFusion
+    int separate_casts;           // GPUModelOptions.separate_casts
     int attention;                // --attention: enum AttentionKernel (llmc/args.h)
     size_t kept_bytes;            // the activations kept for backward (exact sizes, no alignment)
     GPUBlockActs work;            // recompute scratch: one block's dropped buffers, shared by all layers
@@ -614,9 +615,12 @@ enum GeluFusion { GELU_UNFUSED, GELU_FUSED_BACKWARD, GELU_FUSED_BOTH };
 // --attention, the L layers' recompute
 // policies (NULL: keep everything), the rows of the output head at once (llmc/trainer.h; 0: all
 // B*T), the ZeRO stage over host's ranks (host NULL: one process) and --profile.
+// separate_casts (test_gpt.cu only): FP8 with delayed scaling casts the LayerNorms' and the GELU's
+// bf16 outputs in passes of their own, as current scaling must, instead of having those kernels
+// write the codes (producer_output): the same bits, which test_gptcu checks.
 typedef struct {
     matmul_precision precision;
-    int fp8_wgrad, fp8_fast_accum, amax_history, gelu_fusion, attention;
+    int fp8_wgrad, fp8_fast_accum, amax_history, gelu_fusion, attention, separate_casts;
     const int *policies;
     int head_rows;
     int zero_stage;
@@ -677,6 +681,7 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
             matmul_precision_name(opt->precision));
     g->gelu_fusion = opt->gelu_fusion;
     g->attention = opt->attention;
+    g->separate_casts = opt->separate_casts;
     g->head_rows = opt->head_rows > 0 && opt->head_rows < B * T ? opt->head_rows : B * T;
     const int C = cfg->channels, NH = cfg->num_heads;
     char why[256];
@@ -856,7 +861,7 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
     const int C = g->cfg.channels, NH = g->cfg.num_heads, HS = C / NH, N = B * T, L = g->cfg.num_layers;
     cudaStream_t st = g->stream;
     bf16 *proj = g->dbtc;
-    const bool codes = lowp_producer_codes_available(&g->lp, pass == QUANT_PASS_TRAIN);
+    const bool codes = !g->separate_casts && lowp_producer_codes_available(&g->lp, pass == QUANT_PASS_TRAIN);
     if (steps & RC_STEP_LN1) {
         mark(g, PROF_LAYERNORM);
         const ProducerOutput o = producer_output(g, codes, a->ln1, a->ln1_t, l, LINEAR_QKV);
@@ -1042,12 +1047,17 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         lowp_linear_backward(lp, mm, dfch, grad_ptr(g, PT_FCPROJW, l), grad_ptr(g, PT_FCPROJB, l), cs, g->dresidual,
                              a->fch_gelu, a->gelu_t, param_ptr(g, PT_FCPROJW, l), fused_dgelu ? a->fch : nullptr, N,
                              4 * C, C, l, LINEAR_FCPROJ, acc, st);
+        // FP8 weight gradients with delayed scaling: the GELU's backward writes the fc layer's gradient
+        // as the codes that layer's backward reads (the bf16 gradient has no other reader).
+        const bool dgelu_codes = !fused_dgelu && !g->separate_casts && lowp_gradient_producer_codes_available(lp, N);
         if (!fused_dgelu) {
             mark(g, PROF_GELU);
-            gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
+            if (dgelu_codes) gelu_backward_codes(lowp_gradient_producer_codes(lp, l, LINEAR_FC), dfch, a->fch, N, 4 * C, st);
+            else gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
         }
-        lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs, dfch, a->ln2,
-                             a->ln2_t, param_ptr(g, PT_FCW, l), nullptr, N, C, 4 * C, l, LINEAR_FC, acc, st);
+        lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs,
+                             dgelu_codes ? nullptr : dfch, a->ln2, a->ln2_t, param_ptr(g, PT_FCW, l), nullptr, N, C,
+                             4 * C, l, LINEAR_FC, acc, st);
         mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN2W, l), grad_ptr(g, PT_LN2B, l), cs, g->dbtc, a->residual2,
                            param_ptr(g, PT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, acc, st);

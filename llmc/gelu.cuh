@@ -56,9 +56,17 @@ static inline void gelu_forward(bf16 *out, const bf16 *inp, int64_t n, cudaStrea
     kernelCheck();
 }
 
-// gelu_forward_kernel's value of one element, the bf16 it stores, as a float.
+// gelu_forward_kernel's value of one element, the bf16 it stores, as a float (llmc/quant.cuh's ops).
 struct GeluForwardOp {
-    __device__ __forceinline__ float operator()(float x) const { return __bfloat162float(to_bf16(gelu_f(x))); }
+    static constexpr bool binary = false;
+    __device__ __forceinline__ float operator()(float x, float) const { return __bfloat162float(to_bf16(gelu_f(x))); }
+};
+// gelu_backward_inplace_kernel's value of one element from d and the pre-activation x, likewise.
+struct GeluBackwardOp {
+    static constexpr bool binary = true;
+    __device__ __forceinline__ float operator()(float d, float x) const {
+        return __bfloat162float(to_bf16(d * gelu_grad_f(x)));
+    }
 };
 
 // The forward of inp (rows, cols) with the FP8 codes of its output for the fc projection that reads
@@ -67,8 +75,19 @@ struct GeluForwardOp {
 // quant_transpose_gpu makes them of out, in one pass (llmc/quant.cuh's kernel with this op).
 static inline void gelu_forward_codes(bf16 *out, const QuantCodesOut &codes, const bf16 *inp, int rows, int cols,
                                       cudaStream_t stream) {
-    quant_op_transpose_gpu(out, codes.q, codes.qt, codes.amax, (float *)nullptr, inp, rows, cols,
+    quant_op_transpose_gpu(out, codes.q, codes.qt, codes.amax, codes.colsum, inp, (const bf16 *)nullptr, rows, cols,
                            quant_scale_given(codes.scale), codes.target, GeluForwardOp{}, stream);
+}
+
+// The backward of d (rows, cols), the gradient of the GELU's output, as FP8 codes of d * gelu'(inp)
+// for the fc layer's backward (--matmul fp8 --fp8-wgrad 1 with delayed scaling, llmc/matmul_lowp.cuh's
+// lowp_gradient_producer_codes): codes.q, codes.qt, codes.amax and codes.colsum (the bias
+// gradient's partial sums) as quant_transpose_gpu makes them of gelu_backward_inplace's output, in
+// one pass; d is left as it was (the bf16 result is not written: nothing reads it).
+static inline void gelu_backward_codes(const QuantCodesOut &codes, const bf16 *d, const bf16 *inp, int rows, int cols,
+                                       cudaStream_t stream) {
+    quant_op_transpose_gpu((bf16 *)nullptr, codes.q, codes.qt, codes.amax, codes.colsum, d, inp, rows, cols,
+                           quant_scale_given(codes.scale), codes.target, GeluBackwardOp{}, stream);
 }
 
 static inline void gelu_backward_inplace(bf16 *d, const bf16 *inp, int64_t n, cudaStream_t stream) {

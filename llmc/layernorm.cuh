@@ -156,6 +156,7 @@ static inline void layernorm_launch(bf16 *residual_out, bf16 *out, float *mean, 
                                     const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,
                                     const QuantCodesOut &codes, cudaStream_t stream) {
     const int grid = ceil_div(N, LAYERNORM_FORWARD_ROWS), block = 32 * LAYERNORM_FORWARD_ROWS;
+    if (codes.colsum) die("layernorm_forward: the codes' column sums are not computed here");
     if (codes.q || codes.qt)
         LLMC_LAUNCH(grid, block, (size_t)LAYERNORM_FORWARD_ROWS * C, stream, layernorm_forward_codes_kernel)(
             residual_out, out, mean, rstd, a, b, w, bias, N, C, codes);

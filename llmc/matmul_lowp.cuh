@@ -45,10 +45,12 @@
 // Producers' codes: with delayed scaling the scale of an input exists before the input does, so
 // the kernel that makes the input can write its codes (q, q^T and the amax, QuantCodesOut) in the
 // same pass instead of a cast reading it back (lowp_producer_codes; inp NULL in
-// lowp_linear_forward). train_gpt.cu has the LayerNorms do it for qkv and fc, and the GELU for the
-// fc projection: with FP8 weight gradients (which keep the codes alone) 8 N C + 16 N C bytes a
-// layer less (each output's bf16 no longer written, then read back), at d48 B 4 about 7.5 GB of
-// traffic (~2.5 ms at 3 TB/s) and 144 launches a micro-step. NOT RUN on a GPU (2026-11-28).
+// lowp_linear_forward), and so can the kernel that makes an output gradient (lowp_gradient_producer_
+// codes; dout NULL in lowp_linear_backward). train_gpt.cu has the LayerNorms do it for qkv and fc,
+// the GELU for the fc projection and, with FP8 weight gradients, the GELU's backward for fc's
+// gradient: with FP8 weight gradients (which keep the codes alone) 8 N C + 16 N C + 16 N C bytes a
+// layer less (each output's bf16 no longer written, then read back), at d48 B 4 about 12.6 GB of
+// traffic (~4 ms at 3 TB/s) and 192 launches a micro-step. NOT RUN on a GPU (2026-11-28).
 // The weight's and the activation's scales of the forward are reused by the backward of the same
 // micro-step: the weight has not changed and the activation is the one the forward saw, so W^T
 // (kept from the forward's cast) and the activation's transposed copy (kept from the forward's
@@ -375,10 +377,30 @@ static inline bool lowp_producer_codes_available(const LowpMatmul *lp, bool reco
 // next, with no other block linear between), its transposed codes into inp_t (NULL: none; the
 // block's kept codes, as lowp_linear_forward's inp_t), with the scale the cast would use, the amax
 // into this micro-step's history slot as the cast records it: the same bytes as the cast.
-static inline QuantCodesOut lowp_producer_codes(LowpMatmul *lp, int layer, int linear, uint8_t *inp_t) {
-    const int op = quant_operand_index(layer, linear, QUANT_ACTIVATION), H = lp->history_len;
+static inline QuantCodesOut lowp_operand_codes(LowpMatmul *lp, int op, uint8_t *q, uint8_t *qt, float *colsum) {
+    const int H = lp->history_len;
     float *amax = lowp_take_amax(lp, lp->history + (size_t)op * H + lp->history_steps % H, op);
-    return QuantCodesOut{lp->q_inp, inp_t, lowp_scale(lp, op), amax, lowp_fp8_target(op)};
+    return QuantCodesOut{q, qt, lowp_scale(lp, op), amax, lowp_fp8_target(op), colsum};
+}
+static inline QuantCodesOut lowp_producer_codes(LowpMatmul *lp, int layer, int linear, uint8_t *inp_t) {
+    return lowp_operand_codes(lp, quant_operand_index(layer, linear, QUANT_ACTIVATION), lp->q_inp, inp_t, nullptr);
+}
+
+// The same for the output gradient of a block linear's backward, where FP8 weight gradients read
+// only its codes (lowp_linear_backward with dout NULL): a training step (always recorded) in FP8
+// with FP8 weight gradients and delayed scaling past its first micro-step, with at most
+// COLSUM_MAX_CHUNKS tile rows, so that the bias gradient comes from the producer's column sums.
+static inline bool lowp_gradient_producer_codes_available(const LowpMatmul *lp, int N) {
+    return lowp_producer_codes_available(lp, true) && lp->fp8_wgrad && quant_colsum_rows(N) <= COLSUM_MAX_CHUNKS;
+}
+
+// What the producer of the output gradient of block linear `linear` of `layer` writes: its codes
+// and transposed codes into the scratch lowp_linear_backward reads with dout NULL (which must come
+// next), with the gradient's scale and this micro-step's amax slot, and the column sums by tile row
+// for its bias gradient: the bytes of lowp_linear_backward's own cast.
+static inline QuantCodesOut lowp_gradient_producer_codes(LowpMatmul *lp, int layer, int linear) {
+    return lowp_operand_codes(lp, quant_operand_index(layer, linear, QUANT_GRADIENT), lp->q_grad, lp->q_grad_t,
+                              lp->bias_partial);
 }
 
 // The transposed codes qt (cols, rows) of x (rows, cols) with the scale operand `op` already has
@@ -502,6 +524,9 @@ static inline void lowp_linear_forward_again(LowpMatmul *lp, Matmul *mm, bf16 *o
 // inp_t (FP8 weight gradient; NULL: none): inp's transposed codes as the forward wrote them
 // (lowp_linear_forward's inp_t); inp is then not read. Without them the FP8 weight gradient casts
 // inp again, with the forward's scale.
+// dout NULL: dout's producer wrote its codes, transposed codes and column sums
+// (lowp_gradient_producer_codes, which must be available), which this pass reads instead of
+// casting dout.
 static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, float *dweight, float *dbias,
                                         float *scratch, const bf16 *dout, const bf16 *inp, const uint8_t *inp_t,
                                         const bf16 *weight, const bf16 *gelu_pre, int N, int IC, int OC, int layer,
@@ -510,6 +535,9 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
               op_g = quant_operand_index(layer, linear, QUANT_GRADIENT);
     const bool fp8 = lp->precision == MATMUL_FP8, fp8_wgrad = fp8 && lp->fp8_wgrad;
     if (inp_t && !fp8_wgrad) die("lowp: transposed input codes are read by the FP8 weight gradient only");
+    if (!dout && !(lowp_gradient_producer_codes_available(lp, N) && dbias))
+        die("lowp: the output gradient's codes come from its producer only with FP8 weight gradients and delayed "
+            "scaling");
     // dbias from dout's cast (FP8), within colsum_finish's row-count limit (see the top of this file)
     const bool bias_in_cast = fp8 && dbias && quant_colsum_rows(N) <= COLSUM_MAX_CHUNKS;
     const matmul_gelu gelu = gelu_pre ? MATMUL_GELU_BACKWARD : MATMUL_GELU_NONE;
@@ -521,8 +549,9 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     case MATMUL_FP8:
         // dout (N, OC) in E5M2, and in the same pass dout^T (OC, N) for the FP8 weight gradient and
         // the column sums for dbias.
-        lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, bias_in_cast ? lp->bias_partial : nullptr,
-                      dout, N, OC, op_g, true, st);
+        if (dout)
+            lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, bias_in_cast ? lp->bias_partial : nullptr,
+                          dout, N, OC, op_g, true, st);
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, w_t, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, gelu, aux, N, IC, OC, false,

@@ -90,14 +90,17 @@ __device__ __forceinline__ float quant_scale_resolve(const QuantScale &qs, quant
 }
 
 // Where a kernel that produces a tensor (rows, cols) also writes its codes, in the same pass as its
-// own output, instead of a cast reading that output back (llmc/layernorm.cuh's forward): q (rows,
-// cols) and/or qt (cols, rows) (NULL: not written), Q(x * *scale) with a scale that exists before
-// the tensor does (delayed scaling), and amax (NULL: none) accumulating max |x| like a cast's.
+// own output, instead of a cast reading that output back (llmc/layernorm.cuh's forward, llmc/
+// gelu.cuh's forward and backward): q (rows, cols) and/or qt (cols, rows) (NULL: not written),
+// Q(x * *scale) with a scale that exists before the tensor does (delayed scaling), amax (NULL:
+// none) accumulating max |x| like a cast's, and colsum (NULL: none; only the producers built on
+// quant_transpose_kernel write it) its column sums by tile row, as that kernel's.
 typedef struct {
     uint8_t *q, *qt;
     float *scale;
     float *amax;
     quant_target target;
+    float *colsum;
 } QuantCodesOut;
 
 // Bits of |x|, ordered like the values (and NaN above Inf).
@@ -207,13 +210,16 @@ __global__ void quant_amax_kernel(float *amax, const Tin *__restrict__ in, size_
     quant_block_amax(amax, bits);
 }
 
-// The elementwise op of quant_transpose_kernel by default: none.
+// The elementwise op of quant_transpose_kernel by default: none. An op is v = op(x, x2), with x2 the
+// element of the kernel's second input where Op::binary (0 otherwise, and the input not read).
 struct QuantIdentity {
-    __device__ __forceinline__ float operator()(float x) const { return x; }
+    static constexpr bool binary = false;
+    __device__ __forceinline__ float operator()(float x, float) const { return x; }
 };
 
-// Fused quantize and transpose of v = op(x), x (rows, cols) row-major (op: QuantIdentity, v = x,
-// or an elementwise function whose results are bf16 values, such as llmc/gelu.cuh's forward):
+// Fused quantize and transpose of v = op(x, x2), x (rows, cols) row-major and x2 (rows, cols) bf16
+// the op's second input (Op::binary; else unused) (op: QuantIdentity, v = x, or an elementwise
+// function whose results are bf16 values, such as llmc/gelu.cuh's forward and backward):
 //   y  (rows, cols) row-major bf16: y[r * cols + c] = v[r, c]          (optional, may be NULL)
 //   q  (rows, cols) row-major: q[r * cols + c]  = Q(v[r, c] * scale)   (optional, may be NULL)
 //   qt (cols, rows) row-major: qt[c * rows + r] = the same byte          (optional, may be NULL)
@@ -241,25 +247,29 @@ __host__ __device__ __forceinline__ int quant_tile_col(int r, int c) { return ((
 template <typename Tin, typename Op>
 __global__ void __launch_bounds__(QUANT_TILE_THREADS)
 quant_transpose_kernel(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, float *colsum, const Tin *__restrict__ x,
-                       int rows, int cols, QuantScale scale, quant_target target, Op op) {
+                       const __nv_bfloat16 *__restrict__ x2, int rows, int cols, QuantScale scale,
+                       quant_target target, Op op) {
     constexpr int GROUPS = QUANT_TILE * QUANT_TILE / 8;
     __shared__ __align__(8) uint8_t tile[QUANT_TILE][QUANT_TILE];  // swizzled: quant_tile_col
     __shared__ float warp_colsum[QUANT_TILE_THREADS / 32][QUANT_TILE];
     const float s = quant_scale_resolve(scale, target);
     const int row0 = blockIdx.y * QUANT_TILE, col0 = blockIdx.x * QUANT_TILE;
     const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8)) &&
-                             (y == nullptr || quant_aligned(y, 16));
+                             (y == nullptr || quant_aligned(y, 16)) && (!Op::binary || quant_aligned(x2, 16));
     unsigned int bits = 0;
     float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // this thread's rows of its 8 columns
     // Pass 1: the thread's groups threadIdx.x + 256 u. Their 16-byte loads are all issued before
     // the first is converted, so that they are in flight together (one at a time, a block would
     // wait for memory twice before its barrier).
     constexpr int PER_THREAD = GROUPS / QUANT_TILE_THREADS;
-    float v[PER_THREAD][8];
+    float v[PER_THREAD][8], v2[Op::binary ? PER_THREAD : 1][8];
 #pragma unroll
     for (int u = 0; u < PER_THREAD; u++) {
         const int g = threadIdx.x + u * QUANT_TILE_THREADS, row = row0 + g / 8, col = col0 + g % 8 * 8;
-        if (row < rows && vector_rows && col + 8 <= cols) quant_load8(v[u], x + (size_t)row * cols + col);
+        if (row < rows && vector_rows && col + 8 <= cols) {
+            quant_load8(v[u], x + (size_t)row * cols + col);
+            if constexpr (Op::binary) quant_load8(v2[u], x2 + (size_t)row * cols + col);
+        }
     }
 #pragma unroll
     for (int u = 0; u < PER_THREAD; u++) {
@@ -272,7 +282,7 @@ quant_transpose_kernel(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, f
             __align__(16) __nv_bfloat16 out[8];
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                const float e = op(v[u][k]);
+                const float e = op(v[u][k], Op::binary ? v2[u][k] : 0.0f);
                 out[k] = __float2bfloat16_rn(e);
                 b[k] = quant_to_byte(e, s, target);
                 bits = max(bits, quant_abs_bits(e));
@@ -285,7 +295,7 @@ quant_transpose_kernel(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, f
             for (int k = 0; k < 8; k++) {
                 b[k] = 0;
                 if (col + k >= cols) continue;
-                const float e = op(quant_load(x[at + k]));
+                const float e = op(quant_load(x[at + k]), Op::binary ? quant_load(x2[at + k]) : 0.0f);
                 b[k] = quant_to_byte(e, s, target);
                 bits = max(bits, quant_abs_bits(e));
                 sum[k] += e;
@@ -448,17 +458,19 @@ static inline void quant_amax_gpu(float *amax, const Tin *in, size_t n, cudaStre
 // Rows of the column sums quant_transpose_gpu writes for `rows` rows (one per tile row).
 static inline int quant_colsum_rows(int rows) { return (rows + QUANT_TILE - 1) / QUANT_TILE; }
 
-// quant_transpose_kernel with an elementwise op (see there); y (may be NULL): op's output in bf16.
+// quant_transpose_kernel with an elementwise op (see there); y (may be NULL): op's output in bf16;
+// x2: op's second input (Op::binary; else NULL).
 template <typename Tin, typename Op>
 static inline void quant_op_transpose_gpu(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, float *colsum,
-                                          const Tin *x, int rows, int cols, QuantScale scale, quant_target target,
-                                          Op op, cudaStream_t stream) {
+                                          const Tin *x, const __nv_bfloat16 *x2, int rows, int cols, QuantScale scale,
+                                          quant_target target, Op op, cudaStream_t stream) {
+    if (Op::binary != (x2 != nullptr)) die("quant_op_transpose_gpu: the op's second input is %s", x2 ? "unused" : "missing");
     if (rows <= 0 || cols <= 0) die("quant_transpose_gpu: bad shape %d x %d", rows, cols);
     const int tiles_y = quant_colsum_rows(rows);
     if (tiles_y > 65535) die("quant_transpose_gpu: %d rows exceed the grid limit of %d", rows, 65535 * QUANT_TILE);
     dim3 grid((cols + QUANT_TILE - 1) / QUANT_TILE, tiles_y);
     LLMC_LAUNCH(grid, QUANT_TILE_THREADS, 0, stream, quant_transpose_kernel<Tin, Op>)(
-        y, q, qt, amax, colsum, x, rows, cols, scale, target, op);
+        y, q, qt, amax, colsum, x, x2, rows, cols, scale, target, op);
     quant_cuda_check(cudaGetLastError());
 }
 
@@ -466,8 +478,8 @@ static inline void quant_op_transpose_gpu(__nv_bfloat16 *y, uint8_t *q, uint8_t 
 template <typename Tin>
 static inline void quant_transpose_gpu(uint8_t *q, uint8_t *qt, float *amax, float *colsum, const Tin *x, int rows,
                                        int cols, QuantScale scale, quant_target target, cudaStream_t stream) {
-    quant_op_transpose_gpu((__nv_bfloat16 *)nullptr, q, qt, amax, colsum, x, rows, cols, scale, target,
-                           QuantIdentity{}, stream);
+    quant_op_transpose_gpu((__nv_bfloat16 *)nullptr, q, qt, amax, colsum, x, (const __nv_bfloat16 *)nullptr, rows,
+                           cols, scale, target, QuantIdentity{}, stream);
 }
 
 template <typename Tin>

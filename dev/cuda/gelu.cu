@@ -1,6 +1,6 @@
 // Harness of llmc/gelu.cuh: GELU forward and backward against train_gpt.c's formulas on the same
-// bf16 inputs; the forward writing FP8 codes of its output byte for byte as the cast of its bf16
-// output; then timing at the size of GPT-2 d12's MLP (B=8, T=1024, 4C=3072).
+// bf16 inputs; the forward and the backward writing FP8 codes of their outputs byte for byte as the
+// cast of their bf16 outputs; then timing at the size of GPT-2 d12's MLP (B=8, T=1024, 4C=3072).
 // The inputs span [-6, 6]: test_gptcu's tiny model feeds the GELU values so small that a wrong
 // constant in the cubic term of the derivative stays inside its gradient tolerances.
 // STATUS: ran and passed on an H100 at commit ad0f582 and an H200 at c95ef56 (dev/gpu_report.md).
@@ -13,9 +13,9 @@
 
 // The forward with FP8 codes (gelu_forward_codes, the trainer's FP8 training step with delayed
 // scaling) of x (rows, cols), with and without its bf16 output, against gelu_forward's output cast
-// by quant_transpose_gpu with the same scale: y, q, qt and amax byte for byte. The outputs are
-// filled with a byte pattern first, so that a skipped element shows. Returns the time of both ways
-// (ms, median of 51) when timing.
+// by quant_transpose_gpu with the same scale: y, q, qt and amax byte for byte; and the backward's
+// codes (gelu_backward_codes) likewise. The outputs are filled with a byte pattern first, so that a
+// skipped element shows. With timing, both ways are timed (median of 51).
 static void check_codes(const bf16 *d_x, int rows, int cols, bool timing) {
     const size_t n = (size_t)rows * cols;
     bf16 *d_y = device_alloc<bf16>(n), *d_y2 = device_alloc<bf16>(n);
@@ -42,6 +42,40 @@ static void check_codes(const bf16 *d_x, int rows, int cols, bool timing) {
                  "bf16 out too" : "codes only", rows, cols);
         expect_true(out_ok && to_host(d_q2, n) == q && to_host(d_qt2, n) == qt && to_host(d_s + 2, 1)[0] == amax, what);
     }
+    // The backward: codes (E5M2, the gradient's format), transposed codes, amax and the bias
+    // gradient's column sums of d * gelu'(x), against gelu_backward_inplace's bf16 result cast with
+    // its column sums; d itself must be left as it was.
+    const size_t tiles = (size_t)quant_colsum_rows(rows) * cols;
+    const std::vector<bf16> d = floats_to_bf16(random_bf16_values(n, 23, -1, 1));
+    bf16 *d_d = device_alloc<bf16>(n), *d_dx = device_alloc<bf16>(n);
+    float *d_sum = device_alloc<float>(tiles), *d_sum2 = device_alloc<float>(tiles);
+    to_device(d_d, d), to_device(d_dx, d);
+    gelu_backward_inplace(d_dx, d_x, (int64_t)n, 0);
+    cuda_check(cudaMemset(d_s + 1, 0, sizeof(float)));
+    quant_transpose_gpu(d_q, d_qt, d_s + 1, d_sum, d_dx, rows, cols, quant_scale_given(d_s), QUANT_TO_E5M2, 0);
+    cuda_check(cudaMemset(d_q2, 0xA5, n)), cuda_check(cudaMemset(d_qt2, 0x5A, n));
+    cuda_check(cudaMemset(d_sum2, 0xFF, tiles * sizeof(float))), cuda_check(cudaMemset(d_s + 2, 0, sizeof(float)));
+    gelu_backward_codes(QuantCodesOut{d_q2, d_qt2, d_s, d_s + 2, QUANT_TO_E5M2, d_sum2}, d_d, d_x, rows, cols, 0);
+    const std::vector<bf16> d_after = to_host(d_d, n);
+    char what[128];
+    snprintf(what, sizeof(what), "backward with FP8 codes %d x %d: the cast's q, q^T, amax, column sums", rows, cols);
+    expect_true(to_host(d_q2, n) == to_host(d_q, n) && to_host(d_qt2, n) == to_host(d_qt, n) &&
+                    to_host(d_s + 2, 1)[0] == to_host(d_s + 1, 1)[0] &&
+                    !memcmp(to_host(d_sum2, tiles).data(), to_host(d_sum, tiles).data(), tiles * sizeof(float)) &&
+                    !memcmp(d_after.data(), d.data(), n * sizeof(bf16)),
+                what);
+    if (timing) {
+        const float split = time_median_ms([&] {
+            gelu_backward_inplace(d_dx, d_x, (int64_t)n, 0);
+            quant_transpose_gpu(d_q, d_qt, d_s + 1, d_sum, d_dx, rows, cols, quant_scale_given(d_s), QUANT_TO_E5M2,
+                                0); }, 5, 51, 0);
+        const float one = time_median_ms([&] {
+            gelu_backward_codes(QuantCodesOut{d_q, d_qt, d_s, d_s + 2, QUANT_TO_E5M2, d_sum}, d_d, d_x, rows, cols,
+                                0); }, 5, 51, 0);
+        printf("time %d x %d, backward as FP8 codes (q, q^T, amax, column sums): backward + quantize-and-transpose "
+               "%.3f ms, backward writing the codes %.3f ms (%.2fx)\n", rows, cols, split, one, split / one);
+    }
+    cuda_check(cudaFree(d_d)); cuda_check(cudaFree(d_dx)); cuda_check(cudaFree(d_sum)); cuda_check(cudaFree(d_sum2));
     if (timing) {
         const float split = time_median_ms([&] {
             gelu_forward(d_y, d_x, (int64_t)n, 0);

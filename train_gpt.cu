@@ -1052,8 +1052,10 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         const bool dgelu_codes = !fused_dgelu && !g->separate_casts && lowp_gradient_producer_codes_available(lp, N);
         if (!fused_dgelu) {
             mark(g, PROF_GELU);
-            if (dgelu_codes) gelu_backward_codes(lowp_gradient_producer_codes(lp, l, LINEAR_FC), dfch, a->fch, N, 4 * C, st);
-            else gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
+            if (dgelu_codes)
+                gelu_backward_codes(lowp_gradient_producer_codes(lp, l, LINEAR_FC), dfch, a->fch, N, 4 * C, st);
+            else
+                gelu_backward_inplace(dfch, a->fch, (int64_t)N * 4 * C, st);
         }
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_FCW, l), grad_ptr(g, PT_FCB, l), cs,
                              dgelu_codes ? nullptr : dfch, a->ln2, a->ln2_t, param_ptr(g, PT_FCW, l), nullptr, N, C,

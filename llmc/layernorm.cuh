@@ -85,6 +85,13 @@ __device__ __forceinline__ void layernorm_forward_row(bf16 *residual_out, float 
 // Rows of a forward CTA: one per warp.
 #define LAYERNORM_FORWARD_ROWS 8
 
+// Byte j of each of four words, packed in their order (w0's in the low byte): of four rows of a
+// byte matrix (4 columns each), column j.
+__device__ __forceinline__ uint32_t byte_column(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, int j) {
+    const uint32_t pick = j | (j + 4) << 4;  // __byte_perm's selector: byte j of x, then byte j of y
+    return __byte_perm(__byte_perm(w0, w1, pick), __byte_perm(w2, w3, pick), 0x5410);
+}
+
 __global__ void __launch_bounds__(32 * LAYERNORM_FORWARD_ROWS)
 layernorm_forward_kernel(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a, const bf16 *b,
                          const bf16 *w, const bf16 *bias, int N, int C) {
@@ -138,9 +145,8 @@ layernorm_forward_codes_kernel(bf16 *residual_out, bf16 *out, float *mean, float
             word[i] = i < rows ? reinterpret_cast<const uint32_t *>(tile + (size_t)i * C)[k] : 0u;
 #pragma unroll
         for (int j = 0; j < 4; j++) {  // channel 4k + j: byte j of each row's word
-            const uint32_t pick = j | (j + 4) << 4;  // __byte_perm: byte j of x, then byte j of y
-            const uint32_t lo = __byte_perm(__byte_perm(word[0], word[1], pick), __byte_perm(word[2], word[3], pick), 0x5410);
-            const uint32_t hi = __byte_perm(__byte_perm(word[4], word[5], pick), __byte_perm(word[6], word[7], pick), 0x5410);
+            const uint32_t lo = byte_column(word[0], word[1], word[2], word[3], j);
+            const uint32_t hi = byte_column(word[4], word[5], word[6], word[7], j);
             uint8_t *dst = codes.qt + (int64_t)(4 * k + j) * N + row0;
             if (vector) {
                 *reinterpret_cast<uint2 *>(dst) = make_uint2(lo, hi);
@@ -161,7 +167,8 @@ static inline void layernorm_launch(bf16 *residual_out, bf16 *out, float *mean, 
         LLMC_LAUNCH(grid, block, (size_t)LAYERNORM_FORWARD_ROWS * C, stream, layernorm_forward_codes_kernel)(
             residual_out, out, mean, rstd, a, b, w, bias, N, C, codes);
     else
-        LLMC_LAUNCH(grid, block, 0, stream, layernorm_forward_kernel)(residual_out, out, mean, rstd, a, b, w, bias, N, C);
+        LLMC_LAUNCH(grid, block, 0, stream, layernorm_forward_kernel)(residual_out, out, mean, rstd, a, b, w, bias, N,
+                                                                      C);
     kernelCheck();
 }
 

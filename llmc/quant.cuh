@@ -464,7 +464,8 @@ template <typename Tin, typename Op>
 static inline void quant_op_transpose_gpu(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, float *colsum,
                                           const Tin *x, const __nv_bfloat16 *x2, int rows, int cols, QuantScale scale,
                                           quant_target target, Op op, cudaStream_t stream) {
-    if (Op::binary != (x2 != nullptr)) die("quant_op_transpose_gpu: the op's second input is %s", x2 ? "unused" : "missing");
+    if (Op::binary != (x2 != nullptr))
+        die("quant_op_transpose_gpu: the op's second input is %s", x2 ? "unused" : "missing");
     if (rows <= 0 || cols <= 0) die("quant_transpose_gpu: bad shape %d x %d", rows, cols);
     const int tiles_y = quant_colsum_rows(rows);
     if (tiles_y > 65535) die("quant_transpose_gpu: %d rows exceed the grid limit of %d", rows, 65535 * QUANT_TILE);

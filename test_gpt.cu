@@ -11,8 +11,8 @@
 //         operands (also the FP8 weight gradient);
 //      b. the whole model: one training step against the CPU twin (train_gpt.c's emulation of the
 //         same precision), then a second step's loss; determinism; delayed scaling (fp8);
-//      e. FP8 with delayed scaling: the LayerNorms and the GELU writing the linears' codes give the
-//         bits of separate casts of their outputs over 6 steps.
+//      e. FP8 with delayed scaling: the LayerNorms, the GELU and (d12) the attention's backward
+//         writing the linears' codes give the bits of separate casts of their outputs over 6 steps.
 //   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list
 //      and a --mem-budget plan give bit-identical losses, gradients and weights to keeping
 //      everything over 5 steps (bf16 with the default --gelu-fusion 1, also with 2 at the levels that
@@ -583,10 +583,11 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
 
 // 6e. The producers' codes. In an FP8 training step with delayed scaling past its first micro-step
 // the LayerNorms and the GELU write the block linears' FP8 operands themselves (train_gpt.cu's
-// producer_output, and the GELU's backward the fc layer's gradient with FP8 weight gradients);
-// with separate casts of their bf16 outputs instead (GPUModelOptions.separate_casts) 6 steps must
-// give identical losses, weights, master weights and moments; with FP8 weight gradients too
-// where cuBLASLt takes them (B*T a multiple of 16: small and d12, not tiny).
+// producer_output; with FP8 weight gradients also the GELU's backward the fc layer's gradient and,
+// where T % 64 == 0, the attention's backward the qkv layer's); with separate casts of their bf16
+// outputs instead (GPUModelOptions.separate_casts) 6 steps must give identical losses, weights,
+// master weights and moments; with FP8 weight gradients too where cuBLASLt takes them (B*T a
+// multiple of 16: d12, not tiny or small).
 static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
     for (int wgrad = 0; wgrad <= (tc.B * tc.T % 16 == 0); wgrad++) {
         Snapshot snap[2];

@@ -615,9 +615,10 @@ enum GeluFusion { GELU_UNFUSED, GELU_FUSED_BACKWARD, GELU_FUSED_BOTH };
 // --attention, the L layers' recompute
 // policies (NULL: keep everything), the rows of the output head at once (llmc/trainer.h; 0: all
 // B*T), the ZeRO stage over host's ranks (host NULL: one process) and --profile.
-// separate_casts (test_gpt.cu only): FP8 with delayed scaling casts the LayerNorms' and the GELU's
-// bf16 outputs in passes of their own, as current scaling must, instead of having those kernels
-// write the codes (producer_output): the same bits, which test_gptcu checks.
+// separate_casts (test_gpt.cu only): FP8 with delayed scaling casts the LayerNorms', the GELU's
+// and the attention backward's bf16 outputs in passes of their own, as current scaling must,
+// instead of having those kernels write the codes (producer_output): the same bits, which
+// test_gptcu checks.
 typedef struct {
     matmul_precision precision;
     int fp8_wgrad, fp8_fast_accum, amax_history, gelu_fusion, attention, separate_casts;
@@ -1067,11 +1068,16 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_ATTPROJW, l), grad_ptr(g, PT_ATTPROJB, l), cs,
                              g->dresidual, a->atty, a->atty_t, param_ptr(g, PT_ATTPROJW, l), nullptr, N, C, C, l,
                              LINEAR_ATTPROJ, acc, st);
+        // The same for the qkv layer's gradient, from the attention backward (whose CTAs must cover
+        // whole 64-row tiles of it: T % 64 == 0).
+        const bool dqkv_codes = !g->separate_casts && T % 64 == 0 && lowp_gradient_producer_codes_available(lp, N);
         mark(g, PROF_ATTENTION_BACKWARD);
         (g->attention == ATTENTION_WGMMA ? attention_backward_wgmma : attention_backward)(
-            dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st);
-        lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs, dqkv, a->ln1,
-                             a->ln1_t, param_ptr(g, PT_QKVW, l), nullptr, N, C, 3 * C, l, LINEAR_QKV, acc, st);
+            dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st,
+            dqkv_codes ? lowp_gradient_producer_codes(lp, l, LINEAR_QKV) : QuantCodesOut{});
+        lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs,
+                             dqkv_codes ? nullptr : dqkv, a->ln1, a->ln1_t, param_ptr(g, PT_QKVW, l), nullptr, N, C,
+                             3 * C, l, LINEAR_QKV, acc, st);
         mark(g, PROF_LAYERNORM);
         layernorm_backward(g->dresidual, grad_ptr(g, PT_LN1W, l), grad_ptr(g, PT_LN1B, l), cs, g->dbtc, residual,
                            param_ptr(g, PT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, acc, st);

@@ -16,6 +16,8 @@
 // checks it against an fp64 CPU reference and for bit-reproducibility (memcheck and racecheck
 // clean), and times it: correct, 0.65x the speed of PyTorch's SDPA at T 1024 HS 64 (forward +
 // backward, H200). The harness's small cases also pass in the CPU emulator of dev/emu (t_44).
+// The backward writing dqkv's FP8 codes instead of dqkv (attention_backward's codes, 2026-11-28)
+// has NOT RUN on a GPU: in the emulator the harness gives the cast's bytes (mma.sync and wgmma).
 //
 // Layouts (all row-major, C = NH * HS):
 //   qkv   bf16 (B, T, 3, NH, HS)  the fused qkv matmul output: each token's 3C channels are
@@ -45,7 +47,9 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 #include <string.h>
+#include <type_traits>
 #include "launch.cuh"
+#include "quant.cuh"
 #include "utils.h"
 #include "wgmma.cuh"
 
@@ -644,6 +648,11 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
 }
 
 // ---------------------------------------------------------------------------------------------
+// The backward kernels' last argument: where they write dqkv's FP8 codes instead of dqkv (CODES;
+// attention_backward), or nothing, so that the kernels without codes keep their code.
+struct NoCodes {};
+template <bool CODES> using CodesArg = typename std::conditional<CODES, QuantCodesOut, NoCodes>::type;
+
 // Backward, step 1: delta = rowsum(dO * O), one warp per (b, t, h) row, fixed shuffle order.
 
 template <int HS>
@@ -801,11 +810,11 @@ __device__ __forceinline__ void ds_rows(float (*dp)[4], const float (*p)[4], con
 // Shared with dev/test/cuda_host/kernel_indexing.cu, which checks it on the host.
 __host__ __device__ constexpr int kv_first_query_tile(int kb, int BQ) { return kb * ROWS_PER_CTA / BQ; }
 
-template <int HS, int MIN_CTAS, int BS>
+template <int HS, int MIN_CTAS, int BS, bool CODES>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
-                             const float *__restrict__ delta, int T, int NH, float scale) {
+                             const float *__restrict__ delta, int T, int NH, float scale, CodesArg<CODES> codes) {
     constexpr int BQ = BS, LD = ld<HS>();
     LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem);
@@ -878,9 +887,20 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dk, &af, q_tile, lane);
     });
 
-    __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
-    store_rows<HS>(dk_head, row_stride, k0 + 16 * warp, T, dk, scale, scale, lane);
-    store_rows<HS>(dk_head + C, row_stride, k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
+    if constexpr (CODES) {  // dK and dV as bf16 rows in the K and V tiles (each warp reads only its own)
+        store_rows<HS>(sK, LD, 16 * warp, ROWS_PER_CTA, dk, scale, scale, lane);
+        store_rows<HS>(sV, LD, 16 * warp, ROWS_PER_CTA, dv, 1.0f, 1.0f, lane);
+        __syncthreads();
+        const int N = gridDim.x / NH * T;
+        unsigned int bits = quant_tile_codes<HS, NTHREADS>(sK, LD, ROWS_PER_CTA, codes, b * T + k0, C + h * HS, N, 3 * C);
+        bits = max(bits, quant_tile_codes<HS, NTHREADS>(sV, LD, ROWS_PER_CTA, codes, b * T + k0, 2 * C + h * HS, N,
+                                                        3 * C));
+        quant_block_amax(codes.amax, bits);
+    } else {
+        __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
+        store_rows<HS>(dk_head, row_stride, k0 + 16 * warp, T, dk, scale, scale, lane);
+        store_rows<HS>(dk_head + C, row_stride, k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -891,11 +911,11 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 // dQ += dS K  (scaled by s at the end).
 // Shared: Q, dO [64][HS+8] (read once into registers), K, V [2][BK][HS+8] streamed.
 
-template <int HS, int MIN_CTAS, int BS>
+template <int HS, int MIN_CTAS, int BS, bool CODES>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
-                             const float *__restrict__ delta, int T, int NH, float scale) {
+                             const float *__restrict__ delta, int T, int NH, float scale, CodesArg<CODES> codes) {
     constexpr int BK = BS, LD = ld<HS>();
     LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
@@ -961,8 +981,15 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         mma_a_regs_b_rows_k<HS, BK, HS, 1>(&dq, &af, k_tile, lane);
     });
 
-    __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
-    store_rows<HS>(dq_head, row_stride, q0 + 16 * warp, T, dq, scale, scale, lane);
+    if constexpr (CODES) {  // dQ as bf16 rows in the Q tile (read into registers before the loop)
+        store_rows<HS>(sQ, LD, 16 * warp, ROWS_PER_CTA, dq, scale, scale, lane);
+        __syncthreads();
+        quant_block_amax(codes.amax, quant_tile_codes<HS, NTHREADS>(sQ, LD, ROWS_PER_CTA, codes, b * T + q0, h * HS,
+                                                                    gridDim.x / NH * T, 3 * C));
+    } else {
+        __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
+        store_rows<HS>(dq_head, row_stride, q0 + 16 * warp, T, dq, scale, scale, lane);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1021,11 +1048,11 @@ template <int HS, int WG> struct Tiles {
 };
 }  // namespace bwd_wgmma
 
-template <int HS, int WG>
+template <int HS, int WG, bool CODES>
 __global__ void __launch_bounds__(bwd_wgmma::cta_threads<WG>(), 2 / WG)
 attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                                    const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
-                                   const float *__restrict__ delta, int T, int NH, float scale) {
+                                   const float *__restrict__ delta, int T, int NH, float scale, CodesArg<CODES> codes) {
     using namespace bwd_wgmma;
     static_assert(HS == 64, "registers: dK, dV, S^T, dP^T accumulators are 4 x HS / 2 floats per thread");
     constexpr int THREADS = cta_threads<WG>(), ROWS = resident_rows<WG>();
@@ -1124,16 +1151,30 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         wgmma::hold_registers<HS / 8>(dk);
     }
 
-    __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
-    store_rows<HS>(dk_head, row_stride, wg_k0 + 16 * warp, T, dk, scale, scale, lane);
-    store_rows<HS>(dk_head + C, row_stride, wg_k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
+    if constexpr (CODES) {  // dK, dV as bf16 rows [ROWS][HS + 8] from the tiles' start, once every
+        __syncthreads();    // warpgroup is done with them
+        const int valid = min(ROWS, T - k0), LDS = HS + 8;
+        __nv_bfloat16 *stage_k = sK, *stage_v = sK + ROWS * LDS;
+        store_rows<HS>(stage_k, LDS, 64 * wg + 16 * warp, valid, dk, scale, scale, lane);
+        store_rows<HS>(stage_v, LDS, 64 * wg + 16 * warp, valid, dv, 1.0f, 1.0f, lane);
+        __syncthreads();
+        const int N = gridDim.x / NH * T;
+        unsigned int bits = quant_tile_codes<HS, THREADS>(stage_k, LDS, valid, codes, b * T + k0, C + h * HS, N, 3 * C);
+        bits = max(bits, quant_tile_codes<HS, THREADS>(stage_v, LDS, valid, codes, b * T + k0, 2 * C + h * HS, N,
+                                                       3 * C));
+        quant_block_amax(codes.amax, bits);
+    } else {
+        __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
+        store_rows<HS>(dk_head, row_stride, wg_k0 + 16 * warp, T, dk, scale, scale, lane);
+        store_rows<HS>(dk_head + C, row_stride, wg_k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
+    }
 }
 
-template <int HS, int WG>
+template <int HS, int WG, bool CODES>
 __global__ void __launch_bounds__(bwd_wgmma::cta_threads<WG>(), 2 / WG)
 attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                                    const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
-                                   const float *__restrict__ delta, int T, int NH, float scale) {
+                                   const float *__restrict__ delta, int T, int NH, float scale, CodesArg<CODES> codes) {
     using namespace bwd_wgmma;
     static_assert(HS == 64, "registers: dQ, S, dP accumulators");
     constexpr int THREADS = cta_threads<WG>(), ROWS = resident_rows<WG>();
@@ -1205,8 +1246,17 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         wgmma::hold_registers<HS / 8>(dq);
     });
 
-    __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
-    store_rows<HS>(dq_head, row_stride, wg_q0 + 16 * warp, T, dq, scale, scale, lane);
+    if constexpr (CODES) {  // dQ as bf16 rows [ROWS][HS + 8] from the tiles' start (see the dK/dV kernel)
+        __syncthreads();
+        const int valid = min(ROWS, T - q0), LDS = HS + 8;
+        store_rows<HS>(sQ, LDS, 64 * wg + 16 * warp, valid, dq, scale, scale, lane);
+        __syncthreads();
+        quant_block_amax(codes.amax, quant_tile_codes<HS, THREADS>(sQ, LDS, valid, codes, b * T + q0, h * HS,
+                                                                   gridDim.x / NH * T, 3 * C));
+    } else {
+        __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
+        store_rows<HS>(dq_head, row_stride, wg_q0 + 16 * warp, T, dq, scale, scale, lane);
+    }
 }
 
 // Writes 1 where the kernels above were built with wgmma (sm_90a), 0 where they compile to nothing.
@@ -1274,69 +1324,87 @@ static inline float *backward_delta(void *scratch, const __nv_bfloat16 *dout, co
 }
 
 // The backward's two main kernels, each launched on its own (dev/cuda/attention.cu times them
-// apart), after backward_delta: dK and dV, then dQ. Each writes only its own part of dqkv.
+// apart), after backward_delta: dK and dV, then dQ. Each writes only its own part of dqkv, or
+// with codes (codes.q set) of its FP8 codes (attention_backward).
+template <typename Kernel, typename KernelCodes>
+static inline void launch_backward(Kernel kernel, KernelCodes kernel_codes, dim3 grid, int threads, size_t smem,
+                                   __nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
+                                   const float *lse, const float *delta, int T, int NH, float scale,
+                                   const QuantCodesOut &codes, cudaStream_t stream) {
+    if (codes.q) {
+        launch_config(kernel_codes, smem);
+        LLMC_LAUNCH(grid, threads, smem, stream, kernel_codes)(dqkv, dout, qkv, lse, delta, T, NH, scale, codes);
+    } else {
+        launch_config(kernel, smem);
+        LLMC_LAUNCH(grid, threads, smem, stream, kernel)(dqkv, dout, qkv, lse, delta, T, NH, scale, NoCodes{});
+    }
+    attention_cuda_check(cudaGetLastError());
+}
 template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
 static inline void backward_kv_wgmma_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
                                         const float *lse, const float *delta, int B, int T, int NH,
-                                        cudaStream_t stream) {
-    constexpr int ROWS = bwd_wgmma::resident_rows<WG>(), THREADS = bwd_wgmma::cta_threads<WG>();
-    const dim3 grid(B * NH, (T + ROWS - 1) / ROWS);
-    const size_t smem = bwd_wgmma::smem_bytes<HS, WG>();
-    launch_config(attention_backward_kv_wgmma_kernel<HS, WG>, smem);
-    LLMC_LAUNCH(grid, THREADS, smem, stream, attention_backward_kv_wgmma_kernel<HS, WG>)(dqkv, dout, qkv, lse, delta, T,
-                                                                                NH, 1.0f / sqrtf((float)HS));
-    attention_cuda_check(cudaGetLastError());
+                                        cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
+    constexpr int ROWS = bwd_wgmma::resident_rows<WG>();
+    launch_backward(attention_backward_kv_wgmma_kernel<HS, WG, false>, attention_backward_kv_wgmma_kernel<HS, WG, true>,
+                    dim3(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), bwd_wgmma::smem_bytes<HS, WG>(),
+                    dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
 }
 template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
 static inline void backward_dq_wgmma_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
                                         const float *lse, const float *delta, int B, int T, int NH,
-                                        cudaStream_t stream) {
-    constexpr int ROWS = bwd_wgmma::resident_rows<WG>(), THREADS = bwd_wgmma::cta_threads<WG>();
-    const dim3 grid(B * NH, (T + ROWS - 1) / ROWS);
-    const size_t smem = bwd_wgmma::smem_bytes<HS, WG>();
-    launch_config(attention_backward_dq_wgmma_kernel<HS, WG>, smem);
-    LLMC_LAUNCH(grid, THREADS, smem, stream, attention_backward_dq_wgmma_kernel<HS, WG>)(dqkv, dout, qkv, lse, delta, T,
-                                                                                NH, 1.0f / sqrtf((float)HS));
-    attention_cuda_check(cudaGetLastError());
+                                        cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
+    constexpr int ROWS = bwd_wgmma::resident_rows<WG>();
+    launch_backward(attention_backward_dq_wgmma_kernel<HS, WG, false>, attention_backward_dq_wgmma_kernel<HS, WG, true>,
+                    dim3(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), bwd_wgmma::smem_bytes<HS, WG>(),
+                    dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
 }
 template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
 static inline void backward_kv_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
-                                  const float *lse, const float *delta, int B, int T, int NH, cudaStream_t stream) {
-    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
-    const size_t smem = backward_smem_bytes<HS, BS>();
-    launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS>, smem);
-    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_backward_kv_kernel<HS, MIN_CTAS, BS>)(dqkv, dout, qkv, lse, delta, T,
-                                                                                      NH, 1.0f / sqrtf((float)HS));
-    attention_cuda_check(cudaGetLastError());
+                                  const float *lse, const float *delta, int B, int T, int NH,
+                                  cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
+    launch_backward(attention_backward_kv_kernel<HS, MIN_CTAS, BS, false>,
+                    attention_backward_kv_kernel<HS, MIN_CTAS, BS, true>,
+                    dim3(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA), NTHREADS, backward_smem_bytes<HS, BS>(),
+                    dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
 }
 template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
 static inline void backward_dq_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
-                                  const float *lse, const float *delta, int B, int T, int NH, cudaStream_t stream) {
-    const dim3 grid(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA);
-    const size_t smem = backward_smem_bytes<HS, BS>();
-    launch_config(attention_backward_dq_kernel<HS, MIN_CTAS, BS>, smem);
-    LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_backward_dq_kernel<HS, MIN_CTAS, BS>)(dqkv, dout, qkv, lse, delta, T,
-                                                                                    NH, 1.0f / sqrtf((float)HS));
-    attention_cuda_check(cudaGetLastError());
+                                  const float *lse, const float *delta, int B, int T, int NH,
+                                  cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
+    launch_backward(attention_backward_dq_kernel<HS, MIN_CTAS, BS, false>,
+                    attention_backward_dq_kernel<HS, MIN_CTAS, BS, true>,
+                    dim3(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA), NTHREADS, backward_smem_bytes<HS, BS>(),
+                    dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
 }
 
 template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
 static inline void backward_wgmma_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                      const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B, int T,
-                                     int NH, cudaStream_t stream) {
+                                     int NH, cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
     const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
-    backward_kv_wgmma_hs<HS, WG>(dqkv, dout, qkv, lse, delta, B, T, NH, stream);
-    backward_dq_wgmma_hs<HS, WG>(dqkv, dout, qkv, lse, delta, B, T, NH, stream);
+    backward_kv_wgmma_hs<HS, WG>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
+    backward_dq_wgmma_hs<HS, WG>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
 }
 
 // scratch: attention_backward_scratch_bytes, delta (B, NH, T) fp32.
 template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
 static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
-                               int B, int T, int NH, cudaStream_t stream) {
+                               int B, int T, int NH, cudaStream_t stream,
+                               const QuantCodesOut &codes = QuantCodesOut{}) {
     const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
-    backward_kv_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream);
-    backward_dq_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream);
+    backward_kv_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
+    backward_dq_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
+}
+
+// The output gradient's FP8 codes instead of dqkv (llmc/matmul_lowp.cuh's
+// lowp_gradient_producer_codes, for the qkv layer's backward): each backward CTA's rows are whole
+// 64-row tiles of the (B T, 3 C) gradient, which T % 64 == 0 makes so; every output is required.
+static inline void check_codes(const char *fn, int T, const QuantCodesOut &codes) {
+    if (!codes.q) return;
+    if (T % 64 != 0) die("%s: FP8 codes of dqkv need T %% 64 == 0 (T = %d)", fn, T);
+    if (!codes.qt || !codes.amax || !codes.colsum || !codes.scale)
+        die("%s: FP8 codes of dqkv are written with their transpose, amax and column sums", fn);
 }
 
 }  // namespace attention_detail
@@ -1390,13 +1458,15 @@ static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const
 // --attention wgmma; dev/cuda/attention.cu checks and times it.
 static inline void attention_backward_wgmma(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                             const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
-                                            int B, int T, int NH, int HS, cudaStream_t stream) {
+                                            int B, int T, int NH, int HS, cudaStream_t stream,
+                                            const QuantCodesOut &codes = QuantCodesOut{}) {
     const attention_detail::TensorArg args[] = {{dqkv, 4}, {scratch, 16}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
     attention_detail::check_args("attention_backward_wgmma", B, T, NH, HS, args, 6);
+    attention_detail::check_codes("attention_backward_wgmma", T, codes);
     if (HS != 64) die("attention_backward_wgmma: head size %d; only 64 so far", HS);
     if (!attention_wgmma_available())
         die("attention_backward_wgmma: needs a GPU of compute capability 9.0 and a build for sm_90a");
-    attention_detail::backward_wgmma_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+    attention_detail::backward_wgmma_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream, codes);
 }
 
 // Bytes of scratch that attention_backward needs: delta, one float per (b, h, t) row, whatever
@@ -1408,13 +1478,18 @@ static inline size_t attention_backward_scratch_bytes(int B, int T, int NH, int 
 // dqkv (B,T,3,NH,HS) bf16, fully overwritten, from dout (B,T,NH,HS) and the forward's qkv, out
 // and lse. scratch: attention_backward_scratch_bytes(B, T, NH, HS) bytes, 16-byte aligned.
 // Deterministic: the same inputs give the same bits on every run.
+// With codes (codes.q set; T % 64 == 0): instead of dqkv (not written), its FP8 codes as
+// quant_transpose_gpu would write them of dqkv with colsum (q, qt, amax, column sums; llmc/quant.cuh),
+// each CTA staging its bf16 rows in shared memory (quant_tile_codes). NOT RUN on a GPU (2026-11-28).
 static inline void attention_backward(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                       const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
-                                      int B, int T, int NH, int HS, cudaStream_t stream) {
+                                      int B, int T, int NH, int HS, cudaStream_t stream,
+                                      const QuantCodesOut &codes = QuantCodesOut{}) {
     const attention_detail::TensorArg args[] = {{dqkv, 4}, {scratch, 16}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
     attention_detail::check_args("attention_backward", B, T, NH, HS, args, 6);
-    if (HS == 64) attention_detail::backward_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
-    else attention_detail::backward_hs<128>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+    attention_detail::check_codes("attention_backward", T, codes);
+    if (HS == 64) attention_detail::backward_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream, codes);
+    else attention_detail::backward_hs<128>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream, codes);
 }
 
 #endif  // LLMC_ATTENTION_CUH

@@ -48,9 +48,10 @@
 // lowp_linear_forward), and so can the kernel that makes an output gradient (lowp_gradient_producer_
 // codes; dout NULL in lowp_linear_backward). train_gpt.cu has the LayerNorms do it for qkv and fc,
 // the GELU for the fc projection and, with FP8 weight gradients, the GELU's backward for fc's
-// gradient: with FP8 weight gradients (which keep the codes alone) 8 N C + 16 N C + 16 N C bytes a
-// layer less (each output's bf16 no longer written, then read back), at d48 B 4 about 12.6 GB of
-// traffic (~4 ms at 3 TB/s) and 192 launches a micro-step. NOT RUN on a GPU (2026-11-28).
+// gradient and the attention's backward for qkv's (T % 64 == 0): with FP8 weight gradients (which
+// keep the codes alone) 8 + 16 + 16 + 12 N C bytes a layer less (each output's bf16 no longer
+// written, then read back), at d48 B 4 about 16.4 GB of traffic (~5.5 ms at 3 TB/s) and 240
+// launches a micro-step. NOT RUN on a GPU (2026-11-28).
 // The weight's and the activation's scales of the forward are reused by the backward of the same
 // micro-step: the weight has not changed and the activation is the one the forward saw, so W^T
 // (kept from the forward's cast) and the activation's transposed copy (kept from the forward's

@@ -341,6 +341,60 @@ quant_transpose_kernel(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, f
     }
 }
 
+// The codes of a bf16 block that a kernel holds in shared memory (tile, row r at tile + r * ld; its
+// first `valid` rows, a multiple of 64): rows row0.. (row0 % 64 == 0) and columns col0..col0+W-1 of
+// a (rows, cols) tensor, written as quant_transpose_kernel writes the whole tensor: codes.q,
+// codes.qt, and codes.colsum[t][c] for its 64-row tiles t, each column summed in that kernel's
+// order (with s_i = (0 + x[i]) + x[i + 32] over the tile's rows i < 32, T_w = (s_4w + s_4w+1) +
+// (s_4w+2 + s_4w+3), the sum is (((0 + T_0) + T_1) + ...) + T_7), so that the bias gradient keeps
+// its bits. Returns the bits of this thread's max |x| for quant_block_amax, which the caller runs
+// once for all its blocks. NTHREADS threads of the CTA call it, after a barrier that published the
+// tile; it writes global memory only.
+template <int W, int NTHREADS>
+__device__ __forceinline__ unsigned int quant_tile_codes(const __nv_bfloat16 *tile, int ld, int valid,
+                                                         const QuantCodesOut &codes, int row0, int col0, int rows,
+                                                         int cols) {
+    static_assert(W % 8 == 0, "8 columns a thread");
+    const float s = *codes.scale;
+    unsigned int bits = 0;
+    for (int g = threadIdx.x; g < valid * (W / 8); g += NTHREADS) {  // q: 8 columns of a row
+        const int r = g / (W / 8), c = g % (W / 8) * 8;
+        uint8_t b[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float v = __bfloat162float(tile[r * ld + c + k]);
+            b[k] = quant_to_byte(v, s, codes.target);
+            bits = max(bits, quant_abs_bits(v));
+        }
+        quant_store8(codes.q + (size_t)(row0 + r) * cols + col0 + c, b);
+    }
+    for (int g = threadIdx.x; g < W * (valid / 8); g += NTHREADS) {  // qt: 8 rows of a column
+        const int c = g / (valid / 8), r = g % (valid / 8) * 8;
+        uint8_t b[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) b[k] = quant_to_byte(__bfloat162float(tile[(r + k) * ld + c]), s, codes.target);
+        quant_store8(codes.qt + (size_t)(col0 + c) * rows + row0 + r, b);
+    }
+    for (int g = threadIdx.x; g < (valid / 64) * W; g += NTHREADS) {  // column sums of a 64-row tile
+        const int t = g / W, c = g % W;
+        const __nv_bfloat16 *x = tile + t * 64 * ld + c;
+        float total = 0.0f;
+        for (int w = 0; w < 8; w++) {
+            float s4[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int r = 4 * w + i;
+                s4[i] = 0.0f;
+                s4[i] += __bfloat162float(x[r * ld]);
+                s4[i] += __bfloat162float(x[(r + 32) * ld]);
+            }
+            total += (s4[0] + s4[1]) + (s4[2] + s4[3]);
+        }
+        codes.colsum[(size_t)(row0 / 64 + t) * cols + col0 + c] = total;
+    }
+    return bits;
+}
+
 // Row-wise int8 of x (rows, cols) row-major: one block per row; the block reduces the row's amax,
 // every thread computes the same scale, then quantizes its strided share of the row. Both passes
 // go 8 elements at a time over the part of the row whose pointers are aligned for it, and one

@@ -481,6 +481,42 @@ static Buffers case_inputs(const Case &c, std::vector<bf16> &qkv, std::vector<bf
     return d;
 }
 
+// The backward writing dqkv's FP8 codes instead of dqkv (attention_backward's codes, the trainer's
+// FP8 step with FP8 weight gradients; T % 64 == 0): q, q^T, amax and the column sums byte for byte
+// as quant_transpose_gpu makes them of the same backward's bf16 dqkv, from the out and lse in d;
+// the outputs filled with a byte pattern first. wgmma: attention_backward_wgmma (HS 64).
+static bool check_codes(const Buffers &d, const Shape &sh, bool wgmma) {
+    const int N = sh.B * sh.T, cols = 3 * sh.NH * sh.HS;
+    const size_t n = (size_t)N * cols, sums = (size_t)quant_colsum_rows(N) * cols;
+    auto backward = [&](const QuantCodesOut &codes) {
+        if (wgmma)
+            attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0, codes);
+        else
+            attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0, codes);
+    };
+    uint8_t *q[2], *qt[2];
+    float *sum[2];
+    for (int k = 0; k < 2; k++) {
+        q[k] = device_alloc<uint8_t>(n), qt[k] = device_alloc<uint8_t>(n), sum[k] = device_alloc<float>(sums);
+        cuda_check(cudaMemset(q[k], 0xA5, n)), cuda_check(cudaMemset(qt[k], 0x5A, n));
+        cuda_check(cudaMemset(sum[k], 0xFF, sums * sizeof(float)));
+    }
+    float *s = device_alloc<float>(3);  // the scale, the cast's amax, the backward's
+    to_device(s, std::vector<float>{256.0f, 0.0f, 0.0f});
+    backward(QuantCodesOut{});
+    quant_transpose_gpu(q[0], qt[0], s + 1, sum[0], d.dqkv, N, cols, quant_scale_given(s), QUANT_TO_E5M2, 0);
+    backward(QuantCodesOut{q[1], qt[1], s, s + 2, QUANT_TO_E5M2, sum[1]});
+    const std::vector<float> amax = to_host(s, 3);
+    const bool same = to_host(q[1], n) == to_host(q[0], n) && to_host(qt[1], n) == to_host(qt[0], n) &&
+                      !memcmp(to_host(sum[1], sums).data(), to_host(sum[0], sums).data(), sums * sizeof(float)) &&
+                      !memcmp(&amax[1], &amax[2], sizeof(float)) && amax[1] > 0.0f;
+    printf("    %-5s %-30s %s\n", "all", wgmma ? "wgmma: FP8 codes = the cast's" : "FP8 codes = the cast's",
+           same ? "ok" : "FAIL");
+    for (int k = 0; k < 2; k++) cuda_check(cudaFree(q[k])), cuda_check(cudaFree(qt[k])), cuda_check(cudaFree(sum[k]));
+    cuda_check(cudaFree(s));
+    return same;
+}
+
 // One case. The default kernels: forward and backward three times, bit-identical results, the
 // other RT and BS variants' bits, every output against the reference. With wgmma: the wgmma
 // kernels twice (identical bits), once with one warpgroup per CTA (the same bits), and the
@@ -493,10 +529,11 @@ static bool check_case(const Case &c, bool wgmma) {
         Outputs runs[2];
         for (Outputs &r : runs) r = run_wgmma_poisoned(d, sh);
         const bool same_wg1 = identical(run_wgmma_one_warpgroup_poisoned(d, sh), runs[0]);
+        const bool codes = sh.T % 64 != 0 || sh.HS != 64 || check_codes(d, sh, true);
         const Outputs baseline = run_poisoned(d, sh);
         buffers_free(d);
         printf("    %-5s %-30s %s\n", "all", "wgmma: 1 warpgroup, same bits", same_wg1 ? "ok" : "FAIL");
-        const bool ok = check_wgmma(sh, reference_attention(sh, qkv, dout), runs, baseline) && same_wg1;
+        const bool ok = check_wgmma(sh, reference_attention(sh, qkv, dout), runs, baseline) && same_wg1 && codes;
         printf("%s B=%d NH=%d T=%d HS=%d (wgmma)\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
         return ok;
     }
@@ -522,10 +559,11 @@ static bool check_case(const Case &c, bool wgmma) {
         const std::vector<bf16> dg = to_host(d.dqkv, sh.qkv_count());
         same_bs = !memcmp(dg.data(), runs[0].dqkv.data(), dg.size() * sizeof(bf16));
     }
+    const bool codes = sh.T % 64 != 0 || check_codes(d, sh, false);
 
     buffers_free(d);
 
-    bool ok = same_rt && same_bs;
+    bool ok = same_rt && same_bs && codes;
     if (sh.HS == 64) {
         printf("    %-5s %-30s %s\n", "all", "other RT: same bits", same_rt ? "ok" : "FAIL");
         printf("    %-5s %-30s %s\n", "all", "other BS: same bits", same_bs ? "ok" : "FAIL");
@@ -687,7 +725,8 @@ static bool tune_occupancy(void) {
 static void time_backward_kernels(bool wgmma) {
     using namespace attention_detail;
     printf("\nbackward by kernel, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms): delta, then dK/dV and dQ of\n"
-           "mma.sync%s\n", wgmma ? " and of wgmma" : "");
+           "mma.sync%s; each T's second row (codes) with dqkv's FP8 codes instead of dqkv\n",
+           wgmma ? " and of wgmma" : "");
     printf("%5s | %8s | %9s %9s%s\n", "T", "delta", "mma dK/dV", "mma dQ", wgmma ? " | wgmma dK/dV  wgmma dQ" : "");
     for (int T : {1024, 2048}) {
         const Shape sh = {16384 / T, 32, T, 64};
@@ -714,6 +753,30 @@ static void time_backward_kernels(bool wgmma) {
             printf(" | %11.3f %9.3f", ms[3], ms[4]);
         }
         printf("\n");
+        // The same kernels writing dqkv's FP8 codes instead (the trainer's FP8 step with FP8 weight
+        // gradients: q, q^T, amax and column sums from shared memory after the loop).
+        const size_t n = sh.qkv_count(), sums = (size_t)quant_colsum_rows(16384) * 3 * 32 * 64;
+        float *s = device_alloc<float>(2);
+        to_device(s, std::vector<float>{256.0f, 0.0f});
+        const QuantCodesOut codes{device_alloc<uint8_t>(n), device_alloc<uint8_t>(n), s, s + 1, QUANT_TO_E5M2,
+                                  device_alloc<float>(sums)};
+        ms[1] = time_median_ms([&] { backward_kv_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
+                               warmup, reps, 0);
+        ms[2] = time_median_ms([&] { backward_dq_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
+                               warmup, reps, 0);
+        printf("%5s | %8s | %9.3f %9.3f", "codes", "", ms[1], ms[2]);
+        if (wgmma) {
+            ms[3] = time_median_ms(
+                [&] { backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
+                warmup, reps, 0);
+            ms[4] = time_median_ms(
+                [&] { backward_dq_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
+                warmup, reps, 0);
+            printf(" | %11.3f %9.3f", ms[3], ms[4]);
+        }
+        printf("\n");
+        cuda_check(cudaFree(codes.q)), cuda_check(cudaFree(codes.qt)), cuda_check(cudaFree(codes.colsum));
+        cuda_check(cudaFree(s));
         buffers_free(d);
     }
 }
@@ -776,14 +839,16 @@ int main(int argc, char **argv) {
     }
 
     // T = 1 and T not a multiple of the 64-row tiles (or of the 32-row backward tiles of HS 128),
-    // several batches and heads so that (b, h) indexing is exercised; sharp-softmax cases. The last
-    // two run at HS 64 with T beyond one 128-query CTA of the wgmma kernels: T 256 two full CTAs,
-    // T 300 a third CTA whose second warpgroup has no rows (the wgmma forward skips its tiles).
+    // several batches and heads so that (b, h) indexing is exercised; sharp-softmax cases. Two run
+    // at HS 64 with T beyond one 128-query CTA of the wgmma kernels: T 256 two full CTAs, T 300 a
+    // third CTA whose second warpgroup has no rows (the wgmma forward skips its tiles). Where
+    // T % 64 == 0 (T 64 and 256 at HS 64, the last case at HS 128) the backward's FP8 codes too.
     const Case cases[] = {
         {{1, 1, 1, 64}, 1.0f, 101},   {{1, 1, 1, 128}, 1.0f, 102},  {{2, 3, 37, 64}, 1.0f, 103},
         {{1, 2, 64, 64}, 1.0f, 104},  {{2, 2, 65, 128}, 1.0f, 105}, {{1, 3, 127, 128}, 1.0f, 106},
         {{2, 4, 200, 64}, 1.0f, 107}, {{1, 2, 333, 128}, 1.0f, 108}, {{1, 2, 1000, 64}, 1.0f, 109},
         {{1, 2, 1000, 128}, 3.0f, 110}, {{2, 2, 256, 64}, 1.0f, 111}, {{1, 2, 300, 64}, 3.0f, 112},
+        {{2, 1, 128, 128}, 1.0f, 113},
     };
     int failed = 0, n_checks = 0;
     if (wgmma) {  // first: where they fail, the attention cases below fail too

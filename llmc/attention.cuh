@@ -653,6 +653,22 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
 struct NoCodes {};
 template <bool CODES> using CodesArg = typename std::conditional<CODES, QuantCodesOut, NoCodes>::type;
 
+// With CODES, the end of a backward kernel: dqkv's codes of the CTA's rows row0.. (valid of them),
+// staged as bf16 rows (row stride ld) that a barrier published: parts first..first + PARTS - 1
+// (0 q, 1 k, 2 v) of head h from stage[0..PARTS-1] (quant_tile_codes); then the CTA's amax.
+template <int HS, int THREADS, int PARTS>
+__device__ __forceinline__ void staged_dqkv_codes(const QuantCodesOut &codes,
+                                                  const __nv_bfloat16 *const (&stage)[PARTS], int ld, int valid,
+                                                  int row0, int first, int h, int NH, int T) {
+    const int C = NH * HS, N = gridDim.x / NH * T;
+    unsigned int bits = 0;
+#pragma unroll
+    for (int p = 0; p < PARTS; p++)
+        bits = max(bits, quant_tile_codes<HS, THREADS>(stage[p], ld, valid, codes, row0, (first + p) * C + h * HS, N,
+                                                       3 * C));
+    quant_block_amax(codes.amax, bits);
+}
+
 // Backward, step 1: delta = rowsum(dO * O), one warp per (b, t, h) row, fixed shuffle order.
 
 template <int HS>
@@ -891,11 +907,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         store_rows<HS>(sK, LD, 16 * warp, ROWS_PER_CTA, dk, scale, scale, lane);
         store_rows<HS>(sV, LD, 16 * warp, ROWS_PER_CTA, dv, 1.0f, 1.0f, lane);
         __syncthreads();
-        const int N = gridDim.x / NH * T;
-        unsigned int bits = quant_tile_codes<HS, NTHREADS>(sK, LD, ROWS_PER_CTA, codes, b * T + k0, C + h * HS, N, 3 * C);
-        bits = max(bits, quant_tile_codes<HS, NTHREADS>(sV, LD, ROWS_PER_CTA, codes, b * T + k0, 2 * C + h * HS, N,
-                                                        3 * C));
-        quant_block_amax(codes.amax, bits);
+        staged_dqkv_codes<HS, NTHREADS, 2>(codes, {sK, sV}, LD, ROWS_PER_CTA, b * T + k0, 1, h, NH, T);
     } else {
         __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
         store_rows<HS>(dk_head, row_stride, k0 + 16 * warp, T, dk, scale, scale, lane);
@@ -984,8 +996,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     if constexpr (CODES) {  // dQ as bf16 rows in the Q tile (read into registers before the loop)
         store_rows<HS>(sQ, LD, 16 * warp, ROWS_PER_CTA, dq, scale, scale, lane);
         __syncthreads();
-        quant_block_amax(codes.amax, quant_tile_codes<HS, NTHREADS>(sQ, LD, ROWS_PER_CTA, codes, b * T + q0, h * HS,
-                                                                    gridDim.x / NH * T, 3 * C));
+        staged_dqkv_codes<HS, NTHREADS, 1>(codes, {sQ}, LD, ROWS_PER_CTA, b * T + q0, 0, h, NH, T);
     } else {
         __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
         store_rows<HS>(dq_head, row_stride, q0 + 16 * warp, T, dq, scale, scale, lane);
@@ -1158,11 +1169,7 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         store_rows<HS>(stage_k, LDS, 64 * wg + 16 * warp, valid, dk, scale, scale, lane);
         store_rows<HS>(stage_v, LDS, 64 * wg + 16 * warp, valid, dv, 1.0f, 1.0f, lane);
         __syncthreads();
-        const int N = gridDim.x / NH * T;
-        unsigned int bits = quant_tile_codes<HS, THREADS>(stage_k, LDS, valid, codes, b * T + k0, C + h * HS, N, 3 * C);
-        bits = max(bits, quant_tile_codes<HS, THREADS>(stage_v, LDS, valid, codes, b * T + k0, 2 * C + h * HS, N,
-                                                       3 * C));
-        quant_block_amax(codes.amax, bits);
+        staged_dqkv_codes<HS, THREADS, 2>(codes, {stage_k, stage_v}, LDS, valid, b * T + k0, 1, h, NH, T);
     } else {
         __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
         store_rows<HS>(dk_head, row_stride, wg_k0 + 16 * warp, T, dk, scale, scale, lane);
@@ -1251,8 +1258,7 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         const int valid = min(ROWS, T - q0), LDS = HS + 8;
         store_rows<HS>(sQ, LDS, 64 * wg + 16 * warp, valid, dq, scale, scale, lane);
         __syncthreads();
-        quant_block_amax(codes.amax, quant_tile_codes<HS, THREADS>(sQ, LDS, valid, codes, b * T + q0, h * HS,
-                                                                   gridDim.x / NH * T, 3 * C));
+        staged_dqkv_codes<HS, THREADS, 1>(codes, {sQ}, LDS, valid, b * T + q0, 0, h, NH, T);
     } else {
         __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
         store_rows<HS>(dq_head, row_stride, wg_q0 + 16 * warp, T, dq, scale, scale, lane);

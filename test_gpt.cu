@@ -303,7 +303,7 @@ static void check_lowp_linear(Matmul *mm, matmul_precision precision, int fp8_wg
         cudaCheck(cudaMemcpy(d_dw, dw0.data(), dw0.size() * sizeof(float), cudaMemcpyHostToDevice));
         cudaCheck(cudaMemcpy(d_db, db0.data(), db0.size() * sizeof(float), cudaMemcpyHostToDevice));
         if (run == 1) cudaCheck(cudaMalloc(&d_inp_t, (size_t)N * IC));
-        lowp_begin_forward(&lp, true, 0);
+        lowp_begin_forward(&lp, true, false, 0);
         lowp_linear_forward(&lp, mm, d_out, nullptr, d_inp, d_inp_t, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
         if (run == 1) cudaCheck(cudaMemset(d_inp, 0xFF, (size_t)N * IC * sizeof(bf16)));  // NaN: must not be read
         lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_inp, d_inp_t, d_w, nullptr, N, IC, OC, 0,
@@ -487,6 +487,12 @@ static void check_delayed_scaling(const TestCase &tc, const AdamWConfig &hp, con
 // W (fp64, within lowp_accumulation_bound): the backward multiplies by the W^T codes that this
 // step's forward cast, and codes kept from an earlier step differ (delayed scaling: the scale lags
 // the weight's factor).
+// Kept weight codes (delayed scaling): where a step's weight is the previous training step's, its
+// forward says so (lowp_begin_forward's same_weights). Step 5 (after the evaluation) has step 3's
+// weight and scale: its cast must be skipped (the weight's kept flag set; the weight in memory is
+// NaN then, so a cast that runs anyway fails the scales, the ring and the input gradient) and
+// still give the same ring and input gradient; step 7 has step 6's weight but a larger scale (the
+// history now holds the 4x weight's amax): it must cast again.
 static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
     LowpMatmul lp;
     lowp_init(&lp, MATMUL_FP8, 0, 0, H, 1, IC > OC ? IC : OC, N);
@@ -498,8 +504,8 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
                                           quant_amax(dout.data(), dout.size())};
     const float qmax[QUANT_ROLES] = {FP8_E4M3_MAX, FP8_E4M3_MAX, FP8_E5M2_MAX};
     // Factors of (activation, weight, gradient) per micro-step; the last row is the evaluation's.
-    const float factor[8][QUANT_ROLES] = {{1, 1, 1},          {4, 1, 0.03125f}, {0.0625f, 2, 8},   {0.0625f, 0.125f, 1},
-                                          {2, 0.125f, 0.25f}, {0.5f, 1, 64},     {8, 4, 1},        {0.25f, 16, 1}};
+    const float factor[8][QUANT_ROLES] = {{1, 1, 1},          {4, 1, 0.03125f},   {0.0625f, 2, 8}, {0.0625f, 0.125f, 1},
+                                          {2, 0.125f, 0.25f}, {0.5f, 0.125f, 64}, {8, 4, 1},       {0.25f, 4, 1}};
     bf16 *d_x, *d_w, *d_dout, *d_out, *d_dinp;
     float *d_dw, *d_db, *d_scratch;
     cudaCheck(cudaMalloc(&d_x, x.size() * sizeof(bf16)));
@@ -517,8 +523,10 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
         cudaCheck(cudaMemcpy(d, tmp, v.size() * sizeof(bf16), cudaMemcpyDeviceToDevice));
         cudaCheck(cudaFree(tmp));
     };
-    int bad_scales = 0, bad_history = 0;
-    size_t bad_dinp = 0;  // input-gradient elements outside the bound, over the training steps
+    int bad_scales = 0, bad_history = 0, bad_kept = 0, kept_steps = 0;
+    size_t bad_dinp = 0;
+    int last_train = -1;          // the previous training step
+    float last_weight_scale = NAN;  // its weight's scale (NaN: current scaling)  // input-gradient elements outside the bound, over the training steps
     // The device's scales of `roles` (a bit mask) against the twin's, the ring against the twin's.
     auto compare_state = [&](const float *expected_scale, int roles) {
         std::vector<float> scales((size_t)4 * lp.num_operands);
@@ -534,11 +542,10 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
         cudaCheck(cudaMemcpy(ring.data(), lp.history, ring.size() * sizeof(float), cudaMemcpyDeviceToHost));
         bad_history += memcmp(ring.data(), host.values, ring.size() * sizeof(float)) != 0;
     };
+    const int op_w = quant_operand_index(0, LINEAR_FC, QUANT_WEIGHT);
     for (int step = 0; step < 8; step++) {
         const bool eval = step == 4;  // after training micro-steps 0-3
-        upload_scaled(d_x, x, factor[step][QUANT_ACTIVATION]);
-        upload_scaled(d_w, w, factor[step][QUANT_WEIGHT]);
-        upload_scaled(d_dout, dout, factor[step][QUANT_GRADIENT]);
+        const bool same_weights = !eval && last_train >= 0 && factor[step][QUANT_WEIGHT] == factor[last_train][QUANT_WEIGHT];
         float expected[QUANT_ROLES];
         for (int r = 0; r < QUANT_ROLES; r++) {
             const int op = quant_operand_index(0, LINEAR_FC, (quant_operand)r);
@@ -546,7 +553,14 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
             expected[r] = quant_scale(H ? amax_history_amax(&host, op, amax) : amax, qmax[r], QUANT_SCALE_POW2);
             if (H && !eval) amax_history_record(&host, op, amax);
         }
-        lowp_begin_forward(&lp, !eval, 0);
+        const bool expect_kept = H && same_weights && expected[QUANT_WEIGHT] == last_weight_scale;
+        upload_scaled(d_x, x, factor[step][QUANT_ACTIVATION]);
+        upload_scaled(d_dout, dout, factor[step][QUANT_GRADIENT]);
+        if (expect_kept)  // NaN: a cast that reads the weight instead of keeping its codes fails everything
+            cudaCheck(cudaMemset(d_w, 0xFF, w.size() * sizeof(bf16)));
+        else
+            upload_scaled(d_w, w, factor[step][QUANT_WEIGHT]);
+        lowp_begin_forward(&lp, !eval, same_weights, 0);
         lowp_linear_forward(&lp, mm, d_out, nullptr, d_x, nullptr, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, !eval, 0);
         if (!eval) {
             lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, nullptr, d_w, nullptr, N, IC, OC,
@@ -557,6 +571,14 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
         cudaCheck(cudaDeviceSynchronize());
         compare_state(expected, eval ? 3 : 7);
         if (eval) continue;
+        if (H) {  // the weight's cast skipped exactly where its codes could be kept
+            float kept;
+            cudaCheck(cudaMemcpy(&kept, lowp_codes_kept_at(lp.scales, op_w), sizeof(float), cudaMemcpyDeviceToHost));
+            bad_kept += (kept != 0.0f) != expect_kept;
+            kept_steps += expect_kept;
+            last_weight_scale = last_train < 0 ? NAN : expected[QUANT_WEIGHT];  // the first: current scaling
+        }
+        last_train = step;
         std::vector<float> q_dout(dout.size()), q_w(w.size());
         for (size_t i = 0; i < dout.size(); i++) q_dout[i] = dout[i] * factor[step][QUANT_GRADIENT];
         for (size_t i = 0; i < w.size(); i++) q_w[i] = w[i] * factor[step][QUANT_WEIGHT];
@@ -570,28 +592,36 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
             bad_dinp += !(err <= ldexp(fabs(ref[i]), -8) + lowp_accumulation_bound(OC, false) * abs_sum[i]);
         }
     }
-    check(bad_scales == 0 && bad_history == 0 && bad_dinp == 0,
+    check(bad_scales == 0 && bad_history == 0 && bad_dinp == 0 && bad_kept == 0 && kept_steps == (H ? 1 : 0),
           "fp8 scales     %s, 7 micro-steps + 1 evaluation: scales and inverses == CPU twin's (%d differ)%s; input "
-          "gradients from this step's W^T (%zu elements outside the bound)",
+          "gradients from this step's W^T (%zu elements outside the bound); weight codes kept in %d step(s) (%d "
+          "flags wrong)",
           H ? "delayed (H = 3)" : "current", bad_scales, H ? (bad_history ? ", amax ring differs" : ", amax ring ==") : "",
-          bad_dinp);
+          bad_dinp, kept_steps, bad_kept);
     for (bf16 *p : {d_x, d_w, d_dout, d_out, d_dinp}) cudaCheck(cudaFree(p));
     for (float *p : {d_dw, d_db, d_scratch}) cudaCheck(cudaFree(p));
     amax_history_free(&host);
     lowp_free(&lp);
 }
 
-// 6e. The producers' codes. In an FP8 training step with delayed scaling past its first micro-step
-// the LayerNorms and the GELU write the block linears' FP8 operands themselves (train_gpt.cu's
-// producer_output; with FP8 weight gradients also the GELU's backward the fc layer's gradient and,
-// where T % 64 == 0, the attention's backward the qkv layer's); with separate casts of their bf16
-// outputs instead (GPUModelOptions.separate_casts) 6 steps must give identical losses, weights,
-// master weights and moments; with FP8 weight gradients too where cuBLASLt takes them (B*T a
-// multiple of 16: d12, not tiny or small).
+// 6e. The producers' codes and the kept weight codes. In an FP8 training step with delayed scaling
+// past its first micro-step the LayerNorms and the GELU write the block linears' FP8 operands
+// themselves (train_gpt.cu's producer_output; with FP8 weight gradients also the GELU's backward
+// the fc layer's gradient and, where T % 64 == 0, the attention's backward the qkv layer's), and a
+// micro-step after the first of an optimizer step keeps the weight codes of the one before where
+// the weight's scale has not changed (lowp_begin_forward). With separate casts of the bf16 outputs
+// and every weight cast in every micro-step instead (GPUModelOptions.separate_casts), 4 steps of
+// 2 micro-steps each, with an evaluation forward after each step, must give identical losses,
+// weights, master weights and moments; with FP8 weight gradients too where cuBLASLt takes them
+// (B*T a multiple of 16: d12, not tiny or small). The last micro-step must have kept the codes of
+// some weights (their flags; separate casts: none).
 static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
-    for (int wgrad = 0; wgrad <= (tc.B * tc.T % 16 == 0); wgrad++) {
+    const int N = tc.B * tc.T;
+    std::vector<int> in(N), tg(N);
+    for (int wgrad = 0; wgrad <= (N % 16 == 0); wgrad++) {
         Snapshot snap[2];
         std::vector<float> losses[2];
+        int kept[2] = {0, 0}, weight_ops = 0;
         for (int separate = 0; separate < 2; separate++) {
             GPUModelOptions opt = test_options(MATMUL_FP8);
             opt.amax_history = 4;
@@ -600,13 +630,30 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
             GPUModel g;
             gpu_model_alloc(&g, &tc.cfg, tc.B, tc.T, &hp, TEST_SEED, &opt);
             gpu_reset(&g, weights.data());
-            losses[separate] = gpu_steps(&g, 1, 6, tc.lr);
+            for (int t = 1; t <= 4; t++) {
+                gpu_zero_grads(&g);
+                for (int micro = 0; micro < 2; micro++) {
+                    make_batch(in.data(), tg.data(), N, tc.cfg.vocab_size, (uint64_t)(2 * t + micro));
+                    losses[separate].push_back(gpu_forward_backward(&g, in.data(), tg.data(), 0.5f));
+                }
+                const double norm = gpu_grad_norm(&g);
+                gpu_update(&g, t, tc.lr, grad_clip_scale(g.hp.grad_clip, norm));
+                make_batch(in.data(), tg.data(), N, tc.cfg.vocab_size, (uint64_t)(100 + t));
+                losses[separate].push_back(gpu_forward_loss(&g, in.data(), tg.data()));
+            }
             snap[separate] = snapshot(&g);
+            std::vector<float> scales((size_t)4 * g.lp.num_operands);
+            cudaCheck(cudaMemcpy(scales.data(), g.lp.scales, scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+            weight_ops = 0;
+            for (int op = QUANT_WEIGHT; op < g.lp.num_operands; op += QUANT_ROLES, weight_ops++)
+                kept[separate] += *lowp_codes_kept_at(scales.data(), op) != 0.0f;
             gpu_model_free(&g);
         }
-        check(same_bits(snap[0], snap[1]) && !memcmp(losses[0].data(), losses[1].data(), 6 * sizeof(float)),
-              "fp8 delayed%s producers' codes == separate casts: 6 steps, identical losses, weights, moments",
-              wgrad ? "+wgrad" : "");
+        check(same_bits(snap[0], snap[1]) && losses[0].size() == losses[1].size() &&
+                  !memcmp(losses[0].data(), losses[1].data(), losses[0].size() * sizeof(float)) && kept[0] > 0 && kept[1] == 0,
+              "fp8 delayed%s producers' codes and kept weight codes == separate casts: 4 steps of 2 micro-steps and "
+              "an evaluation each, identical losses, weights, moments; last micro-step kept %d of %d weights' codes",
+              wgrad ? "+wgrad" : "", kept[0], weight_ops);
     }
 }
 
@@ -642,10 +689,10 @@ static void check_forward_again(int N, int IC, int OC) {
     bf16 *d_x = upload_bf16(x), *d_x4 = upload_bf16(x4), *d_w = upload_bf16(w), *d_out, *d_again;
     cudaCheck(cudaMalloc(&d_out, (size_t)N * OC * sizeof(bf16)));
     cudaCheck(cudaMalloc(&d_again, (size_t)N * OC * sizeof(bf16)));
-    lowp_begin_forward(&lp, true, 0);
+    lowp_begin_forward(&lp, true, false, 0);
     lowp_linear_forward(&lp, &mm, d_out, nullptr, d_x, nullptr, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
     lowp_step_done(&lp);
-    lowp_begin_forward(&lp, true, 0);
+    lowp_begin_forward(&lp, true, false, 0);
     lowp_linear_forward(&lp, &mm, d_out, nullptr, d_x4, nullptr, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, true, 0);
     lowp_linear_forward_again(&lp, &mm, d_again, nullptr, d_x4, d_w, nullptr, N, IC, OC, 0, LINEAR_FC, 0);
     std::vector<uint16_t> out((size_t)N * OC), again(out.size());

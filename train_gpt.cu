@@ -150,6 +150,11 @@ typedef struct {
     bf16 *params;
     float *grads, *master, *m, *v;
     bool grads_unwritten;  // the step's first micro-step has not written its gradient yet (see grads_accumulate)
+    // The weights may have changed since the last training micro-step: set by their writers
+    // (gpu_set_weights, gpu_update) and, as the backend contract allows them to change only between
+    // optimizer steps, at every step's start (gpu_zero_grads). Until a training micro-step clears
+    // it, FP8's weight casts may not keep the previous micro-step's codes (lowp_begin_forward).
+    bool weights_changed;
     GPUZero zero;
     // activations, carved from one allocation
     void *acts_memory;
@@ -617,8 +622,9 @@ enum GeluFusion { GELU_UNFUSED, GELU_FUSED_BACKWARD, GELU_FUSED_BOTH };
 // B*T), the ZeRO stage over host's ranks (host NULL: one process) and --profile.
 // separate_casts (test_gpt.cu only): FP8 with delayed scaling casts the LayerNorms', the GELU's
 // and the attention backward's bf16 outputs in passes of their own, as current scaling must,
-// instead of having those kernels write the codes (producer_output): the same bits, which
-// test_gptcu checks.
+// instead of having those kernels write the codes (producer_output), and casts every weight in
+// every micro-step instead of keeping the codes of the previous micro-step of the same weights
+// (lowp_begin_forward): the same bits, which test_gptcu checks.
 typedef struct {
     matmul_precision precision;
     int fp8_wgrad, fp8_fast_accum, amax_history, gelu_fusion, attention, separate_casts;
@@ -683,6 +689,7 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     g->gelu_fusion = opt->gelu_fusion;
     g->attention = opt->attention;
     g->separate_casts = opt->separate_casts;
+    g->weights_changed = true;  // none cast yet
     g->head_rows = opt->head_rows > 0 && opt->head_rows < B * T ? opt->head_rows : B * T;
     const int C = cfg->channels, NH = cfg->num_heads;
     char why[256];
@@ -763,6 +770,7 @@ static void gpu_set_weights(GPUModel *g, const float *weights) {
     cudaCheck(cudaMemcpy(g->master, weights + mfirst, nm * sizeof(float), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(g->params, h, np * sizeof(uint16_t), cudaMemcpyHostToDevice));
     free(h);
+    g->weights_changed = true;
 }
 
 // The bf16 weights widened to fp32 (exact), layer-major, into host memory (weights may be NULL
@@ -961,7 +969,9 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     zero_weights_acquire(g, 0);  // ZeRO-3 hooks (no-ops below stage 3): see GPUZero
     zero_weights_acquire(g, zero_layer_segment(0));
     const quant_pass pass = with_grad ? QUANT_PASS_TRAIN : QUANT_PASS_EVAL;
-    lowp_begin_forward(&g->lp, pass == QUANT_PASS_TRAIN, st);  // the FP8/int8 amaxes and delayed scales
+    // the FP8/int8 amaxes and delayed scales; FP8 may keep the last micro-step's weight codes
+    lowp_begin_forward(&g->lp, with_grad, with_grad && !g->weights_changed && !g->separate_casts, st);
+    if (with_grad) g->weights_changed = false;
     mark(g, PROF_ENCODER);
     encoder_forward(g->encoded, d_inputs, param_ptr(g, PT_WTE, -1), param_ptr(g, PT_WPE, -1), B, T, C, st);
     zero_weights_release(g, 0);
@@ -1134,6 +1144,7 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
     GPUZero *z = &g->zero;
     const ZeroPlan *p = &z->plan;
     mark(g, PROF_OPTIMIZER);
+    g->weights_changed = true;
     int clipped;
     if (p->stage == 0) {
         clipped = adamw_update(&g->opt, g->master, g->params, g->m, g->v, g->grads, t, lr, grad_scale, hp->beta1,
@@ -1164,6 +1175,7 @@ static void gpu_zero_grads(void *self) {
     GPUModel *g = (GPUModel *)self;
     const ZeroPlan *p = &g->zero.plan;
     g->grads_unwritten = true;
+    g->weights_changed = true;
     if (!zero_shards_grads(p)) return;
     mark(g, PROF_OPTIMIZER);
     cudaCheck(cudaMemsetAsync(g->grads, 0, p->slice * sizeof(float), g->stream));

@@ -52,6 +52,12 @@
 // keep the codes alone) 8 + 16 + 16 + 12 N C bytes a layer less (each output's bf16 no longer
 // written, then read back), at d48 B 4 about 16.4 GB of traffic (~5.5 ms at 3 TB/s) and 240
 // launches a micro-step. NOT RUN on a GPU (2026-11-28).
+// Kept weight codes (FP8): a training forward casts each weight into codes kept by layer (W in
+// lowp_weight_codes, W^T in lowp_weight_t; 24 C^2 bytes a layer, 2.9 GB at d48), which its replays
+// (recomputation) read, and, with delayed scaling, so do the next micro-steps of the same weights
+// while the weight's scale stays the same: their casts return at once (lowp_begin_forward). With
+// gradient accumulation that is every micro-step of an optimizer step but the first. NOT RUN on a
+// GPU (2026-11-28).
 // The weight's and the activation's scales of the forward are reused by the backward of the same
 // micro-step: the weight has not changed and the activation is the one the forward saw, so W^T
 // (kept from the forward's cast) and the activation's transposed copy (kept from the forward's
@@ -91,15 +97,19 @@ typedef struct {
     int num_operands;            // L * NUM_BLOCK_LINEARS * QUANT_ROLES
     int64_t history_steps;       // training micro-steps recorded in the history (host)
     // device state, one entry per operand
-    float *scales;               // [num_operands][4]: 1/scale, scale, 2 unused (lowp_inv_scale, lowp_scale)
+    float *scales;               // [num_operands][4]: 1/scale, scale (lowp_inv_scale, lowp_scale), and for
+                                 // a weight the scale its kept codes have and whether its cast is skipped
+                                 // (lowp_codes_scale_at, lowp_codes_kept_at; see lowp_begin_kernel)
     float *amax;                 // [num_operands]: the current amax (current scaling), zeroed per pass
     float *history;              // [num_operands][H]: amax ring, slot history_steps % H is this step's
     uint8_t *amax_taken;         // host, [num_operands]: an amax accumulated since lowp_begin_forward
     // device scratch shared by all layers (sizes for the widest linear: 4C)
     uint8_t *q_inp, *q_inp_t;    // (N, 4C) activation codes; (4C, N) transposed (FP8 weight gradient)
     uint8_t *q_grad, *q_grad_t;  // (N, 4C) gradient codes; (4C, N) transposed (FP8 weight gradient)
-    uint8_t *q_weight;           // (4C, C) weight codes (the forward's)
+    uint8_t *q_weight;           // (4C, C) weight codes (evaluation's; int8: also training's)
+    uint8_t *q_weights;          // FP8: every layer's W codes (lowp_weight_codes), from a training forward's cast
     uint8_t *q_weight_t;         // every layer's W^T codes (lowp_weight_t), from the forward's cast for the backward
+    bool weight_codes_cast;      // host: q_weights and q_weight_t hold the last training micro-step's casts
     int layers, C;
     float *row_scales;           // (N) int8 scale of each row of the activation or gradient
     float *bias_partial;         // FP8: (tile rows, 4C) the gradient's column sums (lowp_linear_backward)
@@ -121,6 +131,8 @@ static inline QUANT_HOSTDEV float *lowp_inv_scale_at(float *scales, int op) { re
 static inline QUANT_HOSTDEV float *lowp_scale_at(float *scales, int op) { return scales + 4 * (size_t)op + 1; }
 static inline float *lowp_inv_scale(const LowpMatmul *lp, int op) { return lowp_inv_scale_at(lp->scales, op); }
 static inline float *lowp_scale(const LowpMatmul *lp, int op) { return lowp_scale_at(lp->scales, op); }
+static inline QUANT_HOSTDEV float *lowp_codes_scale_at(float *scales, int op) { return scales + 4 * (size_t)op + 2; }
+static inline QUANT_HOSTDEV float *lowp_codes_kept_at(float *scales, int op) { return scales + 4 * (size_t)op + 3; }
 
 // An FP8 operand's format follows its role: the gradient's is E5M2 (range), the activation's and
 // the weight's E4M3 (precision).
@@ -237,6 +249,8 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
     cudaCheck(cudaMalloc(&lp->q_weight_t, (size_t)L * 12 * C * C));
     lp->bytes += (size_t)L * 12 * C * C;
     if (precision == MATMUL_FP8) {
+        cudaCheck(cudaMalloc(&lp->q_weights, (size_t)L * 12 * C * C));
+        lp->bytes += (size_t)L * 12 * C * C;
         const int rows = quant_colsum_rows(N) < COLSUM_MAX_CHUNKS ? quant_colsum_rows(N) : COLSUM_MAX_CHUNKS;
         const size_t partial_bytes = (size_t)rows * 4 * C * sizeof(float);
         cudaCheck(cudaMalloc(&lp->bias_partial, partial_bytes));
@@ -268,6 +282,7 @@ static inline void lowp_free(LowpMatmul *lp) {
     cudaCheck(cudaFree(lp->q_grad));
     cudaCheck(cudaFree(lp->q_grad_t));
     cudaCheck(cudaFree(lp->q_weight));
+    cudaCheck(cudaFree(lp->q_weights));
     cudaCheck(cudaFree(lp->q_weight_t));
     cudaCheck(cudaFree(lp->row_scales));
     cudaCheck(cudaFree(lp->bias_partial));
@@ -275,17 +290,23 @@ static inline void lowp_free(LowpMatmul *lp) {
     free(lp->amax_taken);
 }
 
-// Where block linear `linear` of `layer` keeps its W^T codes, (IC, OC) for its weight (OC, IC):
-// each layer holds qkv's (C x 3C), the attention projection's (C x C), fc's (C x 4C) and the fc
-// projection's (4C x C), 12 C^2 bytes.
-static inline uint8_t *lowp_weight_t(const LowpMatmul *lp, int layer, int linear, int IC, int OC) {
+// Where block linear `linear` of `layer` keeps its weight's codes in `store` (q_weights: W (OC, IC),
+// q_weight_t: W^T (IC, OC)): each layer holds qkv's (3C x C), the attention projection's (C x C),
+// fc's (4C x C) and the fc projection's (C x 4C), 12 C^2 bytes.
+static inline uint8_t *lowp_layer_codes(const LowpMatmul *lp, uint8_t *store, int layer, int linear, int IC, int OC) {
     static const int offset_c2[NUM_BLOCK_LINEARS] = {0, 3, 4, 8}, size_c2[NUM_BLOCK_LINEARS] = {3, 1, 4, 4};
     const size_t c2 = (size_t)lp->C * lp->C;
-    if (layer < 0 || layer >= lp->layers || linear < 0 || linear >= NUM_BLOCK_LINEARS ||
+    if (!store || layer < 0 || layer >= lp->layers || linear < 0 || linear >= NUM_BLOCK_LINEARS ||
         (size_t)IC * OC > size_c2[linear] * c2)
-        die("lowp: no room for layer %d linear %d's W^T (%d x %d) in %d layers of width %d", layer, linear, IC, OC,
-            lp->layers, lp->C);
-    return lp->q_weight_t + ((size_t)layer * 12 + offset_c2[linear]) * c2;
+        die("lowp: no room for layer %d linear %d's weight codes (%d x %d) in %d layers of width %d", layer, linear,
+            IC, OC, lp->layers, lp->C);
+    return store + ((size_t)layer * 12 + offset_c2[linear]) * c2;
+}
+static inline uint8_t *lowp_weight_t(const LowpMatmul *lp, int layer, int linear, int IC, int OC) {
+    return lowp_layer_codes(lp, lp->q_weight_t, layer, linear, IC, OC);
+}
+static inline uint8_t *lowp_weight_codes(const LowpMatmul *lp, int layer, int linear, int IC, int OC) {
+    return lowp_layer_codes(lp, lp->q_weights, layer, linear, IC, OC);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,35 +317,56 @@ static inline uint8_t *lowp_weight_t(const LowpMatmul *lp, int layer, int linear
 // history entries (the amaxes of the previous H micro-steps; bit patterns of non-negative floats
 // order like the values and NaN sorts above Inf, so a NaN amax gives a NaN scale); when the pass
 // records, clear the slot this micro-step's casts will fill.
+// Kept weight codes: a recording pass also decides for each weight whether its cast may be
+// skipped: when same_weights (the weights are those the previous recording pass cast, whose codes
+// q_weights and q_weight_t still hold) and the scale is the one those codes were cast with
+// (codes_scale; NaN after current scaling, which matches nothing). The skipped cast's amax, max |W|
+// of the same weights, is then the previous micro-step's (slot prev_slot), which the slot gets
+// instead of 0: the history holds the same bits as with the cast.
 __global__ void lowp_begin_kernel(float *scales, float *amax, float *history, int num_operands, int H, int slot,
-                                  int delayed_scales, int record) {
+                                  int prev_slot, int delayed_scales, int record, int same_weights) {
     const int op = blockIdx.x * blockDim.x + threadIdx.x;
     if (op >= num_operands) return;
     amax[op] = 0.0f;
     if (H == 0) return;
     float *h = history + (size_t)op * H;
+    float s = __uint_as_float(0x7FC00000u);  // NaN: current scaling (the cast chooses the scale)
     if (delayed_scales) {
         unsigned int bits = 0;
         for (int k = 0; k < H; k++) bits = max(bits, __float_as_uint(h[k]) & 0x7FFFFFFFu);
-        const float s = quant_scale(__uint_as_float(bits), quant_target_max(lowp_fp8_target(op)), QUANT_SCALE_POW2);
+        s = quant_scale(__uint_as_float(bits), quant_target_max(lowp_fp8_target(op)), QUANT_SCALE_POW2);
         *lowp_scale_at(scales, op) = s;
         *lowp_inv_scale_at(scales, op) = 1.0f / s;
     }
-    if (record) h[slot] = 0.0f;
+    if (!record) return;
+    bool kept = false;
+    if (op % QUANT_ROLES == QUANT_WEIGHT) {
+        float *codes_scale = lowp_codes_scale_at(scales, op);
+        kept = same_weights && *codes_scale == s;
+        *codes_scale = s;
+        *lowp_codes_kept_at(scales, op) = kept ? 1.0f : 0.0f;
+    }
+    h[slot] = kept ? h[prev_slot] : 0.0f;
 }
 
 // Every forward pass (training, validation, sampling) begins with this, before its first block
 // linear: one launch for all L * 12 operands instead of a memset and a scale kernel per cast.
 // record: a training pass (delayed scaling records this micro-step's amaxes).
-static inline void lowp_begin_forward(LowpMatmul *lp, bool record, cudaStream_t st) {
+// same_weights (a training pass): no weight has changed since the previous training pass (the
+// trainer: a micro-step after the first of an optimizer step). With delayed scaling the weights'
+// casts whose scale has not changed either are then skipped: the codes the previous pass cast are
+// kept (lowp_begin_kernel). At d48 that saves 4 bytes of traffic per block weight (W read, W and
+// W^T codes written), 5.9 GB per micro-step, for all but the first micro-step of each step.
+static inline void lowp_begin_forward(LowpMatmul *lp, bool record, bool same_weights, cudaStream_t st) {
     if (lp->precision == MATMUL_BF16) return;
     lowp_mark(lp, PROF_QUANTIZE, st);
-    const int H = lp->history_len;
+    const int H = lp->history_len, slot = H > 0 ? (int)(lp->history_steps % H) : 0;
     LLMC_LAUNCH(ceil_div(lp->num_operands, 256), 256, 0, st, lowp_begin_kernel)(
-        lp->scales, lp->amax, lp->history, lp->num_operands, H, H > 0 ? (int)(lp->history_steps % H) : 0,
-        H > 0 && lp->history_steps > 0, H > 0 && record);
+        lp->scales, lp->amax, lp->history, lp->num_operands, H, slot, H > 0 ? (slot + H - 1) % H : 0,
+        H > 0 && lp->history_steps > 0, H > 0 && record, record && same_weights && lp->weight_codes_cast);
     kernelCheck();
     memset(lp->amax_taken, 0, (size_t)lp->num_operands);
+    if (record) lp->weight_codes_cast = false;  // until this micro-step is done (lowp_step_done)
 }
 
 // The amax of operand `op` in this pass, which accumulates once: a second accumulation would mix
@@ -345,14 +387,16 @@ static inline float *lowp_take_amax(LowpMatmul *lp, float *amax, int op) {
 // lowp_begin_forward), the cast itself then recording this step's amax when `record` (the
 // training forward and backward; not validation or sampling, which must not change the training
 // run). The first recorded step has no history yet and uses its current amax.
+// kept (NULL: none): the weight's flag that lowp_begin_forward set where q and qt already hold
+// these codes (delayed scaling; the cast is then skipped).
 static inline void lowp_quantize(LowpMatmul *lp, uint8_t *q, uint8_t *qt, float *colsum, const bf16 *x, int rows,
-                                 int cols, int op, bool record, cudaStream_t st) {
+                                 int cols, int op, bool record, const float *kept, cudaStream_t st) {
     const quant_target target = lowp_fp8_target(op);
     float *scale = lowp_scale(lp, op), *inv_scale = lowp_inv_scale(lp, op);
     const bool delayed = lp->history_len > 0, recording = delayed && record;
     const int H = lp->history_len, slot = delayed ? (int)(lp->history_steps % H) : 0;
     float *amax = recording ? lp->history + (size_t)op * H + slot : lp->amax + op;
-    QuantScale qs = quant_scale_given(scale);
+    QuantScale qs = quant_scale_given(scale, kept);
     float *cast_amax = nullptr;
     if (delayed && lp->history_steps > 0) {
         if (recording) cast_amax = lowp_take_amax(lp, amax, op);
@@ -412,13 +456,16 @@ static inline void lowp_quantize_transposed_again(LowpMatmul *lp, uint8_t *qt, c
                         quant_scale_given(lowp_scale(lp, op)), target, st);
 }
 
-// A training micro-step's forward and backward are done: the next one records into the next slot.
+// A training micro-step's forward and backward are done: the next one records into the next slot,
+// and its forward may keep the weight codes this one cast (lowp_begin_forward's same_weights).
 static inline void lowp_step_done(LowpMatmul *lp) {
     if (lp->history_len > 0) lp->history_steps++;
+    lp->weight_codes_cast = lp->precision == MATMUL_FP8;
 }
 
 // Forgets the amax history: the next training micro-step scales from its current amaxes again.
 static inline void lowp_history_reset(LowpMatmul *lp) {
+    lp->weight_codes_cast = false;
     if (lp->history_len == 0) return;
     lp->history_steps = 0;
     cudaCheck(cudaMemset(lp->history, 0, (size_t)lp->num_operands * lp->history_len * sizeof(float)));
@@ -449,23 +496,26 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
         die("lowp: the input's codes come from its producer only in an FP8 training forward with delayed scaling");
     lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_FORWARD : PROF_QUANTIZE, st);
     switch (lp->precision) {
-    case MATMUL_FP8:
-        if (again) {
+    case MATMUL_FP8: {
+        // W's codes: a training forward's kept by layer, with W^T for the backward (for replays, and
+        // for the next micro-steps while the weights and their scale stay the same:
+        // lowp_begin_forward); evaluation's and sampling's in scratch, without W^T.
+        uint8_t *w_codes = record || again ? lowp_weight_codes(lp, layer, linear, IC, OC) : lp->q_weight;
+        if (again) {  // W's codes are the forward's
             quant_cast_gpu(lp->q_inp, (float *)nullptr, inp, (size_t)N * IC,
                            quant_scale_given(lowp_scale(lp, op_inp)), lowp_fp8_target(op_inp), st);
-            quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC,
-                           quant_scale_given(lowp_scale(lp, op_w)), lowp_fp8_target(op_w), st);
         } else {
-            if (inp) lowp_quantize(lp, lp->q_inp, inp_t, nullptr, inp, N, IC, op_inp, record, st);
-            // W^T for the backward, from a training forward only (evaluation and sampling have none)
-            lowp_quantize(lp, lp->q_weight, record ? lowp_weight_t(lp, layer, linear, IC, OC) : nullptr, nullptr,
-                          weight, OC, IC, op_w, record, st);
+            if (inp) lowp_quantize(lp, lp->q_inp, inp_t, nullptr, inp, N, IC, op_inp, record, nullptr, st);
+            lowp_quantize(lp, w_codes, record ? lowp_weight_t(lp, layer, linear, IC, OC) : nullptr, nullptr, weight,
+                          OC, IC, op_w, record, record && lp->history_len > 0 ? lowp_codes_kept_at(lp->scales, op_w) : nullptr,
+                          st);
         }
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
-        matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, lp->q_weight, CUDA_R_8F_E4M3,
+        matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, w_codes, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_inp), lowp_inv_scale(lp, op_w), bias, gelu, gelu_pre, N, OC, IC, false,
                      lp->fast_accum >= 1, st);
         return;
+    }
     case MATMUL_INT8: {
         int8_quantize_rows_gpu((int8_t *)lp->q_inp, lp->row_scales, inp, N, IC, QUANT_SCALE_POW2, st);
         // The weight's tensor scale, always current (the weight is read anyway).
@@ -552,7 +602,7 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
         // the column sums for dbias.
         if (dout)
             lowp_quantize(lp, lp->q_grad, fp8_wgrad ? lp->q_grad_t : nullptr, bias_in_cast ? lp->bias_partial : nullptr,
-                          dout, N, OC, op_g, true, st);
+                          dout, N, OC, op_g, true, nullptr, st);
         lowp_mark(lp, PROF_MATMUL_BACKWARD, st);
         matmul_lt_tn(mm, dinp, CUDA_R_16BF, lp->q_grad, CUDA_R_8F_E5M2, w_t, CUDA_R_8F_E4M3,
                      lowp_inv_scale(lp, op_g), lowp_inv_scale(lp, op_w), nullptr, gelu, aux, N, IC, OC, false,

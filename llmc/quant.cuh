@@ -68,19 +68,25 @@ __device__ __forceinline__ uint8_t quant_to_byte(float x, float scale, quant_tar
 // that an earlier kernel finished, and stored with its inverse (the GEMM's dequantization
 // multiplier) by thread 0 of block (0, 0) for the kernels that follow. No thread of that cast
 // reads *scale, so the store races with nothing.
+// kept (given scales only; NULL: none): a device flag that an earlier kernel set to nonzero where
+// the cast's outputs already hold its codes (llmc/matmul_lowp.cuh's kept weight codes); every block
+// of the cast then returns at once, reading and writing nothing else.
 typedef struct {
     float *scale;           // given: read; from an amax: written
     float *inv_scale;       // from an amax: written (1 / scale); given: unused
     const float *amax;      // NULL: the scale is given
     quant_scale_mode mode;  // from an amax: how quant_scale rounds it (power of two or exact)
+    const float *kept;      // NULL, or nonzero *kept: the outputs are already written
 } QuantScale;
 
-static inline QuantScale quant_scale_given(float *scale) {
-    return QuantScale{scale, nullptr, nullptr, QUANT_SCALE_POW2};
+static inline QuantScale quant_scale_given(float *scale, const float *kept = nullptr) {
+    return QuantScale{scale, nullptr, nullptr, QUANT_SCALE_POW2, kept};
 }
 static inline QuantScale quant_scale_of_amax(float *scale, float *inv_scale, const float *amax, quant_scale_mode mode) {
-    return QuantScale{scale, inv_scale, amax, mode};
+    return QuantScale{scale, inv_scale, amax, mode, nullptr};
 }
+
+__device__ __forceinline__ bool quant_outputs_kept(const QuantScale &qs) { return qs.kept && *qs.kept != 0.0f; }
 
 __device__ __forceinline__ float quant_scale_resolve(const QuantScale &qs, quant_target t) {
     if (!qs.amax) return *qs.scale;
@@ -165,6 +171,7 @@ __device__ __forceinline__ void quant_block_amax(float *amax, unsigned int bits)
 template <typename Tin, int GROUPS>
 __global__ void quant_cast_kernel(uint8_t *__restrict__ out, float *amax, const Tin *__restrict__ in, size_t n,
                                   QuantScale scale, quant_target target) {
+    if (quant_outputs_kept(scale)) return;
     const float s = quant_scale_resolve(scale, target);
     const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
     const size_t groups = quant_vector_groups(in, out, n);
@@ -252,6 +259,7 @@ quant_transpose_kernel(__nv_bfloat16 *y, uint8_t *q, uint8_t *qt, float *amax, f
     constexpr int GROUPS = QUANT_TILE * QUANT_TILE / 8;
     __shared__ __align__(8) uint8_t tile[QUANT_TILE][QUANT_TILE];  // swizzled: quant_tile_col
     __shared__ float warp_colsum[QUANT_TILE_THREADS / 32][QUANT_TILE];
+    if (quant_outputs_kept(scale)) return;
     const float s = quant_scale_resolve(scale, target);
     const int row0 = blockIdx.y * QUANT_TILE, col0 = blockIdx.x * QUANT_TILE;
     const bool vector_rows = cols % 8 == 0 && quant_aligned(x, 16) && (q == nullptr || quant_aligned(q, 8)) &&

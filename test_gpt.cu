@@ -614,18 +614,22 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
 // 2 micro-steps each, with an evaluation forward after each step, must give identical losses,
 // weights, master weights and moments; with FP8 weight gradients too where cuBLASLt takes them
 // (B*T a multiple of 16: d12, not tiny or small). The last micro-step must have kept the codes of
-// some weights (their flags; separate casts: none).
+// some weights (their flags; separate casts: none). int8 (which keeps every weight's codes in such
+// micro-steps, its scales being the weights' own) the same.
 static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
     const int N = tc.B * tc.T;
     std::vector<int> in(N), tg(N);
-    for (int wgrad = 0; wgrad <= (N % 16 == 0); wgrad++) {
+    const struct { matmul_precision precision; int fp8_wgrad; } runs[] = {{MATMUL_FP8, 0}, {MATMUL_FP8, 1}, {MATMUL_INT8, 0}};
+    for (const auto &run : runs) {
+        if (run.fp8_wgrad && N % 16 != 0) continue;
+        const bool fp8 = run.precision == MATMUL_FP8;
         Snapshot snap[2];
         std::vector<float> losses[2];
         int kept[2] = {0, 0}, weight_ops = 0;
         for (int separate = 0; separate < 2; separate++) {
-            GPUModelOptions opt = test_options(MATMUL_FP8);
-            opt.amax_history = 4;
-            opt.fp8_wgrad = wgrad;
+            GPUModelOptions opt = test_options(run.precision);
+            opt.amax_history = fp8 ? 4 : 0;
+            opt.fp8_wgrad = run.fp8_wgrad;
             opt.separate_casts = separate;
             GPUModel g;
             gpu_model_alloc(&g, &tc.cfg, tc.B, tc.T, &hp, TEST_SEED, &opt);
@@ -646,15 +650,67 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
             cudaCheck(cudaMemcpy(scales.data(), g.lp.scales, scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
             weight_ops = 0;
             for (int op = QUANT_WEIGHT; op < g.lp.num_operands; op += QUANT_ROLES, weight_ops++)
-                kept[separate] += *lowp_codes_kept_at(scales.data(), op) != 0.0f;
+                kept[separate] += fp8 && *lowp_codes_kept_at(scales.data(), op) != 0.0f;
             gpu_model_free(&g);
         }
+        char kept_line[64] = "";
+        if (fp8) snprintf(kept_line, sizeof(kept_line), "; last micro-step kept %d of %d weights' codes", kept[0], weight_ops);
         check(same_bits(snap[0], snap[1]) && losses[0].size() == losses[1].size() &&
-                  !memcmp(losses[0].data(), losses[1].data(), losses[0].size() * sizeof(float)) && kept[0] > 0 && kept[1] == 0,
-              "fp8 delayed%s producers' codes and kept weight codes == separate casts: 4 steps of 2 micro-steps and "
-              "an evaluation each, identical losses, weights, moments; last micro-step kept %d of %d weights' codes",
-              wgrad ? "+wgrad" : "", kept[0], weight_ops);
+                  !memcmp(losses[0].data(), losses[1].data(), losses[0].size() * sizeof(float)) &&
+                  (!fp8 || (kept[0] > 0 && kept[1] == 0)),
+              "%s%s%s kept weight codes == separate casts: 4 steps of 2 micro-steps and an evaluation each, identical "
+              "losses, weights, moments%s",
+              fp8 ? "fp8 delayed" : "int8", run.fp8_wgrad ? "+wgrad" : "", fp8 ? " producers' codes and" : "", kept_line);
     }
+}
+
+// 6f. Kept weight codes, one linear: three training micro-steps of the same operands, the second
+// and the third declared to have the previous one's weights (lowp_begin_forward's same_weights),
+// the third with the weight overwritten by NaN. int8 keeps the codes from the second micro-step
+// on, FP8 with delayed scaling (H = 2) from the third (the first scales from its current amax,
+// which matches no kept scale): the third's output and input gradient must equal the second's bit
+// for bit, and so must its replay (lowp_linear_forward_again) the output, where a cast reading the
+// NaN weight would give NaN.
+static void check_kept_weight_codes(Matmul *mm, int N, int IC, int OC, matmul_precision precision) {
+    LowpMatmul lp;
+    lowp_init(&lp, precision, 0, 0, precision == MATMUL_FP8 ? 2 : 0, 1, IC > OC ? IC : OC, N);
+    const int seed = 740 + 10 * (int)precision;
+    const std::vector<float> x = random_bf16((size_t)N * IC, seed, 1.0f), w = random_bf16((size_t)OC * IC, seed + 1, 0.02f),
+                             dout = random_bf16((size_t)N * OC, seed + 2, 1e-3f), bias = random_bf16(OC, seed + 3, 0.1f);
+    bf16 *d_x = upload_bf16(x), *d_w = upload_bf16(w), *d_dout = upload_bf16(dout), *d_bias = upload_bf16(bias);
+    bf16 *d_out, *d_again, *d_dinp;
+    float *d_dw, *d_db, *d_scratch;
+    cudaCheck(cudaMalloc(&d_out, (size_t)N * OC * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_again, (size_t)N * OC * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_dinp, (size_t)N * IC * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d_dw, w.size() * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_db, (size_t)OC * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_scratch, colsum_scratch_floats(N, OC) * sizeof(float)));
+    auto bits = [](const bf16 *d, size_t n) {
+        std::vector<uint16_t> h(n);
+        cudaCheck(cudaMemcpy(h.data(), d, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+        return h;
+    };
+    std::vector<uint16_t> out[3], dinp[3], again;
+    for (int step = 0; step < 3; step++) {
+        if (step == 2) cudaCheck(cudaMemset(d_w, 0xFF, w.size() * sizeof(bf16)));
+        lowp_begin_forward(&lp, true, step > 0, 0);
+        lowp_linear_forward(&lp, mm, d_out, nullptr, d_x, nullptr, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
+        if (step == 2) lowp_linear_forward_again(&lp, mm, d_again, nullptr, d_x, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, 0);
+        lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, nullptr, d_w, nullptr, N, IC, OC, 0,
+                             LINEAR_FC, false, 0);
+        lowp_step_done(&lp);
+        out[step] = bits(d_out, (size_t)N * OC);
+        dinp[step] = bits(d_dinp, (size_t)N * IC);
+    }
+    again = bits(d_again, (size_t)N * OC);
+    check(out[2] == out[1] && dinp[2] == dinp[1] && again == out[2],
+          "%-5s kept weight codes, linear %dx%d->%d: a third micro-step of the same weights (NaN in memory) and its "
+          "replay give the second's output and input gradient bits",
+          matmul_precision_name(precision), N, IC, OC);
+    for (bf16 *p : {d_x, d_w, d_dout, d_bias, d_out, d_again, d_dinp}) cudaCheck(cudaFree(p));
+    for (float *p : {d_dw, d_db, d_scratch}) cudaCheck(cudaFree(p));
+    lowp_free(&lp);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1070,6 +1126,8 @@ int main(int argc, char **argv) {
     }
     check_fp8_scales(&g.mm, 112, C, 4 * C, 0);
     check_fp8_scales(&g.mm, 112, C, 4 * C, 3);
+    check_kept_weight_codes(&g.mm, 112, C, 4 * C, MATMUL_FP8);
+    check_kept_weight_codes(&g.mm, 112, C, 4 * C, MATMUL_INT8);
     gpu_model_free(&g);
     check_lowp_model(tc, hp, weights, MATMUL_FP8, 0, 0, 0);
     check_lowp_model(tc, hp, weights, MATMUL_FP8, 0, 2, 0);

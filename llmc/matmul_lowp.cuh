@@ -52,12 +52,12 @@
 // keep the codes alone) 8 + 16 + 16 + 12 N C bytes a layer less (each output's bf16 no longer
 // written, then read back), at d48 B 4 about 16.4 GB of traffic (~5.5 ms at 3 TB/s) and 240
 // launches a micro-step. NOT RUN on a GPU (2026-11-28).
-// Kept weight codes (FP8): a training forward casts each weight into codes kept by layer (W in
+// Kept weight codes: a training forward casts each weight into codes kept by layer (W in
 // lowp_weight_codes, W^T in lowp_weight_t; 24 C^2 bytes a layer, 2.9 GB at d48), which its replays
-// (recomputation) read, and, with delayed scaling, so do the next micro-steps of the same weights
-// while the weight's scale stays the same: their casts return at once (lowp_begin_forward). With
-// gradient accumulation that is every micro-step of an optimizer step but the first. NOT RUN on a
-// GPU (2026-11-28).
+// (recomputation) read, and so do the next micro-steps of the same weights (lowp_begin_forward):
+// in int8 always, in FP8 with delayed scaling while the weight's scale stays the same (their casts
+// return at once). With gradient accumulation that is every micro-step of an optimizer step but
+// the first. NOT RUN on a GPU (2026-11-28).
 // The weight's and the activation's scales of the forward are reused by the backward of the same
 // micro-step: the weight has not changed and the activation is the one the forward saw, so W^T
 // (kept from the forward's cast) and the activation's transposed copy (kept from the forward's
@@ -106,10 +106,11 @@ typedef struct {
     // device scratch shared by all layers (sizes for the widest linear: 4C)
     uint8_t *q_inp, *q_inp_t;    // (N, 4C) activation codes; (4C, N) transposed (FP8 weight gradient)
     uint8_t *q_grad, *q_grad_t;  // (N, 4C) gradient codes; (4C, N) transposed (FP8 weight gradient)
-    uint8_t *q_weight;           // (4C, C) weight codes (evaluation's; int8: also training's)
-    uint8_t *q_weights;          // FP8: every layer's W codes (lowp_weight_codes), from a training forward's cast
+    uint8_t *q_weight;           // (4C, C) weight codes (evaluation's and sampling's)
+    uint8_t *q_weights;          // every layer's W codes (lowp_weight_codes), from a training forward's cast
     uint8_t *q_weight_t;         // every layer's W^T codes (lowp_weight_t), from the forward's cast for the backward
     bool weight_codes_cast;      // host: q_weights and q_weight_t hold the last training micro-step's casts
+    bool keep_weight_codes;      // host: this training pass's weights are those (lowp_begin_forward)
     int layers, C;
     float *row_scales;           // (N) int8 scale of each row of the activation or gradient
     float *bias_partial;         // FP8: (tile rows, 4C) the gradient's column sums (lowp_linear_backward)
@@ -248,9 +249,9 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
     lp->layers = L, lp->C = C;
     cudaCheck(cudaMalloc(&lp->q_weight_t, (size_t)L * 12 * C * C));
     lp->bytes += (size_t)L * 12 * C * C;
+    cudaCheck(cudaMalloc(&lp->q_weights, (size_t)L * 12 * C * C));
+    lp->bytes += (size_t)L * 12 * C * C;
     if (precision == MATMUL_FP8) {
-        cudaCheck(cudaMalloc(&lp->q_weights, (size_t)L * 12 * C * C));
-        lp->bytes += (size_t)L * 12 * C * C;
         const int rows = quant_colsum_rows(N) < COLSUM_MAX_CHUNKS ? quant_colsum_rows(N) : COLSUM_MAX_CHUNKS;
         const size_t partial_bytes = (size_t)rows * 4 * C * sizeof(float);
         cudaCheck(cudaMalloc(&lp->bias_partial, partial_bytes));
@@ -353,17 +354,20 @@ __global__ void lowp_begin_kernel(float *scales, float *amax, float *history, in
 // linear: one launch for all L * 12 operands instead of a memset and a scale kernel per cast.
 // record: a training pass (delayed scaling records this micro-step's amaxes).
 // same_weights (a training pass): no weight has changed since the previous training pass (the
-// trainer: a micro-step after the first of an optimizer step). With delayed scaling the weights'
-// casts whose scale has not changed either are then skipped: the codes the previous pass cast are
-// kept (lowp_begin_kernel). At d48 that saves 4 bytes of traffic per block weight (W read, W and
-// W^T codes written), 5.9 GB per micro-step, for all but the first micro-step of each step.
+// trainer: a micro-step after the first of an optimizer step). The codes that pass cast are then
+// kept: int8's always (the weight's scale is its own), FP8's with delayed scaling where the
+// weight's scale has not changed either (lowp_begin_kernel decides on the device; current scaling
+// casts). At d48 that saves 4 bytes of traffic per block weight in FP8 (W read, W and W^T codes
+// written; 5.9 GB a micro-step) and 6 in int8 (its amax pass too), in every micro-step of an
+// optimizer step but the first.
 static inline void lowp_begin_forward(LowpMatmul *lp, bool record, bool same_weights, cudaStream_t st) {
     if (lp->precision == MATMUL_BF16) return;
     lowp_mark(lp, PROF_QUANTIZE, st);
     const int H = lp->history_len, slot = H > 0 ? (int)(lp->history_steps % H) : 0;
+    lp->keep_weight_codes = record && same_weights && lp->weight_codes_cast;
     LLMC_LAUNCH(ceil_div(lp->num_operands, 256), 256, 0, st, lowp_begin_kernel)(
         lp->scales, lp->amax, lp->history, lp->num_operands, H, slot, H > 0 ? (slot + H - 1) % H : 0,
-        H > 0 && lp->history_steps > 0, H > 0 && record, record && same_weights && lp->weight_codes_cast);
+        H > 0 && lp->history_steps > 0, H > 0 && record, lp->keep_weight_codes);
     kernelCheck();
     memset(lp->amax_taken, 0, (size_t)lp->num_operands);
     if (record) lp->weight_codes_cast = false;  // until this micro-step is done (lowp_step_done)
@@ -460,7 +464,7 @@ static inline void lowp_quantize_transposed_again(LowpMatmul *lp, uint8_t *qt, c
 // and its forward may keep the weight codes this one cast (lowp_begin_forward's same_weights).
 static inline void lowp_step_done(LowpMatmul *lp) {
     if (lp->history_len > 0) lp->history_steps++;
-    lp->weight_codes_cast = lp->precision == MATMUL_FP8;
+    lp->weight_codes_cast = lp->precision != MATMUL_BF16;
 }
 
 // Forgets the amax history: the next training micro-step scales from its current amaxes again.
@@ -518,20 +522,23 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
     }
     case MATMUL_INT8: {
         int8_quantize_rows_gpu((int8_t *)lp->q_inp, lp->row_scales, inp, N, IC, QUANT_SCALE_POW2, st);
-        // The weight's tensor scale, always current (the weight is read anyway).
-        QuantScale qs = quant_scale_given(lowp_scale(lp, op_w));
-        if (!again) {
+        // W's codes with the weight's tensor scale, always current (the weight is read anyway), kept
+        // as FP8's: a replay, or a training forward of the weights the previous one cast (whose
+        // scale, the weights' own, is the same), reads the codes and the scale as they are.
+        uint8_t *w_codes = record || again ? lowp_weight_codes(lp, layer, linear, IC, OC) : lp->q_weight;
+        if (!again && !(record && lp->keep_weight_codes)) {
             float *amax = lowp_take_amax(lp, lp->amax + op_w, op_w);
             quant_amax_gpu(amax, weight, (size_t)OC * IC, st);
-            qs = quant_scale_of_amax(lowp_scale(lp, op_w), lowp_inv_scale(lp, op_w), amax, QUANT_SCALE_POW2);
+            const QuantScale qs =
+                quant_scale_of_amax(lowp_scale(lp, op_w), lowp_inv_scale(lp, op_w), amax, QUANT_SCALE_POW2);
+            if (record)  // and W^T for the backward
+                quant_transpose_gpu(w_codes, lowp_weight_t(lp, layer, linear, IC, OC), (float *)nullptr,
+                                    (float *)nullptr, weight, OC, IC, qs, QUANT_TO_INT8, st);
+            else
+                quant_cast_gpu(w_codes, (float *)nullptr, weight, (size_t)OC * IC, qs, QUANT_TO_INT8, st);
         }
-        if (again || !record)  // W^T: kept from the first forward; not needed without a backward
-            quant_cast_gpu(lp->q_weight, (float *)nullptr, weight, (size_t)OC * IC, qs, QUANT_TO_INT8, st);
-        else
-            quant_transpose_gpu(lp->q_weight, lowp_weight_t(lp, layer, linear, IC, OC), (float *)nullptr,
-                                (float *)nullptr, weight, OC, IC, qs, QUANT_TO_INT8, st);
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
-        matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_inp, CUDA_R_8I, lp->q_weight, CUDA_R_8I, nullptr, nullptr, nullptr,
+        matmul_lt_tn(mm, lp->acc, CUDA_R_32I, lp->q_inp, CUDA_R_8I, w_codes, CUDA_R_8I, nullptr, nullptr, nullptr,
                      gelu, gelu_pre, N, OC, IC, false, false, st);
         lowp_mark(lp, PROF_QUANTIZE, st);
         int8_dequantize_bias_gpu(out, lp->acc, lp->row_scales, lowp_scale(lp, op_w), bias, N, OC, st);

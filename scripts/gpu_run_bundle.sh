@@ -4,10 +4,10 @@
 # d12 benchmark, the recompute checks and d12's memory/speed table (phase recompute; d48's table:
 # phase recompute_d48), the ZeRO checks
 # (phase zero: scripts/gpu_zero_check.sh, PASS/FAIL lines in the zero step's log), the throughput of
-# every block-matmul precision, and bf16's MFU, at d12 and d48, with where a step's time goes in
-# bf16 and FP8 by train_gptcu --profile (phase bench), the same at d24 and d36 (phase bench3),
-# d48 with 4 micro-steps per step and d48 at B 8, bf16 against all-FP8, and --gelu-fusion 0/1/2
-# at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
+# every block-matmul precision, and bf16's MFU, at d12 and d48, d48 with 4 micro-steps per step
+# (bf16 against all-FP8), with where a step's time goes in bf16 and FP8 by train_gptcu --profile
+# (phase bench), the same at d24 and d36 (phase bench3), d48 at B 8 (bf16 against all-FP8), and
+# --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
 # with --attention wgmma-fwd, and with it and PyTorch's optimizer (no clipping) (phase torch), where a training step's time goes, kernel by kernel, under
 # Nsight Compute (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
 # curves of bf16, fp8 and int8 over 1000 steps of the nlp-corpus shards (phase curves:
@@ -32,12 +32,13 @@ mkdir -p "$out" "$work/logs"
 # The phases to run, in the order written below: any of checks, sanitize, recompute, recompute_d48,
 # zero, bench, bench2, bench3, torch, profile, curves, or all (the default). Measured on an H200
 # (2026-11-27, c95ef56): checks 1.1, zero 0.6, torch 2.1 (before its three no-clipping rows, ~0.7
-# more), bench 4.3 (before its four fp8 --gelu-fusion rows, ~1.4 more), sanitize 4.7 minutes (without
-# initcheck, cut by the call's deadline; the two d12 checks are 3.6 of it); on an H100 (2026-11-23)
-# curves 2.5; estimated: recompute ~6 (5 steps per policy, d12's 8 runs), recompute_d48 ~6 (8 runs
-# of ~45 s), bench3 ~5.5 (~7.5 with the fast-accumulation rows), bench2 ~7 (d48 B 8, fast
-# accumulation); profile not yet timed (its step limits add up to 1020 s: it ends at the deadline,
-# and profile.md grows table by table, d12 first).
+# more), bench 4.3 (before its four fp8 --gelu-fusion rows, ~1.4 more, and its three d48
+# accumulation rows, ~1 more), sanitize 4.7 minutes (without initcheck, cut by the call's deadline;
+# the two d12 checks are 3.6 of it); on an H100 (2026-11-23) curves 2.5; estimated: recompute ~6
+# (5 steps per policy, d12's 8 runs), recompute_d48 ~6 (8 runs of ~45 s), bench3 ~5.5 (~7.5 with
+# the fast-accumulation rows), bench2 ~6 (d48 B 8, fast accumulation); profile not yet timed (its
+# step limits add up to 1020 s: it ends at the deadline, and profile.md grows table by table, d12
+# first).
 phases=" ${*:-all} "
 for p in $phases; do
     case $p in checks | sanitize | recompute | recompute_d48 | zero | bench | bench2 | bench3 | torch | profile | curves | all) ;;
@@ -223,33 +224,37 @@ profile_table() {
                      for (j = 1; j <= f; j++) row = row " " ((name[i], j) in ms ? ms[name[i], j] : "-") " |"
                      print row } }' "${logs[@]}"; } >> "$summary"
 }
-if wants bench; then
-    precision_table "d12 16" "d48 4"
-    profile_table "d12 16 bf16" "d12 16 fp8" "d48 4 bf16" "d48 4 fp8"
-fi
-if wants bench2; then  # d48 with accumulation; GELU fusion at d12
-    # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates: at d48 B 4 one
-    # step's AdamW and gradient norm (about 30 bytes per parameter, ~15 ms) otherwise dilute
-    # whatever the matmul precision changes.
-    # And d48 at B 8 (one micro-step of 8192 rows): B 4's GEMMs (N 4096 rows, K = C = 1600) are
-    # where FP8 kernels stay furthest from their peak; both precisions at the same B.
+# d48_ratio_table RUN LABEL ARGS...: d48 with ARGS in bf16, in fp8 (history 16, --fp8-wgrad 1) and
+# the same with --fp8-fast-accum 2, and their ratios, as a one-row table into summary.md.
+d48_ratio_table() {
+    local run=$1 label=$2 m flags; shift 2
     for m in bf16 fp8wgrad fp8fast; do
         case $m in
         bf16) flags="--matmul bf16" ;;
         fp8wgrad) flags="--matmul fp8 --amax-history 16 --fp8-wgrad 1" ;;
         fp8fast) flags="--matmul fp8 --amax-history 16 --fp8-wgrad 1 --fp8-fast-accum 2" ;;
         esac
-        step "bench_d48_accum4_$m" 150 $bin/train_gptcu --bench -e d48 -b 4 -t 1024 -d 16384 -x 6 $flags
-        step "bench_d48_b8_$m" 150 $bin/train_gptcu --bench -e d48 -b 8 -t 1024 -x 8 $flags
+        step "bench_d48_${run}_$m" 150 $bin/train_gptcu --bench -e d48 -t 1024 "$@" $flags
     done
+    local a=$(tokens_per_s "bench_d48_${run}_bf16") b=$(tokens_per_s "bench_d48_${run}_fp8wgrad") \
+          c=$(tokens_per_s "bench_d48_${run}_fp8fast")
     { echo; echo "| d48 | bf16 tokens/s | fp8, history 16, --fp8-wgrad 1 | ratio | the same, --fp8-fast-accum 2 | ratio |"
       echo "|---|---|---|---|---|---|"
-      for run in accum4 b8; do
-          a=$(tokens_per_s "bench_d48_${run}_bf16") b=$(tokens_per_s "bench_d48_${run}_fp8wgrad")
-          c=$(tokens_per_s "bench_d48_${run}_fp8fast")
-          label="B 4, 4 micro-steps per step"; [ $run = b8 ] && label="B 8"
-          echo "| $label | $a | $b | $(ratio "$b" "$a") | $c | $(ratio "$c" "$a") |"
-      done; } >> "$summary"
+      echo "| $label | $a | $b | $(ratio "$b" "$a") | $c | $(ratio "$c" "$a") |"; } >> "$summary"
+}
+if wants bench; then
+    precision_table "d12 16" "d48 4"
+    # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates (GPT-2's 0.5 M
+    # tokens a step are 128 micro-steps of d48 B 4): one step's AdamW and gradient norm (about 30
+    # bytes per parameter, ~15 ms at d48) otherwise dilute whatever the matmul precision changes,
+    # and the micro-steps after the first keep the weights' FP8 codes (llmc/matmul_lowp.cuh).
+    d48_ratio_table accum4 "B 4, 4 micro-steps per step" -b 4 -d 16384 -x 6
+    profile_table "d12 16 bf16" "d12 16 fp8" "d48 4 bf16" "d48 4 fp8"
+fi
+if wants bench2; then  # d48 at B 8; GELU fusion at d12
+    # d48 at B 8 (one micro-step of 8192 rows): B 4's GEMMs (N 4096 rows, K = C = 1600) are where
+    # FP8 kernels stay furthest from their peak; both precisions at the same B.
+    d48_ratio_table b8 "B 8" -b 8 -x 8
     # GELU in the cuBLASLt epilogues (--gelu-fusion: 0 off, 1 backward (the default), 2 both; see README)
     for f in 0 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
     { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"

@@ -82,14 +82,16 @@ check "zero: gpu_zero_check.sh's 33 checks passed" test "$(tar -xzOf "$d/out_zer
 check "zero: the runs' outputs come back" returned zero zero/one.out
 check "zero: the runs' logs come back" returned zero zero/one/main.log
 phase bench bench_d12_bf16 bench_d12_fp8 bench_d12_int8 bench_d12_fp8delayed bench_d12_fp8wgrad bench_d48_bf16 \
-    bench_d48_fp8 bench_d48_int8 bench_d48_fp8delayed bench_d48_fp8wgrad profile_events_d12_bf16 \
+    bench_d48_fp8 bench_d48_int8 bench_d48_fp8delayed bench_d48_fp8wgrad bench_d48_accum4_bf16 \
+    bench_d48_accum4_fp8wgrad bench_d48_accum4_fp8fast profile_events_d12_bf16 \
     profile_events_d12_fp8 profile_events_d48_bf16 profile_events_d48_fp8
+check "bench: the d48 accumulation ratios are computed" grep -q "^| B 4, 4 micro-steps per step | 12345 | 12345 | 1.000 |" "$d/out_bench/summary.md"
 check "bench: the precision table has its figures" grep -q "^| d48 | 4 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench/summary.md"
 check "bench: the --profile table has the parts of each run" \
     bash -c "grep -q '^| ms per step | d12 B 16 bf16 | d12 B 16 fp8 | d48 B 4 bf16 | d48 B 4 fp8 |' '$d/out_bench/summary.md' &&
              grep -q '^| quantize | 0.000 | 1.000 | 0.000 | 1.000 |' '$d/out_bench/summary.md' &&
              grep -q '^| all parts | 10.000 | 10.000 | 10.000 | 10.000 |' '$d/out_bench/summary.md'"
-phase bench2 bench_d48_accum4_bf16 bench_d48_b8_bf16 bench_d48_accum4_fp8wgrad bench_d48_b8_fp8wgrad \
+phase bench2 bench_d48_b8_bf16 bench_d48_b8_fp8wgrad bench_d48_b8_fp8fast \
     bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
 check "bench2: the d48 ratios are computed" grep -q "^| B 8 | 12345 | 12345 | 1.000 |" "$d/out_bench2/summary.md"
 phase bench3 bench_d24_bf16 bench_d24_fp8 bench_d24_int8 bench_d24_fp8delayed bench_d24_fp8wgrad bench_d36_bf16 \

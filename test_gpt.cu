@@ -524,9 +524,9 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
         cudaCheck(cudaFree(tmp));
     };
     int bad_scales = 0, bad_history = 0, bad_kept = 0, kept_steps = 0;
-    size_t bad_dinp = 0;
-    int last_train = -1;          // the previous training step
-    float last_weight_scale = NAN;  // its weight's scale (NaN: current scaling)  // input-gradient elements outside the bound, over the training steps
+    size_t bad_dinp = 0;            // input-gradient elements outside the bound, over the training steps
+    int last_train = -1;            // the previous training step
+    float last_weight_scale = NAN;  // its weight's scale (NaN: current scaling)
     // The device's scales of `roles` (a bit mask) against the twin's, the ring against the twin's.
     auto compare_state = [&](const float *expected_scale, int roles) {
         std::vector<float> scales((size_t)4 * lp.num_operands);
@@ -545,7 +545,8 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
     const int op_w = quant_operand_index(0, LINEAR_FC, QUANT_WEIGHT);
     for (int step = 0; step < 8; step++) {
         const bool eval = step == 4;  // after training micro-steps 0-3
-        const bool same_weights = !eval && last_train >= 0 && factor[step][QUANT_WEIGHT] == factor[last_train][QUANT_WEIGHT];
+        const bool same_weights =
+            !eval && last_train >= 0 && factor[step][QUANT_WEIGHT] == factor[last_train][QUANT_WEIGHT];
         float expected[QUANT_ROLES];
         for (int r = 0; r < QUANT_ROLES; r++) {
             const int op = quant_operand_index(0, LINEAR_FC, (quant_operand)r);
@@ -619,7 +620,10 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
 static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
     const int N = tc.B * tc.T;
     std::vector<int> in(N), tg(N);
-    const struct { matmul_precision precision; int fp8_wgrad; } runs[] = {{MATMUL_FP8, 0}, {MATMUL_FP8, 1}, {MATMUL_INT8, 0}};
+    const struct {
+        matmul_precision precision;
+        int fp8_wgrad;
+    } runs[] = {{MATMUL_FP8, 0}, {MATMUL_FP8, 1}, {MATMUL_INT8, 0}};
     for (const auto &run : runs) {
         if (run.fp8_wgrad && N % 16 != 0) continue;
         const bool fp8 = run.precision == MATMUL_FP8;
@@ -654,13 +658,15 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
             gpu_model_free(&g);
         }
         char kept_line[64] = "";
-        if (fp8) snprintf(kept_line, sizeof(kept_line), "; last micro-step kept %d of %d weights' codes", kept[0], weight_ops);
+        if (fp8)
+            snprintf(kept_line, sizeof(kept_line), "; last micro-step kept %d of %d weights' codes", kept[0], weight_ops);
         check(same_bits(snap[0], snap[1]) && losses[0].size() == losses[1].size() &&
                   !memcmp(losses[0].data(), losses[1].data(), losses[0].size() * sizeof(float)) &&
                   (!fp8 || (kept[0] > 0 && kept[1] == 0)),
               "%s%s%s kept weight codes == separate casts: 4 steps of 2 micro-steps and an evaluation each, identical "
               "losses, weights, moments%s",
-              fp8 ? "fp8 delayed" : "int8", run.fp8_wgrad ? "+wgrad" : "", fp8 ? " producers' codes and" : "", kept_line);
+              fp8 ? "fp8 delayed" : "int8", run.fp8_wgrad ? "+wgrad" : "", fp8 ? " producers' codes and" : "",
+              kept_line);
     }
 }
 
@@ -675,7 +681,8 @@ static void check_kept_weight_codes(Matmul *mm, int N, int IC, int OC, matmul_pr
     LowpMatmul lp;
     lowp_init(&lp, precision, 0, 0, precision == MATMUL_FP8 ? 2 : 0, 1, IC > OC ? IC : OC, N);
     const int seed = 740 + 10 * (int)precision;
-    const std::vector<float> x = random_bf16((size_t)N * IC, seed, 1.0f), w = random_bf16((size_t)OC * IC, seed + 1, 0.02f),
+    const std::vector<float> x = random_bf16((size_t)N * IC, seed, 1.0f),
+                             w = random_bf16((size_t)OC * IC, seed + 1, 0.02f),
                              dout = random_bf16((size_t)N * OC, seed + 2, 1e-3f), bias = random_bf16(OC, seed + 3, 0.1f);
     bf16 *d_x = upload_bf16(x), *d_w = upload_bf16(w), *d_dout = upload_bf16(dout), *d_bias = upload_bf16(bias);
     bf16 *d_out, *d_again, *d_dinp;
@@ -696,7 +703,8 @@ static void check_kept_weight_codes(Matmul *mm, int N, int IC, int OC, matmul_pr
         if (step == 2) cudaCheck(cudaMemset(d_w, 0xFF, w.size() * sizeof(bf16)));
         lowp_begin_forward(&lp, true, step > 0, 0);
         lowp_linear_forward(&lp, mm, d_out, nullptr, d_x, nullptr, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
-        if (step == 2) lowp_linear_forward_again(&lp, mm, d_again, nullptr, d_x, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, 0);
+        if (step == 2)
+            lowp_linear_forward_again(&lp, mm, d_again, nullptr, d_x, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, 0);
         lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, nullptr, d_w, nullptr, N, IC, OC, 0,
                              LINEAR_FC, false, 0);
         lowp_step_done(&lp);

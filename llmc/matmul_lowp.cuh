@@ -510,9 +510,9 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
                            quant_scale_given(lowp_scale(lp, op_inp)), lowp_fp8_target(op_inp), st);
         } else {
             if (inp) lowp_quantize(lp, lp->q_inp, inp_t, nullptr, inp, N, IC, op_inp, record, nullptr, st);
+            const float *kept = record && lp->history_len > 0 ? lowp_codes_kept_at(lp->scales, op_w) : nullptr;
             lowp_quantize(lp, w_codes, record ? lowp_weight_t(lp, layer, linear, IC, OC) : nullptr, nullptr, weight,
-                          OC, IC, op_w, record, record && lp->history_len > 0 ? lowp_codes_kept_at(lp->scales, op_w) : nullptr,
-                          st);
+                          OC, IC, op_w, record, kept, st);
         }
         lowp_mark(lp, PROF_MATMUL_FORWARD, st);
         matmul_lt_tn(mm, out, CUDA_R_16BF, lp->q_inp, CUDA_R_8F_E4M3, w_codes, CUDA_R_8F_E4M3,

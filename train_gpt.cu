@@ -153,7 +153,7 @@ typedef struct {
     // The weights may have changed since the last training micro-step: set by their writers
     // (gpu_set_weights, gpu_update) and, as the backend contract allows them to change only between
     // optimizer steps, at every step's start (gpu_zero_grads). Until a training micro-step clears
-    // it, FP8's weight casts may not keep the previous micro-step's codes (lowp_begin_forward).
+    // it, the FP8/int8 weight casts may not keep the previous micro-step's codes (lowp_begin_forward).
     bool weights_changed;
     GPUZero zero;
     // activations, carved from one allocation
@@ -969,7 +969,7 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     zero_weights_acquire(g, 0);  // ZeRO-3 hooks (no-ops below stage 3): see GPUZero
     zero_weights_acquire(g, zero_layer_segment(0));
     const quant_pass pass = with_grad ? QUANT_PASS_TRAIN : QUANT_PASS_EVAL;
-    // the FP8/int8 amaxes and delayed scales; FP8 may keep the last micro-step's weight codes
+    // the FP8/int8 amaxes and delayed scales; the last micro-step's weight codes may be kept
     lowp_begin_forward(&g->lp, with_grad, with_grad && !g->weights_changed && !g->separate_casts, st);
     if (with_grad) g->weights_changed = false;
     mark(g, PROF_ENCODER);

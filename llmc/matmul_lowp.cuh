@@ -103,6 +103,8 @@ typedef struct {
     float *amax;                 // [num_operands]: the current amax (current scaling), zeroed per pass
     float *history;              // [num_operands][H]: amax ring, slot history_steps % H is this step's
     uint8_t *amax_taken;         // host, [num_operands]: an amax accumulated since lowp_begin_forward
+    uint8_t *weight_t_recorded;  // host, [num_operands]: this pass's training forward cast (or kept) the
+                                 // weight's W^T and scale, which lowp_linear_backward reads
     // device scratch shared by all layers (sizes for the widest linear: 4C)
     uint8_t *q_inp, *q_inp_t;    // (N, 4C) activation codes; (4C, N) transposed (FP8 weight gradient)
     uint8_t *q_grad, *q_grad_t;  // (N, 4C) gradient codes; (4C, N) transposed (FP8 weight gradient)
@@ -243,6 +245,7 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
     cudaCheck(cudaMalloc(&lp->scales, ops * 4 * sizeof(float)));
     cudaCheck(cudaMalloc(&lp->amax, ops * sizeof(float)));
     lp->amax_taken = (uint8_t *)calloc_check(ops, 1);
+    lp->weight_t_recorded = (uint8_t *)calloc_check(ops, 1);
     cudaCheck(cudaMalloc(&lp->q_inp, wide));
     cudaCheck(cudaMalloc(&lp->q_grad, wide));
     cudaCheck(cudaMalloc(&lp->q_weight, (size_t)4 * C * C));
@@ -289,6 +292,7 @@ static inline void lowp_free(LowpMatmul *lp) {
     cudaCheck(cudaFree(lp->bias_partial));
     cudaCheck(cudaFree(lp->acc));
     free(lp->amax_taken);
+    free(lp->weight_t_recorded);
 }
 
 // Where block linear `linear` of `layer` keeps its weight's codes in `store` (q_weights: W (OC, IC),
@@ -370,6 +374,7 @@ static inline void lowp_begin_forward(LowpMatmul *lp, bool record, bool same_wei
         H > 0 && lp->history_steps > 0, H > 0 && record, lp->keep_weight_codes);
     kernelCheck();
     memset(lp->amax_taken, 0, (size_t)lp->num_operands);
+    memset(lp->weight_t_recorded, 0, (size_t)lp->num_operands);
     if (record) lp->weight_codes_cast = false;  // until this micro-step is done (lowp_step_done)
 }
 
@@ -499,6 +504,7 @@ static inline void lowp_linear_forward_pass(LowpMatmul *lp, Matmul *mm, bf16 *ou
     if (!inp && (again || !lowp_producer_codes_available(lp, record)))
         die("lowp: the input's codes come from its producer only in an FP8 training forward with delayed scaling");
     lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_FORWARD : PROF_QUANTIZE, st);
+    if (record && !again && lp->precision != MATMUL_BF16) lp->weight_t_recorded[op_w] = 1;
     switch (lp->precision) {
     case MATMUL_FP8: {
         // W's codes: a training forward's kept by layer, with W^T for the backward (for replays, and
@@ -601,6 +607,9 @@ static inline void lowp_linear_backward(LowpMatmul *lp, Matmul *mm, bf16 *dinp, 
     const matmul_gelu gelu = gelu_pre ? MATMUL_GELU_BACKWARD : MATMUL_GELU_NONE;
     bf16 *aux = const_cast<bf16 *>(gelu_pre);  // MATMUL_GELU_BACKWARD only reads it (int8: matmul_lt_tn refuses)
     // W^T (IC, OC) as the forward's cast wrote it (FP8, int8), with the scale the forward chose
+    if (lp->precision != MATMUL_BF16 && !lp->weight_t_recorded[op_w])
+        die("lowp: layer %d linear %d's backward reads the W^T codes its training forward writes; no training "
+            "forward of it since lowp_begin_forward", layer, linear);
     const uint8_t *w_t = lp->precision == MATMUL_BF16 ? nullptr : lowp_weight_t(lp, layer, linear, IC, OC);
     lowp_mark(lp, lp->precision == MATMUL_BF16 ? PROF_MATMUL_BACKWARD : PROF_QUANTIZE, st);
     switch (lp->precision) {

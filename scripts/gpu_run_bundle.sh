@@ -9,14 +9,15 @@
 # (phase bench), the same at d24 and d36 (phase bench3), d48 at B 8 (bf16 against all-FP8), and
 # --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
 # with --attention wgmma-fwd, and with it and PyTorch's optimizer (no clipping) (phase torch), where a training step's time goes, kernel by kernel, under
-# Nsight Compute (phase profile: $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
+# Nsight Compute (phase profile: first the attention kernels' stall reasons and pipe use at T 1024
+# HS 64, $OUT/profile_attention.txt, then $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
 # curves of bf16, fp8 and int8 over 1000 steps of the nlp-corpus shards (phase curves:
 # $OUT/curves.csv, and .png when the machine's python3 has matplotlib; else
 # dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT (or
-# build/gpu_run) receives at most 6 files (the device tool returns 8):
+# build/gpu_run) receives at most 7 files (the device tool returns 8):
 # device.txt (the GPU, the bundle's commit, the machine's kernel and torch), summary.md (a row per
 # step, and the tables), logs.tar.gz (every step's log, the ZeRO runs' outputs and logs, ncu's raw
-# CSVs), and the phases' results (profile.md, curves.csv, curves.png). Bulky work (ZeRO
+# CSVs), and the phases' results (profile_attention.txt, profile.md, curves.csv, curves.png). Bulky work (ZeRO
 # checkpoints, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work). WGMMA=0 skips the
 # steps of the wgmma attention (see wgmma_step below).
 # The script keeps its own deadline, BUNDLE_SECONDS (default 570) after it starts: no step runs
@@ -295,6 +296,14 @@ if wants profile; then  # GPU time per kernel over two steps (ncu serializes ker
     # gradient in FP8 too: 1.05x on 2026-11-23).
     ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
     if [ -n "$ncu" ]; then
+        # First the attention kernels (issue 5: the backward is most of the gap to SDPA), each once at
+        # T 1024 HS 64: where their time goes (stall reasons, pipe use, occupancy, shared-memory
+        # traffic), into $out/profile_attention.txt. About half a minute.
+        wg=--wgmma; { [ "${WGMMA:-1}" = 0 ] || [ -e "$wgmma_gate" ]; } && wg=
+        step profile_attention 150 "$ncu" --clock-control none --kernel-name regex:attention_ --section SpeedOfLight \
+            --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
+            --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis $bin/attention --profile-once $wg
+        cp "$work/logs/profile_attention.log" "$out/profile_attention.txt"
         : > "$out/profile.md"
         for run in "d12 16 bf16" "d48 4 bf16" "d48 4 fp8"; do
             set -- $run

@@ -25,6 +25,10 @@
 // backward kernel by kernel (delta, dK/dV, dQ; with --wgmma also the wgmma ones), and the HS 64
 // kernel variants (occupancy, row tiles per warp, streamed tile height) side by side (see
 // tune_occupancy; variants whose bits differ also make it exit 1).
+// With --profile-once, no checks and no timing: each HS 64 kernel of the benchmark's T 1024 shape
+// runs once (forward; backward delta, dK/dV, dQ; with --wgmma the wgmma forward, dK/dV and dQ too),
+// for Nsight Compute to profile (scripts/gpu_run_bundle.sh, phase profile: stall reasons, pipe use
+// and occupancy of each, where the backward's time goes).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
 // machine (issue 5 asks for the ratio).
 // FLOP convention (the one FlashAttention papers use): forward = 4 B NH T^2 HS / 2 (two matmuls,
@@ -806,23 +810,48 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
     }
 }
 
+// Each HS 64 kernel once at the benchmark's T 1024 shape, for a profiler (--profile-once).
+static void profile_once(bool wgmma) {
+    using namespace attention_detail;
+    const Shape sh = {16, 32, 1024, 64};
+    const Buffers d = buffers_alloc(sh);
+    fill_uniform_bf16(d.qkv, sh.qkv_count(), 4000, -1.0f, 1.0f);
+    fill_uniform_bf16(d.dout, sh.out_count(), 4001, -1.0f, 1.0f);
+    const float *delta = (const float *)d.scratch;
+    if (wgmma) attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 64, 0);
+    attention_forward(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 64, 0);
+    backward_delta<64>(d.scratch, d.dout, d.out, sh.B, sh.T, sh.NH, 0);
+    backward_kv_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
+    backward_dq_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
+    if (wgmma) {
+        backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
+        backward_dq_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
+    }
+    cuda_check(cudaDeviceSynchronize());
+    printf("profile-once: B %d NH %d T %d HS %d, each kernel once%s\n", sh.B, sh.NH, sh.T, sh.HS,
+           wgmma ? " (and the wgmma ones)" : "");
+    buffers_free(d);
+}
+
 int main(int argc, char **argv) {
     set_program_name(argv[0]);
-    bool check_only = false, small_only = false, short_only = false, wgmma = false;
+    bool check_only = false, small_only = false, short_only = false, wgmma = false, once = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--check")) check_only = true;
         else if (!strcmp(argv[i], "--check-small")) check_only = small_only = true;
         else if (!strcmp(argv[i], "--check-short")) check_only = small_only = short_only = true;
         else if (!strcmp(argv[i], "--wgmma")) wgmma = true;
+        else if (!strcmp(argv[i], "--profile-once")) once = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: %s [--wgmma] [--check | --check-small | --check-short]\n"
+            printf("usage: %s [--wgmma] [--check | --check-small | --check-short | --profile-once]\n"
                    "  --wgmma        the wgmma kernels (sm_90a; backward at HS 64 only) instead of the default ones:\n"
                    "                 their checks, and their times beside the default's (a run of its own, so\n"
                    "                 that a failure of these unverified kernels cannot cut the default's checks short)\n"
                    "  --check        correctness checks only, no benchmark\n"
                    "  --check-small  only the small cases (for compute-sanitizer's racecheck, which slows kernels\n"
                    "                 down a hundredfold and more): not the many-heads case\n"
-                   "  --check-short  the small cases with T < 512 (for the CPU emulator's race build)\n",
+                   "  --check-short  the small cases with T < 512 (for the CPU emulator's race build)\n"
+                   "  --profile-once each HS 64 kernel once at T 1024 (B 16, NH 32), no checks, for a profiler\n",
                    argv[0]);
             return 0;
         } else usage_error("unknown argument '%s'", argv[i]);
@@ -836,6 +865,11 @@ int main(int argc, char **argv) {
     if (wgmma && !attention_wgmma_available()) {
         printf("FAIL wgmma forward unavailable: %s\n", wgmma_unavailable_reason());
         return 1;
+    }
+    if (once) {
+        if (check_only) usage_error("--profile-once runs no checks: not with --check, --check-small or --check-short");
+        profile_once(wgmma);
+        return 0;
     }
 
     // T = 1 and T not a multiple of the 64-row tiles (or of the 32-row backward tiles of HS 128),

@@ -103,11 +103,13 @@ phase torch bench_d12_bf16_b16 bench_d12_wgmma_fwd_b16 bench_d12_wgmma_fwd_nocli
     bench_d12_wgmma_fwd_noclip_b64 torch_d12_b64
 check "torch: the ratios are computed" \
     grep -q "^| B 32 | 12345 (1.2%) | 12345 (1.2%) | 12345 (1.2%) | 23456 | 0.526 | 0.526 | 0.526 |" "$d/out_torch/summary.md"
-phase profile profile_d12_bf16 profile_summary_d12_bf16 profile_d48_bf16 profile_summary_d48_bf16 profile_d48_fp8 \
+phase profile profile_attention profile_d12_bf16 profile_summary_d12_bf16 profile_d48_bf16 profile_summary_d48_bf16 profile_d48_fp8 \
     profile_summary_d48_fp8
 check "profile: the three kernel tables are returned in profile.md" \
     test "$(grep -c "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile.md")" = 3
 check "profile: ncu's raw CSVs come back" returned profile profile_d48_fp8.csv
+check "profile: the attention kernels' report, with the wgmma ones" \
+    grep -q "^attention (dry run): --profile-once --wgmma$" "$d/out_profile/profile_attention.txt"
 phase curves curves
 check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curves/curves.csv")" = 1001
 # The wgmma gate: once attention --wgmma fails, the later wgmma steps of this call and of later

@@ -715,8 +715,10 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 // (fewer registers per thread, more CTAs per SM).
 template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return HS == 64 ? 64 : 32; }
 
-template <int HS, int BS> constexpr size_t backward_smem_bytes() {
-    return (size_t)(2 * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
+// Two resident tiles of RT * 64 rows (RT > 1: the dQ kernel's row tiles per warp, below), two
+// streamed operands of [2][BS] rows, and the streamed lse and delta ([2][BS] fp32; dK/dV).
+template <int HS, int BS, int RT = 1> constexpr size_t backward_smem_bytes() {
+    return (size_t)(2 * RT * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
 }
 
 // The backward's per-element steps on a warp's accumulator tiles, shared by the mma.sync and wgmma
@@ -916,27 +918,34 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward, step 3: dQ. Grid (B * NH, ceil(T / 64)); CTA = 64 queries of one (b, h), warp w owns
-// 16 of them with their Q and dO fragments and the dQ accumulator (16 x HS fp32) in registers.
-// Loops over the key tiles at or below the diagonal, BK keys at a time (64 for HS 64, 32 for
-// HS 128):  S = Q K^T, P = 2^(S s log2e - lse log2e), dP = dO V^T, dS = P (dP - delta),
-// dQ += dS K  (scaled by s at the end).
-// Shared: Q, dO [64][HS+8] (read once into registers), K, V [2][BK][HS+8] streamed.
+// Backward, step 3: dQ. Grid (B * NH, ceil(T / (64 RT))); CTA = 64 RT queries of one (b, h), warp
+// w owns 16 RT of them (RT row tiles of 16, as the forward's) with their Q and dO fragments and the
+// dQ accumulators (16 x HS fp32 a tile) in registers. Loops over the key tiles at or below the
+// diagonal, BK keys at a time (64 for HS 64, 32 for HS 128):  S = Q K^T,
+// P = 2^(S s log2e - lse log2e), dP = dO V^T, dS = P (dP - delta), dQ += dS K  (scaled by s at the
+// end). Shared: Q, dO [64 RT][HS+8] (read once into registers), K, V [2][BK][HS+8] streamed.
+// RT 2 (with BK 32, for registers) reads each K and V fragment from shared memory once for two row
+// tiles, as the forward's RT 2 does (measured 1.37x faster than RT 1 on an H100); a query's sums run in
+// the same order for any RT and BK (a tile wholly past a row's diagonal adds zeros), so the bits
+// do not depend on them. RT 2 has NOT RUN on a GPU (2026-11-28; in the CPU emulator the harness
+// finds the default's bits and FP8 codes): RT 1 stays the default until a GPU times RT 2
+// (dev/cuda/attention.cu's "dQ RT2" columns; 255 registers, no spills, 2 CTAs per SM). To adopt
+// it, backward_hs's dQ launch becomes backward_dq_hs<64, 1, 32, 2> at HS 64.
 
-template <int HS, int MIN_CTAS, int BS, bool CODES>
+template <int HS, int MIN_CTAS, int BS, int RT, bool CODES>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                              const float *__restrict__ delta, int T, int NH, float scale, CodesArg<CODES> codes) {
-    constexpr int BK = BS, LD = ld<HS>();
+    constexpr int BK = BS, LD = ld<HS>(), QROWS = RT * ROWS_PER_CTA;
     LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem);
-    __nv_bfloat16 *sdO = sQ + ROWS_PER_CTA * LD;
-    __nv_bfloat16 *sK = sdO + ROWS_PER_CTA * LD;  // [2][BK][LD]
-    __nv_bfloat16 *sV = sK + 2 * BK * LD;         // [2][BK][LD]
+    __nv_bfloat16 *sdO = sQ + QROWS * LD;
+    __nv_bfloat16 *sK = sdO + QROWS * LD;  // [2][BK][LD]
+    __nv_bfloat16 *sV = sK + 2 * BK * LD;  // [2][BK][LD]
 
     const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
-    const int q0 = (gridDim.y - 1 - blockIdx.y) * ROWS_PER_CTA;  // longest rows first
+    const int q0 = (gridDim.y - 1 - blockIdx.y) * QROWS;  // longest rows first
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int C = NH * HS;
     const int64_t row_stride = 3 * (int64_t)C;
@@ -945,61 +954,74 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     const __nv_bfloat16 *do_head = dout + (int64_t)b * T * C + h * HS;
     const float scale_log2 = scale * LOG2E;
 
-    const int last_query = min(q0 + ROWS_PER_CTA, T) - 1;
+    const int last_query = min(q0 + QROWS, T) - 1;
     const int n_tiles = last_query / BK + 1;
 
     auto load_kv = [&](int j, int buf) {
         load_kv_tiles_async<BK, HS>(sK + buf * BK * LD, sV + buf * BK * LD, k_head, v_head, row_stride, j * BK, T);
     };
-    load_tile_async<ROWS_PER_CTA, HS>(sQ, q_head, row_stride, q0, T);
-    load_tile_async<ROWS_PER_CTA, HS>(sdO, do_head, C, q0, T);
+    load_tile_async<QROWS, HS>(sQ, q_head, row_stride, q0, T);
+    load_tile_async<QROWS, HS>(sdO, do_head, C, q0, T);
     load_kv(0, 0);
     cp_async_commit();
 
-    const int row_lo = q0 + 16 * warp + g;  // query of accumulator rows c0,c1 (c2,c3: row_lo + 8)
-    float lse2[2], dlt[2];                  // lse * log2e and delta of rows row_lo, row_lo + 8
+    const int warp_q0 = q0 + 16 * RT * warp;  // the warp's first query; tile r's rows: warp_q0 + 16 r + g (+ 8)
+    float lse2[RT][2], dlt[RT][2];           // lse * log2e and delta of each tile's rows g, g + 8
 #pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int row = row_lo + 8 * half;
-        lse2[half] = row < T ? lse[(int64_t)bh * T + row] * LOG2E : 0.0f;
-        dlt[half] = row < T ? delta[(int64_t)bh * T + row] : 0.0f;
-    }
+    for (int r = 0; r < RT; r++)
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int row = warp_q0 + 16 * r + g + 8 * half;
+            lse2[r][half] = row < T ? lse[(int64_t)bh * T + row] * LOG2E : 0.0f;
+            dlt[r][half] = row < T ? delta[(int64_t)bh * T + row] : 0.0f;
+        }
 
-    uint32_t qf[HS / 16][4], dof[HS / 16][4];
-    float dq[HS / 8][4];
+    uint32_t qf[RT][HS / 16][4], dof[RT][HS / 16][4];
+    float dq[RT][HS / 8][4];
 #pragma unroll
-    for (int n = 0; n < HS / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+    for (int r = 0; r < RT; r++)
+#pragma unroll
+        for (int n = 0; n < HS / 8; n++) dq[r][n][0] = dq[r][n][1] = dq[r][n][2] = dq[r][n][3] = 0.0f;
 
     for_each_streamed_tile(0, n_tiles, load_kv, [&](int j, int buf) {
         if (j == 0) {
 #pragma unroll
-            for (int kk = 0; kk < HS / 16; kk++) {
-                load_a<HS>(qf[kk], sQ, 16 * warp, 16 * kk, lane);
-                load_a<HS>(dof[kk], sdO, 16 * warp, 16 * kk, lane);
-            }
+            for (int r = 0; r < RT; r++)
+#pragma unroll
+                for (int kk = 0; kk < HS / 16; kk++) {
+                    load_a<HS>(qf[r][kk], sQ, 16 * (RT * warp + r), 16 * kk, lane);
+                    load_a<HS>(dof[r][kk], sdO, 16 * (RT * warp + r), 16 * kk, lane);
+                }
         }
         const __nv_bfloat16 *k_tile = sK + buf * BK * LD, *v_tile = sV + buf * BK * LD;
 
-        float p[BK / 8][4], dp[BK / 8][4];
-        mma_scores<HS, BK, 1>(&p, &qf, k_tile, lane);   // S
-        mma_scores<HS, BK, 1>(&dp, &dof, v_tile, lane); // dP
+        float p[RT][BK / 8][4], dp[RT][BK / 8][4];
+        mma_scores<HS, BK, RT>(p, qf, k_tile, lane);   // S
+        mma_scores<HS, BK, RT>(dp, dof, v_tile, lane); // dP
 
         const int kt0 = j * BK;
-        const bool needs_mask = kt0 + BK - 1 > q0 + 16 * warp || kt0 + BK > T;
-        probs_and_ds_rows<BK>(dp, p, row_lo, kt0, T, needs_mask, lse2, dlt, scale_log2, t);
+#pragma unroll
+        for (int r = 0; r < RT; r++) {
+            const bool needs_mask = kt0 + BK - 1 > warp_q0 + 16 * r || kt0 + BK > T;
+            probs_and_ds_rows<BK>(dp[r], p[r], warp_q0 + 16 * r + g, kt0, T, needs_mask, lse2[r], dlt[r], scale_log2,
+                                  t);
+        }
 
-        uint32_t af[BK / 16][4];
-        acc_to_a<BK>(af, dp);
-        mma_a_regs_b_rows_k<HS, BK, HS, 1>(&dq, &af, k_tile, lane);
+        uint32_t af[RT][BK / 16][4];
+#pragma unroll
+        for (int r = 0; r < RT; r++) acc_to_a<BK>(af[r], dp[r]);
+        mma_a_regs_b_rows_k<HS, BK, HS, RT>(dq, af, k_tile, lane);
     });
 
     if constexpr (CODES) {  // dQ as bf16 rows in the Q tile (read into registers before the loop)
-        store_rows<HS>(sQ, LD, 16 * warp, ROWS_PER_CTA, dq, scale, scale, lane);
+#pragma unroll
+        for (int r = 0; r < RT; r++) store_rows<HS>(sQ, LD, 16 * (RT * warp + r), QROWS, dq[r], scale, scale, lane);
         __syncthreads();
-        staged_dqkv_codes<HS, NTHREADS, 1>(codes, {sQ}, LD, ROWS_PER_CTA, b * T + q0, 0, h, NH, T);
+        staged_dqkv_codes<HS, NTHREADS, 1>(codes, {sQ}, LD, min(QROWS, T - q0), b * T + q0, 0, h, NH, T);
     } else {
         __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
-        store_rows<HS>(dq_head, row_stride, q0 + 16 * warp, T, dq, scale, scale, lane);
+#pragma unroll
+        for (int r = 0; r < RT; r++) store_rows<HS>(dq_head, row_stride, warp_q0 + 16 * r, T, dq[r], scale, scale, lane);
     }
 }
 
@@ -1373,14 +1395,15 @@ static inline void backward_kv_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout
                     dim3(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA), NTHREADS, backward_smem_bytes<HS, BS>(),
                     dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
 }
-template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
+template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>(), int RT = 1>
 static inline void backward_dq_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
                                   const float *lse, const float *delta, int B, int T, int NH,
                                   cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
-    launch_backward(attention_backward_dq_kernel<HS, MIN_CTAS, BS, false>,
-                    attention_backward_dq_kernel<HS, MIN_CTAS, BS, true>,
-                    dim3(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA), NTHREADS, backward_smem_bytes<HS, BS>(),
-                    dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
+    constexpr int QROWS = RT * ROWS_PER_CTA;
+    launch_backward(attention_backward_dq_kernel<HS, MIN_CTAS, BS, RT, false>,
+                    attention_backward_dq_kernel<HS, MIN_CTAS, BS, RT, true>, dim3(B * NH, (T + QROWS - 1) / QROWS),
+                    NTHREADS, backward_smem_bytes<HS, BS, RT>(), dqkv, dout, qkv, lse, delta, T, NH,
+                    1.0f / sqrtf((float)HS), codes, stream);
 }
 
 template <int HS, int WG = bwd_wgmma::DEFAULT_WG>

@@ -697,14 +697,18 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward, step 2: dK and dV. Grid (B * NH, ceil(T / 64)); CTA = 64 keys of one (b, h), warp w
-// owns keys k0 + 16w .. +15 and their dK, dV accumulators (2 x 16 x HS fp32). Loops over the query
-// tiles that can see these keys (queries >= k0), BQ queries at a time (64 for HS 64, 32 for HS 128
-// to stay within registers). Per tile, transposed so that keys are the M dimension:
+// Backward, step 2: dK and dV. Grid (B * NH, ceil(T / (64 RT))); CTA = 64 RT keys of one (b, h),
+// warp w owns keys k0 + 16 RT w .. + 16 RT - 1 (RT row tiles of 16) and their dK, dV accumulators
+// (2 x 16 x HS fp32 a tile). Loops over the query tiles that can see these keys (queries >= k0),
+// BQ queries at a time (64 for HS 64, 32 for HS 128 to stay within registers). Per tile,
+// transposed so that keys are the M dimension:
 //   S^T = K Q^T, P^T = 2^(S^T s log2e - lse log2e), dP^T = V dO^T, dS^T = P^T (dP^T - delta),
 //   dV += P^T dO, dK += dS^T Q       (dK scaled by s at the end)
-// Shared: K, V [64][HS+8] resident; Q, dO [2][BQ][HS+8], lse and delta [2][BQ] streamed, all four
-// by cp.async, so no thread stalls on a global load inside the loop.
+// Shared: K, V [64 RT][HS+8] resident; Q, dO [2][BQ][HS+8], lse and delta [2][BQ] streamed, all
+// four by cp.async, so no thread stalls on a global load inside the loop.
+// RT 2 (with BQ 32, for registers) reads each Q and dO fragment from shared memory once for two
+// row tiles of keys, as the dQ kernel's RT 2 below; the same bits (a query tile wholly before a
+// key's diagonal adds zeros), and NOT RUN on a GPU either: RT 1 is the default.
 // dQ comes from the dQ kernel below, which recomputes S and dP (seven matmuls per tile pair in all).
 // A fused-dQ variant (dQ here, the key blocks' shares added in a fixed order through per-tile turn
 // counters) was tried and measured slower on an H100, 0.89x at T 1024 HS 64 (2026-11-23): removed.
@@ -715,7 +719,7 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 // (fewer registers per thread, more CTAs per SM).
 template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return HS == 64 ? 64 : 32; }
 
-// Two resident tiles of RT * 64 rows (RT > 1: the dQ kernel's row tiles per warp, below), two
+// Two resident tiles of RT * 64 rows (RT: the kernels' row tiles per warp, below), two
 // streamed operands of [2][BS] rows, and the streamed lse and delta ([2][BS] fp32; dK/dV).
 template <int HS, int BS, int RT = 1> constexpr size_t backward_smem_bytes() {
     return (size_t)(2 * RT * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
@@ -824,27 +828,26 @@ __device__ __forceinline__ void ds_rows(float (*dp)[4], const float (*p)[4], con
         for (int e = 0; e < 4; e++) dp[n][e] = ds_element(p[n][e], dp[n][e], dlt[e >> 1]);
 }
 
-// The first query tile (BQ rows) that key block kb meets: queries < kb * 64 see none of its keys.
-// Shared with dev/test/cuda_host/kernel_indexing.cu, which checks it on the host.
-__host__ __device__ constexpr int kv_first_query_tile(int kb, int BQ) { return kb * ROWS_PER_CTA / BQ; }
+// The first query tile (BQ rows) that a key block from key k0 meets: queries < k0 see none of its
+// keys. Shared with dev/test/cuda_host/kernel_indexing.cu, which checks it on the host.
+__host__ __device__ constexpr int kv_first_query_tile(int k0, int BQ) { return k0 / BQ; }
 
-template <int HS, int MIN_CTAS, int BS, bool CODES>
+template <int HS, int MIN_CTAS, int BS, int RT, bool CODES>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
                              const float *__restrict__ delta, int T, int NH, float scale, CodesArg<CODES> codes) {
-    constexpr int BQ = BS, LD = ld<HS>();
+    constexpr int BQ = BS, LD = ld<HS>(), KROWS = RT * ROWS_PER_CTA;
     LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem);
-    __nv_bfloat16 *sV = sK + ROWS_PER_CTA * LD;
-    __nv_bfloat16 *sQ = sV + ROWS_PER_CTA * LD;  // [2][BQ][LD]
+    __nv_bfloat16 *sV = sK + KROWS * LD;
+    __nv_bfloat16 *sQ = sV + KROWS * LD;         // [2][BQ][LD]
     __nv_bfloat16 *sdO = sQ + 2 * BQ * LD;       // [2][BQ][LD]
     float *sLse = reinterpret_cast<float *>(sdO + 2 * BQ * LD);  // [2][BQ]
     float *sDelta = sLse + 2 * BQ;                               // [2][BQ]
 
     const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
-    const int kb = blockIdx.y;  // the first key blocks see the most queries: first
-    const int k0 = kb * ROWS_PER_CTA;
+    const int k0 = blockIdx.y * KROWS;  // the first key blocks see the most queries: first
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int C = NH * HS;
     const int64_t row_stride = 3 * (int64_t)C;
@@ -854,7 +857,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     const float *lse_row = lse + (int64_t)bh * T, *delta_row = delta + (int64_t)bh * T;
     const float scale_log2 = scale * LOG2E;
 
-    const int first_tile = kv_first_query_tile(kb, BQ);  // queries < k0 see none of these keys
+    const int first_tile = kv_first_query_tile(k0, BQ);  // queries < k0 see none of these keys
     const int n_tiles = (T + BQ - 1) / BQ;
 
     // Stage query tile i into buffer buf (rows >= T read as zeros), all by cp.async.
@@ -869,51 +872,68 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         }
     };
 
-    load_kv_tiles_async<ROWS_PER_CTA, HS>(sK, sV, k_head, v_head, row_stride, k0, T);
+    load_kv_tiles_async<KROWS, HS>(sK, sV, k_head, v_head, row_stride, k0, T);
     load_query_tile(first_tile, 0);
     cp_async_commit();
 
-    float dk[HS / 8][4], dv[HS / 8][4];
+    float dk[RT][HS / 8][4], dv[RT][HS / 8][4];
 #pragma unroll
-    for (int n = 0; n < HS / 8; n++)
+    for (int r = 0; r < RT; r++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
-    const int key_lo = k0 + 16 * warp + g;  // key of accumulator rows c0,c1 (c2,c3: key_lo + 8)
+        for (int n = 0; n < HS / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) dk[r][n][e] = dv[r][n][e] = 0.0f;
+    const int warp_k0 = k0 + 16 * RT * warp;  // the warp's first key; tile r's rows: warp_k0 + 16 r + g (+ 8)
 
     for_each_streamed_tile(first_tile, n_tiles, load_query_tile, [&](int i, int buf) {
         const __nv_bfloat16 *q_tile = sQ + buf * BQ * LD, *do_tile = sdO + buf * BQ * LD;
         const float *lse_tile = sLse + buf * BQ, *delta_tile = sDelta + buf * BQ;
 
-        uint32_t kf[HS / 16][4], vf[HS / 16][4];
+        uint32_t kf[RT][HS / 16][4], vf[RT][HS / 16][4];
 #pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(kf[kk], sK, 16 * warp, 16 * kk, lane);
-        float p[BQ / 8][4];
-        mma_scores<HS, BQ, 1>(&p, &kf, q_tile, lane);  // S^T
+        for (int r = 0; r < RT; r++)
 #pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(vf[kk], sV, 16 * warp, 16 * kk, lane);
-        float dp[BQ / 8][4];
-        mma_scores<HS, BQ, 1>(&dp, &vf, do_tile, lane);  // dP^T
+            for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(kf[r][kk], sK, 16 * (RT * warp + r), 16 * kk, lane);
+        float p[RT][BQ / 8][4];
+        mma_scores<HS, BQ, RT>(p, kf, q_tile, lane);  // S^T
+#pragma unroll
+        for (int r = 0; r < RT; r++)
+#pragma unroll
+            for (int kk = 0; kk < HS / 16; kk++) load_a<HS>(vf[r][kk], sV, 16 * (RT * warp + r), 16 * kk, lane);
+        float dp[RT][BQ / 8][4];
+        mma_scores<HS, BQ, RT>(dp, vf, do_tile, lane);  // dP^T
 
         const int qt0 = i * BQ;
-        const bool needs_mask = qt0 < k0 + ROWS_PER_CTA || qt0 + BQ > T;
-        probs_and_ds_transposed<BQ>(p, dp, key_lo, qt0, T, needs_mask, lse_tile, delta_tile, scale_log2, t);
+        const bool needs_mask = qt0 < k0 + KROWS || qt0 + BQ > T;
+#pragma unroll
+        for (int r = 0; r < RT; r++)
+            probs_and_ds_transposed<BQ>(p[r], dp[r], warp_k0 + 16 * r + g, qt0, T, needs_mask, lse_tile, delta_tile,
+                                        scale_log2, t);
 
-        uint32_t af[BQ / 16][4];
-        acc_to_a<BQ>(af, p);
-        mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dv, &af, do_tile, lane);
-        acc_to_a<BQ>(af, dp);
-        mma_a_regs_b_rows_k<HS, BQ, HS, 1>(&dk, &af, q_tile, lane);
+        uint32_t af[RT][BQ / 16][4];
+#pragma unroll
+        for (int r = 0; r < RT; r++) acc_to_a<BQ>(af[r], p[r]);
+        mma_a_regs_b_rows_k<HS, BQ, HS, RT>(dv, af, do_tile, lane);
+#pragma unroll
+        for (int r = 0; r < RT; r++) acc_to_a<BQ>(af[r], dp[r]);
+        mma_a_regs_b_rows_k<HS, BQ, HS, RT>(dk, af, q_tile, lane);
     });
 
     if constexpr (CODES) {  // dK and dV as bf16 rows in the K and V tiles (each warp reads only its own)
-        store_rows<HS>(sK, LD, 16 * warp, ROWS_PER_CTA, dk, scale, scale, lane);
-        store_rows<HS>(sV, LD, 16 * warp, ROWS_PER_CTA, dv, 1.0f, 1.0f, lane);
+#pragma unroll
+        for (int r = 0; r < RT; r++) {
+            store_rows<HS>(sK, LD, 16 * (RT * warp + r), KROWS, dk[r], scale, scale, lane);
+            store_rows<HS>(sV, LD, 16 * (RT * warp + r), KROWS, dv[r], 1.0f, 1.0f, lane);
+        }
         __syncthreads();
-        staged_dqkv_codes<HS, NTHREADS, 2>(codes, {sK, sV}, LD, ROWS_PER_CTA, b * T + k0, 1, h, NH, T);
+        staged_dqkv_codes<HS, NTHREADS, 2>(codes, {sK, sV}, LD, min(KROWS, T - k0), b * T + k0, 1, h, NH, T);
     } else {
         __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
-        store_rows<HS>(dk_head, row_stride, k0 + 16 * warp, T, dk, scale, scale, lane);
-        store_rows<HS>(dk_head + C, row_stride, k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
+#pragma unroll
+        for (int r = 0; r < RT; r++) {
+            store_rows<HS>(dk_head, row_stride, warp_k0 + 16 * r, T, dk[r], scale, scale, lane);
+            store_rows<HS>(dk_head + C, row_stride, warp_k0 + 16 * r, T, dv[r], 1.0f, 1.0f, lane);
+        }
     }
 }
 
@@ -1386,14 +1406,15 @@ static inline void backward_dq_wgmma_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16
                     dim3(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), bwd_wgmma::smem_bytes<HS, WG>(),
                     dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
 }
-template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>()>
+template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>(), int RT = 1>
 static inline void backward_kv_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,
                                   const float *lse, const float *delta, int B, int T, int NH,
                                   cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
-    launch_backward(attention_backward_kv_kernel<HS, MIN_CTAS, BS, false>,
-                    attention_backward_kv_kernel<HS, MIN_CTAS, BS, true>,
-                    dim3(B * NH, (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA), NTHREADS, backward_smem_bytes<HS, BS>(),
-                    dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
+    constexpr int KROWS = RT * ROWS_PER_CTA;
+    launch_backward(attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, false>,
+                    attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, true>, dim3(B * NH, (T + KROWS - 1) / KROWS),
+                    NTHREADS, backward_smem_bytes<HS, BS, RT>(), dqkv, dout, qkv, lse, delta, T, NH,
+                    1.0f / sqrtf((float)HS), codes, stream);
 }
 template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>(), int RT = 1>
 static inline void backward_dq_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout, const __nv_bfloat16 *qkv,

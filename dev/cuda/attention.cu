@@ -7,8 +7,8 @@
 // Checks, per (B, NH, T, HS) case on seeded random inputs: out, lse, dq, dk, dv against an fp64
 // CPU reference computed from the same bf16 inputs; no NaN/Inf and every output element written
 // (outputs are pre-filled with NaN); identical bits over repeated runs; at HS 64 the other row
-// tiles per warp (RT) of the forward and of the dQ kernel and the other streamed tile height (BS)
-// give the same bits, and so do the FP8 codes of the dQ kernel's RT 2. Then a case with
+// tiles per warp (RT) of the forward and of the backward's kernels and the other streamed tile
+// height (BS) give the same bits, and the backward's RT 2 its FP8 codes. Then a case with
 // many heads (several waves of CTAs): every element written, identical bits over 2 runs
 // (check_many_heads; not with --check-small). Prints PASS/FAIL per case and exits 1 if any check
 // fails.
@@ -23,12 +23,12 @@
 // warpgroup variant's) beside the default kernels'. It exits 1 on a GPU or build without sm_90a.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
-// backward kernel by kernel (delta, dK/dV, dQ, dQ with 2 row tiles per warp; with --wgmma also the
-// wgmma ones), and the HS 64 kernel variants (occupancy, row tiles per warp, streamed tile height)
+// backward kernel by kernel (delta, dK/dV, dQ, each with 2 row tiles per warp too; with --wgmma
+// also the wgmma ones), and the HS 64 kernel variants (occupancy, row tiles per warp, streamed tile height)
 // side by side (see tune_occupancy; variants whose bits differ also make it exit 1).
 // With --profile-once, no checks and no timing: each HS 64 kernel of the benchmark's T 1024 shape
-// runs once (forward; backward delta, dK/dV, dQ, dQ with 2 row tiles per warp; with --wgmma the
-// wgmma forward, dK/dV and dQ too), for Nsight Compute to profile (scripts/gpu_run_bundle.sh,
+// runs once (forward; backward delta, dK/dV, dQ, and those two with 2 row tiles per warp; with
+// --wgmma the wgmma forward, dK/dV and dQ too), for Nsight Compute to profile (scripts/gpu_run_bundle.sh,
 // phase profile: stall reasons, pipe use and occupancy of each, where the backward's time goes).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
 // machine (issue 5 asks for the ratio).
@@ -299,14 +299,18 @@ static Outputs run_wgmma_one_warpgroup_poisoned(const Buffers &b, const Shape &s
     return wgmma_outputs(b, sh);
 }
 
-// The HS 64 dQ kernel with 2 row tiles per warp (32-key tiles, free registers; llmc/attention.cuh's
-// attention_backward_dq_kernel RT), after the default delta and dK/dV kernels: the backward variant "dQ RT2",
-// which must give the default's bits. From the out and lse in b; codes as attention_backward's.
-static void backward_dq_rt2(const Buffers &b, const Shape &sh, const QuantCodesOut &codes = QuantCodesOut{}) {
+// The HS 64 backward with KV_RT and DQ_RT row tiles per warp in its dK/dV and dQ kernels
+// (llmc/attention.cuh's RT; RT 2 with 32-row streamed tiles and free registers, RT 1 the default
+// kernel): the variants "dK/dV RT2", "dQ RT2" and "RT2" (both), which must give the default's
+// bits. From the out and lse in b; codes as attention_backward's.
+template <int KV_RT, int DQ_RT>
+static void backward_row_tiles(const Buffers &b, const Shape &sh, const QuantCodesOut &codes = QuantCodesOut{}) {
     using namespace attention_detail;
     const float *delta = backward_delta<64>(b.scratch, b.dout, b.out, sh.B, sh.T, sh.NH, 0);
-    backward_kv_hs<64>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
-    backward_dq_hs<64, 1, 32, 2>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
+    if constexpr (KV_RT == 1) backward_kv_hs<64>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
+    else backward_kv_hs<64, 1, 32, KV_RT>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
+    if constexpr (DQ_RT == 1) backward_dq_hs<64>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
+    else backward_dq_hs<64, 1, 32, DQ_RT>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
 }
 
 static bool identical(const Outputs &a, const Outputs &b) {
@@ -500,7 +504,7 @@ static Buffers case_inputs(const Case &c, std::vector<bf16> &qkv, std::vector<bf
 // FP8 step with FP8 weight gradients; T % 64 == 0): q, q^T, amax and the column sums byte for byte
 // as quant_transpose_gpu makes them of the same backward's bf16 dqkv, from the out and lse in d;
 // the outputs filled with a byte pattern first. backward(codes) runs the backward under test
-// (attention_backward, attention_backward_wgmma at HS 64, or the dQ RT2 variant); what names it.
+// (attention_backward, attention_backward_wgmma at HS 64, or backward_row_tiles); what names it.
 template <typename Backward>
 static bool check_codes(const Buffers &d, const Shape &sh, const char *what, Backward backward) {
     const int N = sh.B * sh.T, cols = 3 * sh.NH * sh.HS;
@@ -556,9 +560,9 @@ static bool check_case(const Case &c, bool wgmma) {
     for (Outputs &r : runs) r = run_poisoned(d, sh);
     // HS 64: the forward with the other number of row tiles per warp (llmc/attention.cuh's RT, 1 or
     // 2), separately the backward with the other streamed tile height (BS, 64 or 32), and the
-    // backward with the dQ kernel's 2 row tiles per warp, must give the defaults' bits on this
+    // backward with 2 row tiles per warp in both its kernels, must give the defaults' bits on this
     // case's odd shapes too.
-    bool same_rt = true, same_bs = true, same_dq_rt = true;
+    bool same_rt = true, same_bs = true, same_bwd_rt = true;
     if (sh.HS == 64) {
         using namespace attention_detail;
         cuda_check(cudaMemset(d.out, 0xFF, sh.out_count() * sizeof(bf16)));
@@ -574,24 +578,24 @@ static bool check_case(const Case &c, bool wgmma) {
         const std::vector<bf16> dg = to_host(d.dqkv, sh.qkv_count());
         same_bs = !memcmp(dg.data(), runs[0].dqkv.data(), dg.size() * sizeof(bf16));
         cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-        backward_dq_rt2(d, sh);
+        backward_row_tiles<2, 2>(d, sh);
         const std::vector<bf16> dg2 = to_host(d.dqkv, sh.qkv_count());
-        same_dq_rt = !memcmp(dg2.data(), runs[0].dqkv.data(), dg2.size() * sizeof(bf16));
+        same_bwd_rt = !memcmp(dg2.data(), runs[0].dqkv.data(), dg2.size() * sizeof(bf16));
     }
     auto default_backward = [&](const QuantCodesOut &codes) {
         attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0, codes);
     };
-    auto dq_rt2_backward = [&](const QuantCodesOut &codes) { backward_dq_rt2(d, sh, codes); };
+    auto rt2_backward = [&](const QuantCodesOut &codes) { backward_row_tiles<2, 2>(d, sh, codes); };
     const bool codes = sh.T % 64 != 0 || (check_codes(d, sh, "FP8 codes = the cast's", default_backward) &&
-                                          (sh.HS != 64 || check_codes(d, sh, "dQ RT2: FP8 codes", dq_rt2_backward)));
+                                          (sh.HS != 64 || check_codes(d, sh, "backward RT2: FP8 codes", rt2_backward)));
 
     buffers_free(d);
 
-    bool ok = same_rt && same_bs && same_dq_rt && codes;
+    bool ok = same_rt && same_bs && same_bwd_rt && codes;
     if (sh.HS == 64) {
         printf("    %-5s %-30s %s\n", "all", "other RT: same bits", same_rt ? "ok" : "FAIL");
         printf("    %-5s %-30s %s\n", "all", "other BS: same bits", same_bs ? "ok" : "FAIL");
-        printf("    %-5s %-30s %s\n", "all", "dQ RT2: same bits", same_dq_rt ? "ok" : "FAIL");
+        printf("    %-5s %-30s %s\n", "all", "backward RT2: same bits", same_bwd_rt ? "ok" : "FAIL");
     }
     const bool same_bits = identical(runs[1], runs[0]) && identical(runs[2], runs[0]);
     printf("    %-5s %-30s %s\n", "all", "identical bits over 3 runs", same_bits ? "ok" : "FAIL");
@@ -696,26 +700,26 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
 // Kernel variants side by side at HS 64 (llmc/attention.cuh: forward_min_ctas, backward_min_ctas,
 // forward_row_tiles, bwd_stream_rows, the dQ kernel's RT): the compiler's free register
 // allocation against the register caps that fit 4 forward / 3 backward CTAs per SM, the forward
-// with 2 row tiles per warp, the backward with 32-row streamed tiles, and the backward whose dQ
-// kernel has 2 row tiles per warp (backward_dq_rt2). Every variant must give the same bits;
-// returns false if not.
+// with 2 row tiles per warp, the backward with 32-row streamed tiles, and the backward with 2 row
+// tiles per warp in its dK/dV kernel, its dQ kernel, and both (backward_row_tiles). Every variant
+// must give the same bits; returns false if not.
 static bool tune_occupancy(void) {
     using namespace attention_detail;
     bool identical = true;
     printf("\nvariants, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms): forward with 1 row tile per warp\n"
            "(free registers; capped for 4 CTAs/SM) and 2 row tiles; backward with 64-row streamed tiles (free;\n"
-           "capped for 3 CTAs/SM), 32-row ones (free; capped for 3 CTAs/SM, 164 registers, no spills), and the\n"
-           "default's with the dQ kernel's 2 row tiles per warp (32-key tiles, free registers)\n");
-    printf("%5s | %8s %8s %8s | %8s %8s %8s %8s %8s | %s\n", "T", "fwd free", "fwd 4/SM", "fwd RT2", "bwd free",
-           "bwd 3/SM", "BS32", "BS32 3/SM", "dQ RT2", "bits");
+           "capped for 3 CTAs/SM), 32-row ones (free; capped for 3 CTAs/SM, 164 registers, no spills), and 2 row\n"
+           "tiles per warp (32-row streamed tiles, free registers) in the dK/dV kernel, the dQ kernel, and both\n");
+    printf("%5s | %8s %8s %8s | %8s %8s %8s %8s %8s %8s %8s | %s\n", "T", "fwd free", "fwd 4/SM", "fwd RT2",
+           "bwd free", "bwd 3/SM", "BS32", "BS32 3/SM", "KV RT2", "dQ RT2", "RT2", "bits");
     for (int T : {1024, 2048}) {
         const Shape sh = {16384 / T, 32, T, 64};
         const Buffers d = buffers_alloc(sh);
         fill_uniform_bf16(d.qkv, sh.qkv_count(), 2000 + T, -1.0f, 1.0f);
         fill_uniform_bf16(d.dout, sh.out_count(), 2001 + T, -1.0f, 1.0f);
         const int warmup = 3, reps = 21;
-        float ms[8];
-        std::vector<bf16> outs[3], grads[5];
+        float ms[10];
+        std::vector<bf16> outs[3], grads[7];
         std::vector<float> lses[3];
         // Each variant: its median time, then its outputs for the bit comparison.
         auto forward = [&](int v, auto launch) {
@@ -733,30 +737,33 @@ static bool tune_occupancy(void) {
         backward(1, [&] { backward_hs<64, 3, 64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
         backward(2, [&] { backward_hs<64, 1, 32>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
         backward(3, [&] { backward_hs<64, 3, 32>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
-        backward(4, [&] { backward_dq_rt2(d, sh); });
+        backward(4, [&] { backward_row_tiles<2, 1>(d, sh); });
+        backward(5, [&] { backward_row_tiles<1, 2>(d, sh); });
+        backward(6, [&] { backward_row_tiles<2, 2>(d, sh); });
         bool same = true;
-        for (int v = 1; v < 5; v++) same = same && !memcmp(grads[v].data(), grads[0].data(), grads[0].size() * sizeof(bf16));
+        for (int v = 1; v < 7; v++) same = same && !memcmp(grads[v].data(), grads[0].data(), grads[0].size() * sizeof(bf16));
         for (int v = 1; v < 3; v++)
             same = same && !memcmp(outs[v].data(), outs[0].data(), outs[0].size() * sizeof(bf16)) &&
                    !memcmp(lses[v].data(), lses[0].data(), lses[0].size() * sizeof(float));
         identical = identical && same;
-        printf("%5d | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f %8.3f | %s\n", T, ms[0], ms[1], ms[2], ms[3], ms[4],
-               ms[5], ms[6], ms[7], same ? "identical" : "DIFFER (FAIL)");
+        printf("%5d | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f | %s\n", T, ms[0], ms[1], ms[2],
+               ms[3], ms[4], ms[5], ms[6], ms[7], ms[8], ms[9], same ? "identical" : "DIFFER (FAIL)");
         buffers_free(d);
     }
     return identical;
 }
 
-// The backward kernel by kernel at HS 64 (delta, dK/dV, dQ and dQ with 2 row tiles per warp;
-// llmc/attention.cuh's backward_*_hs):
+// The backward kernel by kernel at HS 64 (delta, dK/dV, dQ, and those two with 2 row tiles per
+// warp; llmc/attention.cuh's backward_*_hs):
 // where its time goes, and whether one implementation's dK/dV with the other's dQ would beat both
 // (the kernels write disjoint parts of dqkv, so any pair is a complete backward).
 static void time_backward_kernels(bool wgmma) {
     using namespace attention_detail;
-    printf("\nbackward by kernel, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms): delta, then dK/dV, dQ and dQ\n"
-           "with 2 row tiles per warp of mma.sync%s; each T's second row (codes) with dqkv's FP8 codes instead of dqkv\n",
+    printf("\nbackward by kernel, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms): delta, then dK/dV and dQ of\n"
+           "mma.sync, each also with 2 row tiles per warp (RT2)%s; each T's second row (codes) with dqkv's FP8\n"
+           "codes instead of dqkv\n",
            wgmma ? ", dK/dV and dQ of wgmma" : "");
-    printf("%5s | %8s | %9s %9s %9s%s\n", "T", "delta", "mma dK/dV", "mma dQ", "dQ RT2",
+    printf("%5s | %8s | %9s %9s %9s %9s%s\n", "T", "delta", "mma dK/dV", "mma dQ", "dK/dV RT2", "dQ RT2",
            wgmma ? " | wgmma dK/dV  wgmma dQ" : "");
     for (int T : {1024, 2048}) {
         const Shape sh = {16384 / T, 32, T, 64};
@@ -766,16 +773,19 @@ static void time_backward_kernels(bool wgmma) {
         attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, 64, 0);
         const int warmup = 3, reps = 21;
         const float *delta = (const float *)d.scratch;
-        float ms[6];
+        float ms[7];
         ms[0] = time_median_ms([&] { backward_delta<64>(d.scratch, d.dout, d.out, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
         ms[1] = time_median_ms([&] { backward_kv_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); },
                                warmup, reps, 0);
         ms[2] = time_median_ms([&] { backward_dq_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); },
                                warmup, reps, 0);
         ms[5] = time_median_ms(
+            [&] { backward_kv_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); }, warmup, reps,
+            0);
+        ms[6] = time_median_ms(
             [&] { backward_dq_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); }, warmup, reps,
             0);
-        printf("%5d | %8.3f | %9.3f %9.3f %9.3f", T, ms[0], ms[1], ms[2], ms[5]);
+        printf("%5d | %8.3f | %9.3f %9.3f %9.3f %9.3f", T, ms[0], ms[1], ms[2], ms[5], ms[6]);
         if (wgmma) {
             ms[3] = time_median_ms(
                 [&] { backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); }, warmup,
@@ -798,9 +808,12 @@ static void time_backward_kernels(bool wgmma) {
         ms[2] = time_median_ms([&] { backward_dq_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
                                warmup, reps, 0);
         ms[5] = time_median_ms(
+            [&] { backward_kv_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
+            warmup, reps, 0);
+        ms[6] = time_median_ms(
             [&] { backward_dq_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
             warmup, reps, 0);
-        printf("%5s | %8s | %9.3f %9.3f %9.3f", "codes", "", ms[1], ms[2], ms[5]);
+        printf("%5s | %8s | %9.3f %9.3f %9.3f %9.3f", "codes", "", ms[1], ms[2], ms[5], ms[6]);
         if (wgmma) {
             ms[3] = time_median_ms(
                 [&] { backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
@@ -855,6 +868,7 @@ static void profile_once(bool wgmma) {
     backward_delta<64>(d.scratch, d.dout, d.out, sh.B, sh.T, sh.NH, 0);
     backward_kv_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
     backward_dq_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
+    backward_kv_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
     backward_dq_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
     if (wgmma) {
         backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);

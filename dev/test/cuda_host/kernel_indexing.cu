@@ -1,9 +1,10 @@
 // Host-side checks of index arithmetic that CUDA kernels rely on, runnable without a GPU (the
 // kernels' own helpers, called from the host; nothing here touches the CUDA runtime):
 //   1. attention's dK/dV kernel (llmc/attention.cuh's kv_first_query_tile): for T = 1..300 and
-//      larger, query tiles of 32 and 64 rows, every key block starts at the query tile that holds
-//      its first key: the tiles before it hold only earlier queries (which see none of its keys),
-//      and it is a tile of the sequence.
+//      larger, key blocks of 64 and 128 rows (1 and 2 row tiles per warp), query tiles of 32 and
+//      64 rows, every key block starts at the query tile that holds its first key: the tiles
+//      before it hold only earlier queries (which see none of its keys), and it is a tile of the
+//      sequence.
 //   2. the quantize-and-transpose tile swizzle (llmc/quant.cuh's quant_tile_col): a bijection of
 //      each 64 x 64 tile's bytes, 8-byte groups kept whole (pass 1's stores), and pass 2's reads
 //      (a warp: 4 columns x 8 rows 8 apart, 8 reads each) free of shared-memory bank conflicts.
@@ -30,15 +31,15 @@ using ptx_isa::wgmma_read_address;
 using attention_detail::kv_first_query_tile;
 using attention_detail::ROWS_PER_CTA;
 
-// One (T, BQ); returns false and says why at the first violation.
-static bool kv_first_tiles_ok(int T, int BQ) {
-    const int key_blocks = (T + ROWS_PER_CTA - 1) / ROWS_PER_CTA, tiles = (T + BQ - 1) / BQ;
+// One (T, key block rows KROWS, BQ); returns false and says why at the first violation.
+static bool kv_first_tiles_ok(int T, int KROWS, int BQ) {
+    const int key_blocks = (T + KROWS - 1) / KROWS, tiles = (T + BQ - 1) / BQ;
     for (int kb = 0; kb < key_blocks; kb++) {
-        const int first = kv_first_query_tile(kb, BQ);
-        // The tile before the first must hold only queries < kb * 64, the first one a query >= kb * 64.
-        if (first < 0 || first >= tiles || (first > 0 && first * BQ > kb * ROWS_PER_CTA) ||
-            (first + 1) * BQ <= kb * ROWS_PER_CTA) {
-            printf("  T=%d BQ=%d: key block %d starts at query tile %d (of %d)\n", T, BQ, kb, first, tiles);
+        const int k0 = kb * KROWS, first = kv_first_query_tile(k0, BQ);
+        // The tile before the first must hold only queries < k0, the first one a query >= k0.
+        if (first < 0 || first >= tiles || (first > 0 && first * BQ > k0) || (first + 1) * BQ <= k0) {
+            printf("  T=%d KROWS=%d BQ=%d: key block %d starts at query tile %d (of %d)\n", T, KROWS, BQ, kb, first,
+                   tiles);
             return false;
         }
     }
@@ -50,9 +51,11 @@ static void check_kv_first_tiles(void) {
     for (int T = 1; T <= 300; T++) Ts.push_back(T);
     for (int T : {511, 512, 513, 1000, 1023, 1024, 1025, 2048, 4096}) Ts.push_back(T);
     bool ok = true;
-    for (int BQ : {32, 64})
-        for (int T : Ts) ok = kv_first_tiles_ok(T, BQ) && ok;
-    check(ok, "attention backward dK/dV: each key block's first query tile, T = 1..300 and 511..4096, BQ 32 and 64");
+    for (int KROWS : {ROWS_PER_CTA, 2 * ROWS_PER_CTA})
+        for (int BQ : {32, 64})
+            for (int T : Ts) ok = kv_first_tiles_ok(T, KROWS, BQ) && ok;
+    check(ok, "attention backward dK/dV: each key block's first query tile, T = 1..300 and 511..4096, key blocks "
+              "of 64 and 128, BQ 32 and 64");
 }
 
 static void check_transpose_swizzle(void) {

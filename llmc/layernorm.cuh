@@ -198,8 +198,9 @@ static inline void fused_residual_layernorm_forward(bf16 *residual, bf16 *out, f
 // partial[chunk][k][col], and colsum_finish adds the chunks in order. Per column these are the
 // sums, in the order, that colsum_partial_kernel computes for a bias (warp w's rows w, w + 8, ...
 // of a chunk of the same rows): the shape alone fixes every sum's order. One read of dout and x
-// from memory (the second pass over a row finds it in L1) instead of two with a separate
-// column-sum kernel.
+// from memory instead of two with a separate column-sum kernel (the second pass over a row reads
+// it again from L1 where it fits: at C 768; at C 1600 two CTAs' 112 KiB of shared memory leave
+// about 28 KB of L1 an SM, and it comes from L2).
 __global__ void __launch_bounds__(256) layernorm_backward_kernel(bf16 *dinp, float *partial, const bf16 *dout,
                                                                  const bf16 *x, const bf16 *w, const float *mean,
                                                                  const float *rstd, int N, int C, int rows_per_chunk) {
@@ -237,7 +238,7 @@ __global__ void __launch_bounds__(256) layernorm_backward_kernel(bf16 *dinp, flo
         }
         const float g_mean = warp_sum(g_sum) / C, gn_mean = warp_sum(gn_sum) / C;
         for (int c0 = lane * 8; c0 < C; c0 += 256 * LAYERNORM_BATCH) {
-            x128 di[LAYERNORM_BATCH];  // from memory; dout, x and w again, from L1
+            x128 di[LAYERNORM_BATCH];  // from memory; dout, x and w again, from L1 or L2 (above)
 #pragma unroll
             for (int u = 0; u < LAYERNORM_BATCH; u++)
                 if (c0 + 256 * u < C) di[u] = load128(dinp + base + c0 + 256 * u);

@@ -645,6 +645,9 @@ static GPUModelOptions gpu_model_options(matmul_precision precision) {
     return o;
 }
 
+// Whether --attention runs the wgmma forward (sm_90a): wgmma and wgmma-fwd.
+static bool wgmma_forward(int attention) { return attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_FORWARD; }
+
 // What train_gptcu cannot run, into buf (NULL: nothing): the model's shape (*usage 0: C, the padded
 // vocabulary and the head sizes its kernels take), or the flags' (*usage 1: --attention wgmma's
 // head size, B*T rows of 4C elements indexed in 32 bits). main asks before it touches the GPU.
@@ -698,7 +701,7 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
         die("%s", why);
     attention_require_supported(NH, C / NH);  // and the GPU's compute capability
     layernorm_require_supported(C);
-    if (g->attention != ATTENTION_MMA && !attention_wgmma_available())
+    if (wgmma_forward(g->attention) && !attention_wgmma_available())
         die("--attention %s needs a GPU of compute capability 9.0 (H100, H200) and a build for sm_90a "
             "(make NVCC_ARCH=sm_90)", attention_kernel_names[g->attention]);
 
@@ -882,8 +885,8 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                      param_ptr(g, PT_QKVB, l), N, C, 3 * C, l, LINEAR_QKV);
     if (steps & RC_STEP_ATTN) {
         mark(g, PROF_ATTENTION_FORWARD);
-        (g->attention == ATTENTION_MMA ? attention_forward : attention_forward_wgmma)(a->atty, a->lse, a->qkv, B, T,
-                                                                                       NH, HS, st);
+        (wgmma_forward(g->attention) ? attention_forward_wgmma : attention_forward)(a->atty, a->lse, a->qkv, B, T,
+                                                                                   NH, HS, st);
     }
     if (steps & RC_STEP_ATTPROJ) {
         block_linear(g, pass, proj, nullptr, a->atty, a->atty_t, param_ptr(g, PT_ATTPROJW, l),
@@ -1082,7 +1085,9 @@ static void gpu_backward(GPUModel *g, int B, int T) {
         // whole 64-row tiles of it: T % 64 == 0).
         const bool dqkv_codes = !g->separate_casts && T % 64 == 0 && lowp_gradient_producer_codes_available(lp, N);
         mark(g, PROF_ATTENTION_BACKWARD);
-        (g->attention == ATTENTION_WGMMA ? attention_backward_wgmma : attention_backward)(
+        (g->attention == ATTENTION_WGMMA       ? attention_backward_wgmma
+         : g->attention == ATTENTION_MMA_RT2 ? attention_backward_rt2
+                                             : attention_backward)(
             dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st,
             dqkv_codes ? lowp_gradient_producer_codes(lp, l, LINEAR_QKV) : QuantCodesOut{});
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs,
@@ -1411,7 +1416,8 @@ int main(int argc, char **argv) {
         }
         printf("\n");
         static const char *const kernels[NUM_ATTENTION_KERNELS] = {
-            "mma.sync", "wgmma (sm_90a)", "wgmma forward (sm_90a), mma.sync backward"};
+            "mma.sync", "wgmma (sm_90a)", "wgmma forward (sm_90a), mma.sync backward",
+            "mma.sync, the backward with 2 row tiles per warp (head size 64)"};
         printf("attention kernels: %s\n", kernels[g.attention]);
     }
     const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);

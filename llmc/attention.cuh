@@ -1542,4 +1542,21 @@ static inline void attention_backward(__nv_bfloat16 *dqkv, void *scratch, const 
     else attention_detail::backward_hs<128>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream, codes);
 }
 
+// attention_backward with 2 row tiles of 16 per warp in both of its mma.sync kernels at head size
+// 64 (32-row streamed tiles; head size 128: attention_backward itself): the same bits, which
+// dev/cuda/attention.cu checks, and each shared-memory operand fragment feeding two tiles, as the
+// forward's default does. The trainer's --attention mma-rt2. NOT RUN on a GPU (2026-11-28).
+static inline void attention_backward_rt2(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                          const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
+                                          int B, int T, int NH, int HS, cudaStream_t stream,
+                                          const QuantCodesOut &codes = QuantCodesOut{}) {
+    if (HS != 64) return attention_backward(dqkv, scratch, dout, qkv, out, lse, B, T, NH, HS, stream, codes);
+    const attention_detail::TensorArg args[] = {{dqkv, 4}, {scratch, 16}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
+    attention_detail::check_args("attention_backward_rt2", B, T, NH, HS, args, 6);
+    attention_detail::check_codes("attention_backward_rt2", T, codes);
+    const float *delta = attention_detail::backward_delta<64>(scratch, dout, out, B, T, NH, stream);
+    attention_detail::backward_kv_hs<64, 1, 32, 2>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
+    attention_detail::backward_dq_hs<64, 1, 32, 2>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
+}
+
 #endif  // LLMC_ATTENTION_CUH

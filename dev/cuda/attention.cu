@@ -301,11 +301,14 @@ static Outputs run_wgmma_one_warpgroup_poisoned(const Buffers &b, const Shape &s
 
 // The HS 64 backward with KV_RT and DQ_RT row tiles per warp in its dK/dV and dQ kernels
 // (llmc/attention.cuh's RT; RT 2 with 32-row streamed tiles and free registers, RT 1 the default
-// kernel): the variants "dK/dV RT2", "dQ RT2" and "RT2" (both), which must give the default's
-// bits. From the out and lse in b; codes as attention_backward's.
+// kernel): the variants "dK/dV RT2", "dQ RT2" and "RT2" (both: attention_backward_rt2, the
+// trainer's --attention mma-rt2), which must give the default's bits. From the out and lse in b;
+// codes as attention_backward's.
 template <int KV_RT, int DQ_RT>
 static void backward_row_tiles(const Buffers &b, const Shape &sh, const QuantCodesOut &codes = QuantCodesOut{}) {
     using namespace attention_detail;
+    if constexpr (KV_RT == 2 && DQ_RT == 2)
+        return attention_backward_rt2(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, 64, 0, codes);
     const float *delta = backward_delta<64>(b.scratch, b.dout, b.out, sh.B, sh.T, sh.NH, 0);
     if constexpr (KV_RT == 1) backward_kv_hs<64>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
     else backward_kv_hs<64, 1, 32, KV_RT>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);

@@ -21,7 +21,8 @@
 #      threads of every CTA, run in reverse; so do the ZeRO runs of part 2, and part 1's tiny case
 #      runs in reverse. A kernel whose result depends on the order of CTAs
 #      (one reading what another writes in the same launch) gives other bits or fails its checks
-#      there; on a GPU that is a race no sanitizer reports.
+#      there; on a GPU that is a race no sanitizer reports. --attention mma-rt2 (the backward with
+#      2 row tiles per warp) gives mma's bits in the bf16 and FP8 configurations.
 #   4. The trainer's race build (dev/emu/race.h: ThreadSanitizer, each CUDA thread a fiber, the job
 #      of compute-sanitizer's racecheck and more): two steps each in bf16 with both GELU fusions,
 #      a mixed recompute list and --attention wgmma-fwd, in FP8 (delayed scaling, FP8 weight
@@ -178,6 +179,28 @@ for policy in "-r none" "-r block" "--recompute 0:norm,1:attn+gelu"; do
     check "$([ "$rc" = 0 ] && [ "$same" = identical ] && echo 1 || echo 0)" \
         "emulated train_gptcu fp8 (FP8 weight gradients) $policy: exit $rc, main.log and model $same to -r mlp's"
     rm -rf "$dir/codes"
+done
+
+# --attention mma-rt2 (the mma.sync backward with 2 row tiles per warp) must give mma's bits: the
+# FP8 configuration above (its attention backward writes the qkv gradient's FP8 codes) and the
+# bf16 one, each with the mma.sync kernels instead of wgmma's, the two modes side by side.
+for i in 0 2; do
+    base=${configs[$i]/--attention wgmma-fwd/--attention mma}
+    base=${base/--attention wgmma/--attention mma}
+    for mode in mma mma-rt2; do
+        # shellcheck disable=SC2086  # a list of flags
+        (rc=0
+         OMP_NUM_THREADS=1 build/emu/train_gptcu "${schedule_args[@]}" ${base/--attention mma/--attention $mode} \
+             -o "$dir/rt.$mode" >"$dir/rt.$mode.out" 2>&1 || rc=$?
+         echo "$rc" >"$dir/rt.$mode.rc") &
+    done
+    wait
+    rcs="$(cat "$dir/rt.mma.rc") $(cat "$dir/rt.mma-rt2.rc")"
+    cmp -s "$dir/rt.mma/main.log" "$dir/rt.mma-rt2/main.log" &&
+        cmp -s "$dir/rt.mma/model_00000003.bin" "$dir/rt.mma-rt2/model_00000003.bin" && same=identical || same=differ
+    check "$([ "$rcs" = "0 0" ] && [ "$same" = identical ] && echo 1 || echo 0)" \
+        "emulated train_gptcu ${base/--attention mma/--attention mma-rt2}: exit $rcs, main.log and model $same to mma's"
+    rm -rf "$dir/rt.mma" "$dir/rt.mma-rt2"
 done
 
 # 4. The race build, two runs at a time (one thread each: TSan cannot see OpenMP's own ordering),

@@ -948,9 +948,10 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 // tiles, as the forward's RT 2 does (measured 1.37x faster than RT 1 on an H100); a query's sums run in
 // the same order for any RT and BK (a tile wholly past a row's diagonal adds zeros), so the bits
 // do not depend on them. RT 2 has NOT RUN on a GPU (2026-11-28; in the CPU emulator the harness
-// finds the default's bits and FP8 codes): RT 1 stays the default until a GPU times RT 2
-// (dev/cuda/attention.cu's "dQ RT2" columns; 255 registers, no spills, 2 CTAs per SM). To adopt
-// it, backward_hs's dQ launch becomes backward_dq_hs<64, 1, 32, 2> at HS 64.
+// finds the default's bits and FP8 codes): RT 1 stays the default until a GPU times RT 2 in both
+// kernels (dev/cuda/attention.cu's RT2 columns; attention_backward_rt2, the trainer's --attention
+// mma-rt2; dQ 255 registers, no spills, 2 CTAs per SM). If it is faster, backward_hs launches
+// backward_kv_hs<64, 1, 32, 2> and backward_dq_hs<64, 1, 32, 2> at HS 64 and the mode goes.
 
 template <int HS, int MIN_CTAS, int BS, int RT, bool CODES>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)

@@ -24,12 +24,12 @@
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
 // backward kernel by kernel (delta, dK/dV, dQ, each with 2 row tiles per warp too; with --wgmma
-// also the wgmma ones), and the HS 64 kernel variants (occupancy, row tiles per warp, streamed tile height)
-// side by side (see tune_occupancy; variants whose bits differ also make it exit 1).
+// also the wgmma ones), and the HS 64 kernel variants (occupancy, row tiles per warp, streamed
+// tile height) side by side (see tune_occupancy; variants whose bits differ also make it exit 1).
 // With --profile-once, no checks and no timing: each HS 64 kernel of the benchmark's T 1024 shape
 // runs once (forward; backward delta, dK/dV, dQ, and those two with 2 row tiles per warp; with
-// --wgmma the wgmma forward, dK/dV and dQ too), for Nsight Compute to profile (scripts/gpu_run_bundle.sh,
-// phase profile: stall reasons, pipe use and occupancy of each, where the backward's time goes).
+// --wgmma the wgmma forward, dK/dV and dQ too), for Nsight Compute to profile
+// (scripts/gpu_run_bundle.sh, phase profile: stall reasons, pipe use and occupancy of each).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
 // machine (issue 5 asks for the ratio).
 // FLOP convention (the one FlashAttention papers use): forward = 4 B NH T^2 HS / 2 (two matmuls,
@@ -701,7 +701,7 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
 }
 
 // Kernel variants side by side at HS 64 (llmc/attention.cuh: forward_min_ctas, backward_min_ctas,
-// forward_row_tiles, bwd_stream_rows, the dQ kernel's RT): the compiler's free register
+// forward_row_tiles, bwd_stream_rows, the backward kernels' RT): the compiler's free register
 // allocation against the register caps that fit 4 forward / 3 backward CTAs per SM, the forward
 // with 2 row tiles per warp, the backward with 32-row streamed tiles, and the backward with 2 row
 // tiles per warp in its dK/dV kernel, its dQ kernel, and both (backward_row_tiles). Every variant

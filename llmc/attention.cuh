@@ -39,13 +39,17 @@
 // never stored.
 // Determinism: no atomics whose order varies. dK/dV come from one kernel that loops over query
 // tiles, dQ from another that loops over key tiles (recomputing P, two extra matmuls), so every sum
-// has a fixed order.
+// has a fixed order. attention_backward_reduce_dq (the trainer's --attention mma-rdq; NOT RUN on a
+// GPU) makes dQ in the dK/dV kernel instead, each key block adding its share as integers in a
+// fixed-point format (exact sums, so the order of the adds does not matter; see reduce_dq_tile).
 #ifndef LLMC_ATTENTION_CUH
 #define LLMC_ATTENTION_CUH
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <float.h>
+#include <limits.h>
 #include <string.h>
 #include <type_traits>
 #include "launch.cuh"
@@ -158,6 +162,41 @@ __device__ __forceinline__ float exp2_ftz(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
+}
+
+// Integer adds into global memory that return nothing, for the backward's dQ by integer reduction
+// (reduce_dq_tile): integer addition is associative, so the sums do not depend on the order in
+// which CTAs add. red.global: one value from a register. The bulk reduction (sm_90): the async
+// proxy adds `bytes` of shared memory (bytes % 16 == 0, both addresses 16-byte aligned) as u64 to
+// global memory; commit closes a group, wait_read<N>() returns when at most N groups still read
+// their shared source, wait_all<N>() when at most N are incomplete. Before sm_90 the issuing thread
+// adds the values one by one instead (the same sums; nothing is in flight).
+__device__ __forceinline__ void red_add_u64(unsigned long long *p, unsigned long long v) {
+    asm volatile("red.global.add.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u64 [%0], [%1], %2;\n"
+                 ::"l"(dst), "r"(smem_addr(src)), "r"(bytes) : "memory");
+#else
+    for (uint32_t i = 0; i < bytes / 8; i++)
+        red_add_u64((unsigned long long *)dst + i, ((const unsigned long long *)src)[i]);
+#endif
+}
+__device__ __forceinline__ void bulk_commit() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+template <int PENDING> __device__ __forceinline__ void bulk_wait_read() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
+#endif
+}
+template <int PENDING> __device__ __forceinline__ void bulk_wait_all() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(PENDING) : "memory");
+#endif
 }
 #endif  // LLMC_EMULATE_PTX
 
@@ -670,29 +709,174 @@ __device__ __forceinline__ void staged_dqkv_codes(const QuantCodesOut &codes,
 }
 
 // Backward, step 1: delta = rowsum(dO * O), one warp per (b, t, h) row, fixed shuffle order.
+// With BOUNDS (the backward with dQ by integer reduction, below), also what its fixed-point format
+// needs (dq_fixed_shift): ||dO||_1 of the row, and the largest |K| and |V| of each head, as float
+// bits (non-negative floats order as their bits; NaN's above infinity's) kept by atomicMax, whose
+// result does not depend on the order. bounds.head_max must be zero before.
+struct DqBounds {
+    float *dout_l1;                // (B, NH, T)
+    unsigned *head_max;            // (B, NH, 2): max |K|, max |V|
+    const __nv_bfloat16 *qkv;
+};
 
-template <int HS>
+template <int HS, bool BOUNDS>
 __global__ void __launch_bounds__(NTHREADS)
 attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restrict__ dout,
-                       const __nv_bfloat16 *__restrict__ out, int B, int T, int NH) {
+                       const __nv_bfloat16 *__restrict__ out, int B, int T, int NH, DqBounds bounds) {
     const int64_t row = (int64_t)blockIdx.x * NWARPS + threadIdx.x / 32;  // (b, t, h) flattened
     const int lane = threadIdx.x % 32;
     if (row >= (int64_t)B * T * NH) return;
+    const int h = (int)(row % NH);
+    const int64_t bt = row / NH, b = bt / T, tt = bt % T, out_row = (b * NH + h) * T + tt;
     const __nv_bfloat16 *o = out + row * HS, *d = dout + row * HS;
-    float sum = 0.0f;
+    float sum = 0.0f, l1 = 0.0f;
+    unsigned max_k = 0, max_v = 0;
 #pragma unroll
     for (int it = 0; it < HS / 64; it++) {  // lane reads the pairs 2 lane + 64 it
         const int i = 2 * lane + 64 * it;
         const float2 of = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(o + i));
         const float2 df = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(d + i));
         sum += of.x * df.x + of.y * df.y;
+        if constexpr (BOUNDS) {
+            const int C = NH * HS;
+            const __nv_bfloat16 *k = bounds.qkv + bt * 3 * C + C + h * HS + i;
+            const float2 kf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(k));
+            const float2 vf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(k + C));
+            l1 += fabsf(df.x) + fabsf(df.y);
+            max_k = max(max_k, max(__float_as_uint(fabsf(kf.x)), __float_as_uint(fabsf(kf.y))));
+            max_v = max(max_v, max(__float_as_uint(fabsf(vf.x)), __float_as_uint(fabsf(vf.y))));
+        }
     }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (lane == 0) {
-        const int h = (int)(row % NH);
-        const int64_t bt = row / NH, b = bt / T, tt = bt % T;
-        delta[(b * NH + h) * T + tt] = sum;
+    if (lane == 0) delta[out_row] = sum;
+    if constexpr (BOUNDS) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+        max_k = __reduce_max_sync(0xffffffffu, max_k);
+        max_v = __reduce_max_sync(0xffffffffu, max_v);
+        if (lane == 0) {
+            bounds.dout_l1[out_row] = l1;
+            atomicMax(&bounds.head_max[2 * (b * NH + h)], max_k);
+            atomicMax(&bounds.head_max[2 * (b * NH + h) + 1], max_v);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// dQ by integer reduction (attention_backward_reduce_dq; NOT RUN on a GPU, 2026-11-28): the dK/dV
+// kernel also makes each key block's share of dQ, dS K (five matmuls per tile pair instead of the
+// seven of the separate dQ kernel, which computes S and dP again), and adds it into an int64
+// accumulator (B, NH, T, HS) in fixed point. Integer addition is associative, so the sums do not
+// depend on the order in which CTAs add them: deterministic without ordering the CTAs (the fused
+// variant measured and removed on 2026-11-23 ordered them with turn counters and a read-add-write
+// per tile, 0.73-0.89x). A last kernel (attention_dq_finalize_kernel) turns the integers to bf16.
+// Row i's format: x is held as round(x 2^shift_i). Every share a key block adds is at most
+//   sum_j |bf16(dS_ij)| |K_jd| <= 2.05 ||dO_i||_1 max|V| max|K|
+// (|dS_ij| = P_ij |dP_ij - delta_i| with sum_j P_ij = 1 and |dP_ij|, |delta_i| <= ||dO_i||_1 max|V|,
+// max over the head; 2.05 covers the bf16 rounding of dS and O and the fp32 sums), and so is the
+// sum of all the shares' magnitudes. With bound = 4 ||dO_i||_1 max|K| max|V| < 2^e and shift 62 - e,
+// every partial sum of the integers stays below 2^62 + (shares) < 2^63, and each share is rounded
+// to 2^-62 of the bound, far finer than fp32. This needs lse to be the forward's of the same qkv
+// (sum_j P_ij = 1); a bound that is not finite (inf or NaN inputs, or 2^128 and more) makes the
+// row's dQ NaN.
+constexpr int DQ_SHIFT_NONFINITE = INT_MIN;
+
+// 2^k as a float, for -126 <= k <= 127 (exact: a power of two scales without rounding).
+__host__ __device__ inline float pow2f(int k) {
+    const uint32_t bits = (uint32_t)(k + 127) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+// shift_i from ||dO_i||_1 and the head's max |K|, max |V| (the delta kernel's bounds); -66..122, so
+// that 2^shift and 2^-shift are normal floats (a bound below 2^-60 is taken as 2^-60; one of 2^128
+// or more, beyond fp32, is flagged as not finite). The bound is formed in fp64, where the product
+// of three floats neither underflows nor overflows (fp32 could underflow in (4 l1) max_k and then
+// understate the bound by any factor).
+__host__ __device__ inline int dq_fixed_shift(float l1, float max_k, float max_v) {
+    const double bound = 4.0 * l1 * max_k * max_v;
+    if (!(bound < 0x1p128)) return DQ_SHIFT_NONFINITE;  // also inf and NaN
+    uint64_t bits;
+    memcpy(&bits, &bound, sizeof(bits));
+    const int biased = (int)(bits >> 52);               // bound >= 0 and never subnormal: its biased exponent
+    const int e = biased == 0 ? -60 : biased - 1022;    // bound < 2^e
+    return 62 - (e < -60 ? -60 : e);
+}
+
+// How the dK/dV kernel's dQ is made: by the dQ kernel (DQ_KERNEL), or by integer reduction, each
+// thread adding its values with red.global (DQ_RED) or the CTA staging its share in shared memory
+// for one bulk reduction (DQ_BULK; the staging costs BQ x HS x 8 bytes of shared memory).
+enum DqMode { DQ_KERNEL = 0, DQ_RED = 1, DQ_BULK = 2 };
+struct DqReduce {
+    unsigned long long *acc;  // (B, NH, T, HS) int64 two's complement, zero before the kernel
+    const float *dout_l1;     // the delta kernel's bounds
+    const unsigned *head_max;
+};
+
+// One query tile's dQ share, dS (BQ queries x KROWS keys) K (KROWS x HS), from dS^T staged in
+// shared memory [KROWS][BQ + 8] by every warp and the resident K tile, added into acc_tile (the
+// tile's first query row of acc; valid rows of it < T). Warp w computes query rows 16 (w % M) ..
+// + 15 and HS / (4 / M) of the columns (M = BQ / 16 row tiles; the warps split the columns when
+// there are fewer than 4). sDQ: DQ_BULK's staging, [BQ][HS] int64.
+template <int HS, int BQ, int KROWS, int DQ>
+__device__ __forceinline__ void reduce_dq_tile(const __nv_bfloat16 *sDS, const __nv_bfloat16 *sK,
+                                               unsigned long long *sDQ, unsigned long long *acc_tile, int valid,
+                                               const float *l1_tile, float max_k, float max_v, int warp, int lane) {
+    constexpr int M = BQ / 16, SPLIT = NWARPS / M, NCOLS = HS / SPLIT, LDS = BQ + SMEM_PAD;
+    static_assert(NWARPS % M == 0 && NCOLS % 16 == 0, "the warps split the tile's rows and columns evenly");
+    const int g = lane >> 2, t = lane & 3, m0 = 16 * (warp % M), col0 = NCOLS * (warp / M);
+    float acc[NCOLS / 8][4];
+#pragma unroll
+    for (int n = 0; n < NCOLS / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < KROWS / 16; kk++) {
+        // A = dS rows m0.., keys 16 kk..: dS^T's 8x8 blocks transposed (the matrices (m, k) +0/+8
+        // in a0..a3's order: lane l points at key 16 kk + l % 8 + 8 (l / 16), query m0 + 8 (l / 8 % 2)).
+        uint32_t a[4];
+        ldmatrix_x4_trans(a, sDS + (16 * kk + (lane & 7) + ((lane >> 4) << 3)) * LDS + m0 + ((lane >> 3) & 1) * 8);
+#pragma unroll
+        for (int nn = 0; nn < NCOLS / 16; nn++) {
+            uint32_t b[4];
+            load_b_rows_are_k<HS>(b, sK, 16 * kk, col0 + 16 * nn, lane);
+            mma_16816(acc[2 * nn], a, b[0], b[1]);
+            mma_16816(acc[2 * nn + 1], a, b[2], b[3]);
+        }
+    }
+    // To fixed point (exact scaling by 2^shift, one rounding to an integer). Odd rows g take the
+    // column blocks in the other order, so that a quarter warp's 16-byte stores of the staging
+    // (rows g, g + 1 of HS x 8 bytes, a multiple of 128) fall in different banks.
+    const bool swap = g & 1;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = m0 + g + 8 * half;
+        const int shift = dq_fixed_shift(l1_tile[row], max_k, max_v);
+        const float to_fixed = shift == DQ_SHIFT_NONFINITE ? 0.0f : pow2f(shift);
+#pragma unroll
+        for (int n = 0; n < NCOLS / 8; n++) {
+            const float x0 = swap ? acc[n ^ 1][2 * half] : acc[n][2 * half];
+            const float x1 = swap ? acc[n ^ 1][2 * half + 1] : acc[n][2 * half + 1];
+            const int col = col0 + 8 * (swap ? n ^ 1 : n) + 2 * t;
+            const unsigned long long v0 = (unsigned long long)__float2ll_rn(x0 * to_fixed);
+            const unsigned long long v1 = (unsigned long long)__float2ll_rn(x1 * to_fixed);
+            if constexpr (DQ == DQ_RED) {
+                if (row < valid) {
+                    red_add_u64(acc_tile + (int64_t)row * HS + col, v0);
+                    red_add_u64(acc_tile + (int64_t)row * HS + col + 1, v1);
+                }
+            } else {
+                *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
+            }
+        }
+    }
+    if constexpr (DQ == DQ_BULK) {  // one thread hands the staged share to the bulk reduction
+        wgmma::fence_proxy_async_shared();  // the bulk reduction reads through the async proxy
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            bulk_reduce_add_u64(acc_tile, sDQ, (uint32_t)valid * HS * 8);
+            bulk_commit();
+        }
     }
 }
 
@@ -720,9 +904,22 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return HS == 64 ? 64 : 32; }
 
 // Two resident tiles of RT * 64 rows (RT: the kernels' row tiles per warp, below), two
-// streamed operands of [2][BS] rows, and the streamed lse and delta ([2][BS] fp32; dK/dV).
+// streamed operands of [2][BS] rows, and the streamed lse and delta ([2][BS] fp32; dK/dV). The
+// dK/dV kernel with dQ by integer reduction (DQ) adds ||dO||_1 ([2][BS] fp32), dS^T
+// ([64 RT][BS + 8] bf16) and, for DQ_BULK, its staging ([BS][HS] int64).
 template <int HS, int BS, int RT = 1> constexpr size_t backward_smem_bytes() {
     return (size_t)(2 * RT * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
+}
+template <int HS, int BS, int RT> constexpr size_t backward_ds_offset() {
+    return backward_smem_bytes<HS, BS, RT>() + (size_t)2 * BS * sizeof(float);
+}
+template <int HS, int BS, int RT> constexpr size_t backward_dq_staging_offset() {
+    return backward_ds_offset<HS, BS, RT>() + (size_t)RT * ROWS_PER_CTA * (BS + SMEM_PAD) * sizeof(__nv_bfloat16);
+}
+template <int HS, int BS, int RT, int DQ> constexpr size_t backward_kv_smem_bytes() {
+    static_assert(backward_dq_staging_offset<HS, BS, RT>() % 16 == 0, "the staging is 16-byte aligned");
+    return DQ == DQ_KERNEL ? backward_smem_bytes<HS, BS, RT>()
+                           : backward_dq_staging_offset<HS, BS, RT>() + (DQ == DQ_BULK ? (size_t)BS * HS * 8 : 0);
 }
 
 // The backward's per-element steps on a warp's accumulator tiles, shared by the mma.sync and wgmma
@@ -832,11 +1029,31 @@ __device__ __forceinline__ void ds_rows(float (*dp)[4], const float (*p)[4], con
 // keys. Shared with dev/test/cuda_host/kernel_indexing.cu, which checks it on the host.
 __host__ __device__ constexpr int kv_first_query_tile(int k0, int BQ) { return k0 / BQ; }
 
-template <int HS, int MIN_CTAS, int BS, int RT, bool CODES>
+// A warp's dS^T (A fragments a[k] of 16 keys x N queries, acc_to_a's layout) as rows key0..key0+15
+// of a [keys][N + 8] shared tile (row stride an odd multiple of 16 bytes: conflict-free ldmatrix).
+template <int N>
+__device__ __forceinline__ void store_a_rows(__nv_bfloat16 *tile, const uint32_t (*a)[4], int key0, int lane) {
+    constexpr int LDS = N + SMEM_PAD;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int k = 0; k < N / 16; k++) {
+        uint32_t *lo = reinterpret_cast<uint32_t *>(tile + (key0 + g) * LDS + 16 * k + 2 * t);
+        uint32_t *hi = reinterpret_cast<uint32_t *>(tile + (key0 + g + 8) * LDS + 16 * k + 2 * t);
+        lo[0] = a[k][0], hi[0] = a[k][1], lo[4] = a[k][2], hi[4] = a[k][3];  // columns +8: 4 words on
+    }
+}
+
+// The dK/dV kernel's last argument: dqkv's FP8 codes (CODES), the dQ accumulator and bounds (DQ),
+// or nothing.
+template <bool CODES, int DQ>
+using KvArg = typename std::conditional<DQ != DQ_KERNEL, DqReduce, CodesArg<CODES>>::type;
+
+template <int HS, int MIN_CTAS, int BS, int RT, bool CODES, int DQ = DQ_KERNEL>
 __global__ void __launch_bounds__(NTHREADS, MIN_CTAS)
 attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                              const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
-                             const float *__restrict__ delta, int T, int NH, float scale, CodesArg<CODES> codes) {
+                             const float *__restrict__ delta, int T, int NH, float scale, KvArg<CODES, DQ> extra) {
+    static_assert(!(CODES && DQ != DQ_KERNEL), "dQ by reduction writes dqkv, not its codes");
     constexpr int BQ = BS, LD = ld<HS>(), KROWS = RT * ROWS_PER_CTA;
     LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem);
@@ -845,6 +1062,9 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     __nv_bfloat16 *sdO = sQ + 2 * BQ * LD;       // [2][BQ][LD]
     float *sLse = reinterpret_cast<float *>(sdO + 2 * BQ * LD);  // [2][BQ]
     float *sDelta = sLse + 2 * BQ;                               // [2][BQ]
+    float *sL1 = sDelta + 2 * BQ;                                // [2][BQ] (DQ)
+    __nv_bfloat16 *sDS = reinterpret_cast<__nv_bfloat16 *>(sL1 + 2 * BQ);                        // [KROWS][BQ+8] (DQ)
+    unsigned long long *sDQ = reinterpret_cast<unsigned long long *>(sDS + KROWS * (BQ + SMEM_PAD));  // [BQ][HS] (DQ_BULK)
 
     const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
     const int k0 = blockIdx.y * KROWS;  // the first key blocks see the most queries: first
@@ -869,6 +1089,8 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
             const bool valid = q < T;
             cp_async_4(sLse + buf * BQ + r, lse_row + (valid ? q : 0), valid);
             cp_async_4(sDelta + buf * BQ + r, delta_row + (valid ? q : 0), valid);
+            if constexpr (DQ != DQ_KERNEL)
+                cp_async_4(sL1 + buf * BQ + r, extra.dout_l1 + (int64_t)bh * T + (valid ? q : 0), valid);
         }
     };
 
@@ -917,7 +1139,19 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 #pragma unroll
         for (int r = 0; r < RT; r++) acc_to_a<BQ>(af[r], dp[r]);
         mma_a_regs_b_rows_k<HS, BQ, HS, RT>(dk, af, q_tile, lane);
+
+        if constexpr (DQ != DQ_KERNEL) {  // this tile's dQ share: dS^T through shared memory
+#pragma unroll
+            for (int r = 0; r < RT; r++) store_a_rows<BQ>(sDS, af[r], 16 * (RT * warp + r), lane);
+            if (DQ == DQ_BULK && threadIdx.x == 0) bulk_wait_read<0>();  // the last share has left sDQ
+            __syncthreads();
+            const float max_k = __uint_as_float(extra.head_max[2 * bh]);
+            const float max_v = __uint_as_float(extra.head_max[2 * bh + 1]);
+            reduce_dq_tile<HS, BQ, KROWS, DQ>(sDS, sK, sDQ, extra.acc + ((int64_t)bh * T + qt0) * HS, min(BQ, T - qt0),
+                                              sL1 + buf * BQ, max_k, max_v, warp, lane);
+        }
     });
+    if (DQ == DQ_BULK && threadIdx.x == 0) bulk_wait_all<0>();  // shared memory stays until the last is done
 
     if constexpr (CODES) {  // dK and dV as bf16 rows in the K and V tiles (each warp reads only its own)
 #pragma unroll
@@ -926,7 +1160,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
             store_rows<HS>(sV, LD, 16 * (RT * warp + r), KROWS, dv[r], 1.0f, 1.0f, lane);
         }
         __syncthreads();
-        staged_dqkv_codes<HS, NTHREADS, 2>(codes, {sK, sV}, LD, min(KROWS, T - k0), b * T + k0, 1, h, NH, T);
+        staged_dqkv_codes<HS, NTHREADS, 2>(extra, {sK, sV}, LD, min(KROWS, T - k0), b * T + k0, 1, h, NH, T);
     } else {
         __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
 #pragma unroll
@@ -1043,6 +1277,36 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
         __nv_bfloat16 *dq_head = dqkv + (int64_t)b * T * row_stride + h * HS;
 #pragma unroll
         for (int r = 0; r < RT; r++) store_rows<HS>(dq_head, row_stride, warp_q0 + 16 * r, T, dq[r], scale, scale, lane);
+    }
+}
+
+// Backward with dQ by integer reduction, last step: dQ = s 2^-shift acc of each row (two exact
+// power-of-two scalings around one rounding to fp32, then s and bf16), into dqkv's q part; NaN where
+// the row's bound is not finite. One warp per (b, h, t) row of acc, HS / 32 values a lane.
+template <int HS>
+__global__ void __launch_bounds__(NTHREADS)
+attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const unsigned long long *__restrict__ acc,
+                             const float *__restrict__ dout_l1, const unsigned *__restrict__ head_max, int B, int T,
+                             int NH, float scale) {
+    const int64_t row = (int64_t)blockIdx.x * NWARPS + threadIdx.x / 32;  // (b, h, t) flattened
+    const int lane = threadIdx.x % 32;
+    if (row >= (int64_t)B * NH * T) return;
+    const int64_t bh = row / T, tt = row % T, b = bh / NH, h = bh % NH;
+    const int shift =
+        dq_fixed_shift(dout_l1[row], __uint_as_float(head_max[2 * bh]), __uint_as_float(head_max[2 * bh + 1]));
+    __nv_bfloat16 *dst = dqkv + (b * T + tt) * 3 * NH * HS + h * HS;
+    constexpr int PER_LANE = HS / 32;
+#pragma unroll
+    for (int p = 0; p < PER_LANE / 2; p++) {
+        const int i = PER_LANE * lane + 2 * p;
+        const ulonglong2 v = *reinterpret_cast<const ulonglong2 *>(acc + row * HS + i);
+        float x0 = __uint_as_float(0x7FC00000u), x1 = x0;  // NaN
+        if (shift != DQ_SHIFT_NONFINITE) {
+            const float from_fixed = pow2f(-shift);
+            x0 = __ll2float_rn((long long)v.x) * from_fixed * scale;
+            x1 = __ll2float_rn((long long)v.y) * from_fixed * scale;
+        }
+        *reinterpret_cast<__nv_bfloat162 *>(dst + i) = __floats2bfloat162_rn(x0, x1);
     }
 }
 
@@ -1360,14 +1624,15 @@ static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_b
     attention_cuda_check(cudaGetLastError());
 }
 
-// The backward's first step, delta = rowsum(dO * O) into scratch, for both backward versions.
-template <int HS>
+// The backward's first step, delta = rowsum(dO * O) into scratch, for every backward version
+// (with BOUNDS, also the bounds of the dQ by integer reduction).
+template <int HS, bool BOUNDS = false>
 static inline float *backward_delta(void *scratch, const __nv_bfloat16 *dout, const __nv_bfloat16 *out, int B, int T,
-                                    int NH, cudaStream_t stream) {
+                                    int NH, cudaStream_t stream, DqBounds bounds = DqBounds{}) {
     const int64_t rows = (int64_t)B * T * NH;
     float *delta = (float *)scratch;
-    LLMC_LAUNCH((unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream, attention_delta_kernel<HS>)(
-        delta, dout, out, B, T, NH);
+    LLMC_LAUNCH((unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream, attention_delta_kernel<HS, BOUNDS>)(
+        delta, dout, out, B, T, NH, bounds);
     attention_cuda_check(cudaGetLastError());
     return delta;
 }
@@ -1446,6 +1711,49 @@ static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bf
     const float *delta = backward_delta<HS>(scratch, dout, out, B, T, NH, stream);
     backward_kv_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
     backward_dq_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
+}
+
+// The scratch of the backward with dQ by integer reduction: the int64 accumulator (B, NH, T, HS),
+// then delta and ||dO||_1 ((B, NH, T) fp32 each), then the heads' max |K|, |V| ((B, NH, 2) u32).
+struct ReduceDqScratch {
+    unsigned long long *acc;
+    float *delta, *dout_l1;
+    unsigned *head_max;
+};
+static inline size_t reduce_dq_scratch_bytes(int B, int T, int NH, int HS) {
+    const size_t rows = (size_t)B * NH * T;
+    return rows * HS * 8 + rows * 2 * sizeof(float) + (size_t)B * NH * 2 * sizeof(unsigned);
+}
+static inline ReduceDqScratch reduce_dq_scratch(void *scratch, int B, int T, int NH, int HS) {
+    const size_t rows = (size_t)B * NH * T;
+    unsigned char *p = (unsigned char *)scratch;
+    return {(unsigned long long *)p, (float *)(p + rows * HS * 8), (float *)(p + rows * HS * 8 + rows * sizeof(float)),
+            (unsigned *)(p + rows * HS * 8 + rows * 2 * sizeof(float))};
+}
+
+// The backward with dQ by integer reduction (DQ_RED or DQ_BULK) in a dK/dV kernel of RT row tiles
+// per warp (32-row streamed tiles at RT 2): zero the accumulator and the heads' maxima, delta and
+// the bounds, dK/dV with the dQ shares, then dQ from the integers.
+template <int HS, int RT, int DQ, int MIN_CTAS = 1>
+static inline void backward_reduce_dq_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                         const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B,
+                                         int T, int NH, cudaStream_t stream) {
+    constexpr int BS = RT == 2 ? 32 : bwd_stream_rows<HS>(), KROWS = RT * ROWS_PER_CTA;
+    const ReduceDqScratch s = reduce_dq_scratch(scratch, B, T, NH, HS);
+    const int64_t rows = (int64_t)B * NH * T;
+    const float scale = 1.0f / sqrtf((float)HS);
+    attention_cuda_check(cudaMemsetAsync(s.head_max, 0, (size_t)B * NH * 2 * sizeof(unsigned), stream));
+    attention_cuda_check(cudaMemsetAsync(s.acc, 0, (size_t)rows * HS * 8, stream));
+    backward_delta<HS, true>(s.delta, dout, out, B, T, NH, stream, DqBounds{s.dout_l1, s.head_max, qkv});
+    const size_t smem = backward_kv_smem_bytes<HS, BS, RT, DQ>();
+    launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, false, DQ>, smem);
+    LLMC_LAUNCH(dim3(B * NH, (T + KROWS - 1) / KROWS), NTHREADS, smem, stream,
+                attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, false, DQ>)(
+        dqkv, dout, qkv, lse, s.delta, T, NH, scale, DqReduce{s.acc, s.dout_l1, s.head_max});
+    attention_cuda_check(cudaGetLastError());
+    LLMC_LAUNCH((unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream, attention_dq_finalize_kernel<HS>)(
+        dqkv, s.acc, s.dout_l1, s.head_max, B, T, NH, scale);
+    attention_cuda_check(cudaGetLastError());
 }
 
 // The output gradient's FP8 codes instead of dqkv (llmc/matmul_lowp.cuh's
@@ -1558,6 +1866,30 @@ static inline void attention_backward_rt2(__nv_bfloat16 *dqkv, void *scratch, co
     const float *delta = attention_detail::backward_delta<64>(scratch, dout, out, B, T, NH, stream);
     attention_detail::backward_kv_hs<64, 1, 32, 2>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
     attention_detail::backward_dq_hs<64, 1, 32, 2>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
+}
+
+// Bytes of scratch that attention_backward_reduce_dq needs: B NH T (8 HS + 8) + 8 B NH.
+static inline size_t attention_backward_reduce_dq_scratch_bytes(int B, int T, int NH, int HS) {
+    return attention_detail::reduce_dq_scratch_bytes(B, T, NH, HS);
+}
+
+// attention_backward with dQ by integer reduction (see reduce_dq_tile): the same contract, except
+// its scratch (attention_backward_reduce_dq_scratch_bytes, 16-byte aligned), no FP8 codes (the
+// trainer's --attention mma-rdq casts dqkv apart), and dQ's bits, which are its own
+// (deterministic, and within the same bound of fp64); dK and dV keep theirs. The dK/dV kernel
+// stages each dQ share for one bulk reduction (sm_90; red.global before), with 2 row tiles per
+// warp at head size 64. dev/cuda/attention.cu checks it and times it beside the other variants
+// (red.global from registers, RT 1). NOT RUN on a GPU (2026-11-28).
+static inline void attention_backward_reduce_dq(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
+                                                int B, int T, int NH, int HS, cudaStream_t stream,
+                                                const QuantCodesOut &codes = QuantCodesOut{}) {
+    const attention_detail::TensorArg args[] = {{dqkv, 4}, {scratch, 16}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
+    attention_detail::check_args("attention_backward_reduce_dq", B, T, NH, HS, args, 6);
+    if (codes.q) die("attention_backward_reduce_dq: writes dqkv, not its FP8 codes");
+    using namespace attention_detail;
+    if (HS == 64) backward_reduce_dq_hs<64, 2, DQ_BULK>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+    else backward_reduce_dq_hs<128, 1, DQ_BULK>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
 }
 
 #endif  // LLMC_ATTENTION_CUH

@@ -116,10 +116,11 @@ template <int BLOCKS> __device__ __forceinline__ void hold_registers(uint32_t (*
         for (int e = 0; e < 4; e++) asm volatile("" : "+r"(a[n][e])::"memory");
 }
 
-// Shared memory written by ordinary stores or cp.async and read next by wgmma (the async proxy):
-// each writing thread fences before the barrier that publishes the tile.
+// Shared memory written by ordinary stores or cp.async and read next by wgmma or a bulk copy (the
+// async proxy; sm_90 and later, not only sm_90a): each writing thread fences before the barrier
+// that publishes the tile.
 __device__ __forceinline__ void fence_proxy_async_shared() {
-#ifdef LLMC_WGMMA_DEVICE
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }

@@ -8,7 +8,10 @@
 // CPU reference computed from the same bf16 inputs; no NaN/Inf and every output element written
 // (outputs are pre-filled with NaN); identical bits over repeated runs; at HS 64 the other row
 // tiles per warp (RT) of the forward and of the backward's kernels and the other streamed tile
-// height (BS) give the same bits, and the backward's RT 2 its FP8 codes. Then a case with
+// height (BS) give the same bits, and the backward's RT 2 its FP8 codes; the backward with dQ by
+// integer reduction (attention_backward_reduce_dq, and at HS 64 its RT and reduction variants):
+// dK and dV with the default's bits, dQ the same bits over 2 runs and with either reduction, and
+// within the same bound of fp64 (check_reduce_dq). Then a case with
 // many heads (several waves of CTAs): every element written, identical bits over 2 runs
 // (check_many_heads; not with --check-small). Prints PASS/FAIL per case and exits 1 if any check
 // fails.
@@ -25,9 +28,12 @@
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
 // backward kernel by kernel (delta, dK/dV, dQ, each with 2 row tiles per warp too; with --wgmma
 // also the wgmma ones), and the HS 64 kernel variants (occupancy, row tiles per warp, streamed
-// tile height) side by side (see tune_occupancy; variants whose bits differ also make it exit 1).
+// tile height) side by side (see tune_occupancy; variants whose bits differ also make it exit 1),
+// and the backward with dQ by integer reduction in each variant beside the default (time_reduce_dq;
+// the benchmark table's rdQ column is attention_backward_reduce_dq).
 // With --profile-once, no checks and no timing: each HS 64 kernel of the benchmark's T 1024 shape
-// runs once (forward; backward delta, dK/dV, dQ, and those two with 2 row tiles per warp; with
+// runs once (forward; backward delta, dK/dV, dQ, and those two with 2 row tiles per warp; the
+// backward with dQ by integer reduction, bulk and red.global at RT 2; with
 // --wgmma the wgmma forward, dK/dV and dQ too), for Nsight Compute to profile
 // (scripts/gpu_run_bundle.sh, phase profile: stall reasons, pipe use and occupancy of each).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
@@ -45,6 +51,8 @@
 #include "common.h"
 
 #include <string.h>
+
+#include <algorithm>
 
 typedef __nv_bfloat16 bf16;
 
@@ -74,7 +82,8 @@ struct Buffers {
 static Buffers buffers_alloc(const Shape &sh) {
     return {device_alloc<bf16>(sh.qkv_count()), device_alloc<bf16>(sh.qkv_count()), device_alloc<bf16>(sh.out_count()),
             device_alloc<bf16>(sh.out_count()), device_alloc<float>(sh.lse_count()),
-            device_alloc<unsigned char>(attention_backward_scratch_bytes(sh.B, sh.T, sh.NH, sh.HS))};
+            device_alloc<unsigned char>(std::max(attention_backward_scratch_bytes(sh.B, sh.T, sh.NH, sh.HS),
+                                                 attention_backward_reduce_dq_scratch_bytes(sh.B, sh.T, sh.NH, sh.HS)))};
 }
 
 static void buffers_free(const Buffers &b) {
@@ -314,6 +323,54 @@ static void backward_row_tiles(const Buffers &b, const Shape &sh, const QuantCod
     else backward_kv_hs<64, 1, 32, KV_RT>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
     if constexpr (DQ_RT == 1) backward_dq_hs<64>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
     else backward_dq_hs<64, 1, 32, DQ_RT>(b.dqkv, b.dout, b.qkv, b.lse, delta, sh.B, sh.T, sh.NH, 0, codes);
+}
+
+// The backward with dQ by integer reduction (llmc/attention.cuh's reduce_dq_tile) with RT row tiles
+// per warp in its dK/dV kernel and the reduction DQ (red.global or bulk), into a NaN-filled dqkv;
+// from the out and lse in b. Its scratch is zeroed by itself.
+template <int RT, int DQ>
+static std::vector<bf16> reduce_dq_run(const Buffers &b, const Shape &sh) {
+    using namespace attention_detail;
+    cuda_check(cudaMemset(b.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+    if (sh.HS == 64) backward_reduce_dq_hs<64, RT, DQ>(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, 0);
+    else if constexpr (RT == 1)
+        backward_reduce_dq_hs<128, RT, DQ>(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, 0);
+    else die("reduce_dq_run: RT 2 is for head size 64");
+    return to_host(b.dqkv, sh.qkv_count());
+}
+
+// Whether parts first..last (0 q, 1 k, 2 v) of two dqkv have the same bits.
+static bool same_parts(const std::vector<bf16> &a, const std::vector<bf16> &b, const Shape &sh, int first, int last) {
+    const size_t C = (size_t)sh.NH * sh.HS;
+    for (size_t row = 0; row < (size_t)sh.B * sh.T; row++)
+        if (memcmp(&a[row * 3 * C + first * C], &b[row * 3 * C + first * C], (last - first + 1) * C * sizeof(bf16)))
+            return false;
+    return true;
+}
+
+// attention_backward_reduce_dq twice, and the other variants (at HS 64: RT 1 and 2, each with red.global
+// and the bulk reduction; HS 128: RT 1 with both): dK and dV must have the default's bits (dflt),
+// dQ the same bits over the 2 runs and with either reduction at the same RT (the same integers
+// added in another order). Returns the first run's dqkv for the comparison with fp64.
+static std::vector<bf16> check_reduce_dq(const Buffers &d, const Shape &sh, const std::vector<bf16> &dflt, bool *ok) {
+    using namespace attention_detail;
+    cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+    attention_backward_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0);
+    const std::vector<bf16> first = to_host(d.dqkv, sh.qkv_count());
+    const std::vector<bf16> second = sh.HS == 64 ? reduce_dq_run<2, DQ_BULK>(d, sh) : reduce_dq_run<1, DQ_BULK>(d, sh);
+    std::vector<std::vector<bf16>> others = {reduce_dq_run<1, DQ_RED>(d, sh)};
+    if (sh.HS == 64) others.push_back(reduce_dq_run<1, DQ_BULK>(d, sh)), others.push_back(reduce_dq_run<2, DQ_RED>(d, sh));
+    const bool same_runs = same_parts(first, second, sh, 0, 0);
+    const bool same_reductions = sh.HS == 64 ? same_parts(others[0], others[1], sh, 0, 0) &&
+                                                   same_parts(others[2], first, sh, 0, 0)
+                                             : same_parts(others[0], first, sh, 0, 0);
+    bool same_dkdv = same_parts(first, dflt, sh, 1, 2) && same_parts(second, dflt, sh, 1, 2);
+    for (const std::vector<bf16> &o : others) same_dkdv = same_dkdv && same_parts(o, dflt, sh, 1, 2);
+    printf("    %-5s %-30s %s\n", "all", "reduce dQ: dK dV default bits", same_dkdv ? "ok" : "FAIL");
+    printf("    %-5s %-30s %s\n", "all", "reduce dQ: dQ bits over 2 runs", same_runs ? "ok" : "FAIL");
+    printf("    %-5s %-30s %s\n", "all", "reduce dQ: red = bulk bits", same_reductions ? "ok" : "FAIL");
+    *ok = same_dkdv && same_runs && same_reductions;
+    return first;
 }
 
 static bool identical(const Outputs &a, const Outputs &b) {
@@ -591,10 +648,12 @@ static bool check_case(const Case &c, bool wgmma) {
     auto rt2_backward = [&](const QuantCodesOut &codes) { backward_row_tiles<2, 2>(d, sh, codes); };
     const bool codes = sh.T % 64 != 0 || (check_codes(d, sh, "FP8 codes = the cast's", default_backward) &&
                                           (sh.HS != 64 || check_codes(d, sh, "backward RT2: FP8 codes", rt2_backward)));
+    bool reduce_ok;
+    const std::vector<bf16> reduce_dqkv = check_reduce_dq(d, sh, runs[0].dqkv, &reduce_ok);
 
     buffers_free(d);
 
-    bool ok = same_rt && same_bs && same_bwd_rt && codes;
+    bool ok = same_rt && same_bs && same_bwd_rt && codes && reduce_ok;
     if (sh.HS == 64) {
         printf("    %-5s %-30s %s\n", "all", "other RT: same bits", same_rt ? "ok" : "FAIL");
         printf("    %-5s %-30s %s\n", "all", "other BS: same bits", same_bs ? "ok" : "FAIL");
@@ -613,6 +672,8 @@ static bool check_case(const Case &c, bool wgmma) {
         e = relative_error(ref.dqkv, bf_at(runs[0].dqkv), (size_t)sh.NH * sh.HS, which);
         ok = report(names[which], "rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
     }
+    e = relative_error(ref.dqkv, bf_at(reduce_dqkv), (size_t)sh.NH * sh.HS, 0);
+    ok = report("dq", "reduce dQ: rel L2 vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
     ok = report_lse("lse", ref, runs[0].lse) && ok;
     printf("%s B=%d NH=%d T=%d HS=%d\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
     return ok;
@@ -633,7 +694,8 @@ static bool written_and_identical(const char *what, const Outputs &first, const 
 // Many heads (1024 to 2048 CTAs per kernel: several waves on any GPU; every case above fits on a
 // GPU at once, at most 32 CTAs): forward and backward of the defaults twice over NaN-filled
 // outputs, every element written and finite, and the two runs' bits identical (no fp64 reference
-// at this size).
+// at this size); without --wgmma also the backward with dQ by integer reduction twice, whose adds
+// here come from many CTAs at once.
 static bool check_many_heads(bool wgmma) {
     bool ok = true;
     for (int HS : {64, 128}) {
@@ -644,7 +706,16 @@ static bool check_many_heads(bool wgmma) {
         fill_uniform_bf16(d.dout, sh.out_count(), 301 + HS, -1.0f, 1.0f);
         auto run = [&] { return wgmma ? run_wgmma_poisoned(d, sh) : run_poisoned(d, sh); };
         const Outputs first = run(), second = run();
-        const bool case_ok = written_and_identical(wgmma ? "wgmma: " : "", first, second);
+        bool case_ok = written_and_identical(wgmma ? "wgmma: " : "", first, second);
+        if (!wgmma) {
+            Outputs reduced[2] = {first, first};
+            for (Outputs &r : reduced) {
+                cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+                attention_backward_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0);
+                r.dqkv = to_host(d.dqkv, sh.qkv_count());
+            }
+            case_ok = written_and_identical("reduce dQ: ", reduced[0], reduced[1]) && case_ok;
+        }
         buffers_free(d);
         printf("%s B=%d NH=%d T=%d HS=%d (many heads)\n", case_ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, HS);
         ok = ok && case_ok;
@@ -666,12 +737,13 @@ static bool check_rejections() {
 struct BenchRow {
     int T, HS, B, NH;
     float fwd_ms, bwd_ms, wgmma_fwd_ms, wgmma_bwd_ms, wg1_fwd_ms, wg1_bwd_ms;  // < 0: not timed (wg1: 1 warpgroup per CTA)
+    float reduce_dq_bwd_ms;                                                    // attention_backward_reduce_dq
 };
 
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
 static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
-    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1};
+    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1};
     const Shape sh = {row.B, row.NH, T, HS};
     const Buffers d = buffers_alloc(sh);
     fill_uniform_bf16(d.qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
@@ -684,6 +756,10 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
     row.bwd_ms = time_median_ms(
         [&] { attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); }, warmup,
         reps, 0);
+    if (!wgmma)
+        row.reduce_dq_bwd_ms = time_median_ms(
+            [&] { attention_backward_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); },
+            warmup, reps, 0);
     if (wgmma) {
         row.wgmma_fwd_ms = time_median_ms(
             [&] { attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps, 0);
@@ -833,6 +909,44 @@ static void time_backward_kernels(bool wgmma) {
     }
 }
 
+// The backward with dQ by integer reduction in each variant beside the default backward (median of
+// 21 runs, ms): RT 1 and 2 row tiles per warp in its dK/dV kernel (HS 64; HS 128 RT 1), each with
+// red.global from registers and with the bulk reduction of a staged shared tile.
+static void time_reduce_dq(void) {
+    using namespace attention_detail;
+    printf("\nbackward with dQ by integer reduction (rdQ), B*T = 16384, NH*HS = 2048, median of 21 runs (ms):\n"
+           "the default backward, then rdQ with 1 or 2 row tiles per warp (RT) and red.global or bulk reductions\n");
+    printf("%5s %4s | %8s | %9s %9s %9s %9s\n", "T", "HS", "default", "RT1 red", "RT1 bulk", "RT2 red", "RT2 bulk");
+    const int shapes[][2] = {{1024, 64}, {2048, 64}, {4096, 64}, {1024, 128}, {2048, 128}};
+    for (const auto &shape : shapes) {
+        const int T = shape[0], HS = shape[1];
+        const Shape sh = {16384 / T, 2048 / HS, T, HS};
+        const Buffers d = buffers_alloc(sh);
+        fill_uniform_bf16(d.qkv, sh.qkv_count(), 5000 + T + HS, -1.0f, 1.0f);
+        fill_uniform_bf16(d.dout, sh.out_count(), 5001 + T + HS, -1.0f, 1.0f);
+        attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0);
+        const int warmup = 3, reps = 21;
+        auto time = [&](auto launch) { return time_median_ms(launch, warmup, reps, 0); };
+        const float base = time([&] {
+            attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0);
+        });
+        float ms[4] = {-1, -1, -1, -1};
+        if (HS == 64) {
+            ms[0] = time([&] { backward_reduce_dq_hs<64, 1, DQ_RED>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+            ms[1] = time([&] { backward_reduce_dq_hs<64, 1, DQ_BULK>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+            ms[2] = time([&] { backward_reduce_dq_hs<64, 2, DQ_RED>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+            ms[3] = time([&] { backward_reduce_dq_hs<64, 2, DQ_BULK>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+        } else {
+            ms[0] = time([&] { backward_reduce_dq_hs<128, 1, DQ_RED>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+            ms[1] = time([&] { backward_reduce_dq_hs<128, 1, DQ_BULK>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
+        }
+        printf("%5d %4d | %8.3f |", T, HS, base);
+        for (float m : ms) m < 0 ? printf(" %9s", "n/a") : printf(" %9.3f", m);
+        printf("\n");
+        buffers_free(d);
+    }
+}
+
 static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
     printf("\nbenchmark: B*T = 16384 tokens, NH*HS = 2048; median of 21 runs; TFLOP/s with forward = "
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
@@ -840,6 +954,7 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
     if (wgmma)
         printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s", "wgmma bwd", "TFLOP/s", "1-WG fwd",
                "TFLOP/s", "1-WG bwd", "TFLOP/s");
+    else printf(" | %9s %7s", "rdQ bwd", "TFLOP/s");
     printf("\n");
     auto cell = [](float ms, double flops) {
         if (ms < 0) printf(" | %9s %7s", "n/a", "");
@@ -853,6 +968,8 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
         if (wgmma) {
             cell(r.wgmma_fwd_ms, fwd_flops), cell(r.wgmma_bwd_ms, bwd_flops);
             cell(r.wg1_fwd_ms, fwd_flops), cell(r.wg1_bwd_ms, bwd_flops);
+        } else {
+            cell(r.reduce_dq_bwd_ms, bwd_flops);
         }
         printf("\n");
     }
@@ -873,6 +990,8 @@ static void profile_once(bool wgmma) {
     backward_dq_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
     backward_kv_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
     backward_dq_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
+    backward_reduce_dq_hs<64, 2, DQ_BULK>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
+    backward_reduce_dq_hs<64, 2, DQ_RED>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
     if (wgmma) {
         backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
         backward_dq_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
@@ -960,7 +1079,10 @@ int main(int argc, char **argv) {
             for (int T : Ts) rows.push_back(bench(T, HS, seed += 2, wgmma));
         print_bench_table(rows, wgmma);
         time_backward_kernels(wgmma);
-        if (!wgmma) failed += !tune_occupancy();
+        if (!wgmma) {
+            failed += !tune_occupancy();
+            time_reduce_dq();
+        }
     }
     return failed ? 1 : 0;
 }

@@ -108,6 +108,14 @@ struct AsyncCopy {
     bool valid;  // false: zero-fill, no read
 };
 
+// A bulk reduction (cp.reduce.async.bulk ... .add.u64): shared bytes [src, src + bytes) added as
+// u64 to global memory at dst, when the issuing thread waits for its group.
+struct BulkReduce {
+    uint64_t *dst;
+    uint32_t src;  // shared address
+    uint32_t bytes;
+};
+
 // A wgmma.mma_async of one warpgroup, executed at its wgmma.wait_group.
 struct WgmmaOp {
     int n;                  // N of m64nNk16
@@ -134,6 +142,8 @@ struct Thread {
     std::vector<AsyncCopy> uncommitted;
     std::vector<std::vector<AsyncCopy>> copy_groups;  // committed, oldest first (a few at most)
     std::vector<uint32_t> unfenced;  // shared words this thread's completed copies wrote, not yet fenced
+    std::vector<BulkReduce> bulk_uncommitted;
+    std::vector<std::vector<BulkReduce>> bulk_groups;  // committed, oldest first
     bool wgmma_fenced = false;       // a wgmma.fence since the last wgmma.wait_group
     // Operands a thread hands to a collective, and what the collective hands back.
     uint64_t in[8];
@@ -354,6 +364,40 @@ EMU_UNCHECKED inline void cp_async_wait(int pending) {
     while ((int)t.copy_groups.size() > pending) {
         for (const AsyncCopy &c : t.copy_groups.front()) copy_complete(c);
         t.copy_groups.erase(t.copy_groups.begin());
+    }
+}
+
+// Bulk reductions execute late, as cp.async does: at the issuing thread's wait_group (the .read
+// and the full wait alike), reading shared memory then, so that a kernel that overwrites the
+// source before waiting adds the wrong values. The adds are relaxed atomics (CTAs' adds to one
+// element may come in any order; integer sums do not depend on it).
+EMU_UNCHECKED inline void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) {
+    const uint32_t a = shared_address(src);
+    if (a % 16 || (uintptr_t)dst % 16 || bytes % 16)
+        fail("cp.reduce.async.bulk of %u bytes from shared byte %u to %p: not 16-byte aligned", bytes, a, dst);
+    check_range(a, bytes, "cp.reduce.async.bulk");
+    race::program_read(state().smem + a, bytes);  // for race.h: the source must be published by now
+    state().cur->bulk_uncommitted.push_back({(uint64_t *)dst, a, bytes});
+}
+EMU_UNCHECKED inline void bulk_commit() {
+    Thread &t = *state().cur;
+    t.bulk_groups.push_back(std::move(t.bulk_uncommitted));
+    t.bulk_uncommitted.clear();
+}
+EMU_UNCHECKED inline void bulk_wait(int pending) {
+    State &s = state();
+    Thread &t = *s.cur;
+    while ((int)t.bulk_groups.size() > pending) {
+        for (const BulkReduce &r : t.bulk_groups.front()) {
+            check_read(r.src, r.bytes, 1ull << warp_of(t), true, "cp.reduce.async.bulk");
+            race::program_read(s.smem + r.src, r.bytes);
+            for (uint32_t i = 0; i < r.bytes / 8; i++) {
+                uint64_t v;
+                memcpy(&v, s.smem + r.src + 8 * i, 8);
+                __atomic_fetch_add(r.dst + i, v, __ATOMIC_RELAXED);
+            }
+        }
+        t.bulk_groups.erase(t.bulk_groups.begin());
     }
 }
 
@@ -609,6 +653,8 @@ EMU_UNCHECKED inline void syncthreads() {
 EMU_UNCHECKED inline void thread_exit() {
     State &s = state();
     Thread &t = *s.cur;
+    if (!t.bulk_uncommitted.empty() || !t.bulk_groups.empty())
+        fail("exits with bulk reductions not waited for (their shared source would be gone)");
     t.done = true;
     s.live--;
     s.progress++;
@@ -660,6 +706,7 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
         Thread &t = cta.threads[i];
         t.done = false, t.waiting_at = nullptr, t.wgmma_fenced = false;
         t.uncommitted.clear(), t.copy_groups.clear(), t.unfenced.clear();
+        t.bulk_uncommitted.clear(), t.bulk_groups.clear();
         t.id = i;
         t.idx = {(unsigned)(i % s.block_dim.x), (unsigned)(i / s.block_dim.x % s.block_dim.y),
                  (unsigned)(i / (s.block_dim.x * s.block_dim.y))};
@@ -798,6 +845,15 @@ template <typename T> inline T __ldcs(const T *p) { return *p; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __int2float_rn(int i) { return (float)i; }
+// cvt.rn.f32.s64 (the host's conversion rounds to nearest even) and cvt.rni.s64.f32: to nearest
+// even, NaN to 0, out of range saturated.
+inline float __ll2float_rn(long long i) { return (float)i; }
+inline long long __float2ll_rn(float x) {
+    if (x != x) return 0;
+    if (x >= 0x1p63f) return INT64_MAX;
+    if (x < -0x1p63f) return INT64_MIN;
+    return (long long)nearbyintf(x);
+}
 inline unsigned __float_as_uint(float f) {
     unsigned u;
     memcpy(&u, &f, 4);
@@ -828,6 +884,11 @@ inline uint32_t smem_addr(const void *p) { return emu::shared_address(p); }
 inline void cp_async_16(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 16, valid); }
 inline void cp_async_4(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 4, valid); }
 inline void cp_async_commit() { emu::cp_async_commit(); }
+inline void red_add_u64(unsigned long long *p, unsigned long long v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) { emu::bulk_reduce_add_u64(dst, src, bytes); }
+inline void bulk_commit() { emu::bulk_commit(); }
+template <int PENDING> inline void bulk_wait_read() { emu::bulk_wait(PENDING); }
+template <int PENDING> inline void bulk_wait_all() { emu::bulk_wait(PENDING); }
 template <int PENDING> inline void cp_async_wait() { emu::cp_async_wait(PENDING); }
 inline void ldmatrix_x4(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r, p, false); }
 inline void ldmatrix_x4_trans(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r, p, true); }

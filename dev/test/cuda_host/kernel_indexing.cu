@@ -15,6 +15,11 @@
 //      wgmma.cuh's layout function), is where the loader put that element; and the swizzled
 //      layout is a bijection whose 8-row groups of one 16-byte column are bank-conflict free.
 //      This checks our code against our reading of the ISA; only a GPU checks the reading.
+//   4. the fixed-point format of the attention backward's dQ by integer reduction
+//      (llmc/attention.cuh's dq_fixed_shift, pow2f): over bounds from 0 and subnormals to
+//      overflow, inf and NaN, the shift puts the exact bound 4 ||dO||_1 max|K| max|V| times 2^shift
+//      in [2^61, 2^62] (below only where a tiny bound is clamped), so that every partial sum,
+//      at most 2.05 / 4 of it, fits an int64 with 2^61 to spare; a bound beyond fp32 is flagged.
 // Prints one line per check (dev/test/check.h); exits 1 if any fails.
 #include "../../../llmc/attention.cuh"
 #include "../../../llmc/quant.cuh"
@@ -156,10 +161,48 @@ static void check_wgmma_descriptors(void) {
     check(conflict_free, "wgmma swizzled tile: 8 rows of one 16-byte column in 8 different bank groups");
 }
 
+static void check_dq_fixed_point(void) {
+    using attention_detail::dq_fixed_shift;
+    using attention_detail::DQ_SHIFT_NONFINITE;
+    bool pow2_ok = true;
+    for (int k = -126; k <= 127; k++) pow2_ok = pow2_ok && attention_detail::pow2f(k) == ldexpf(1.0f, k);
+    check(pow2_ok, "dQ fixed point: pow2f(k) == 2^k for k = -126..127");
+    // Factors across the float range: 0, subnormals, powers of two with mantissas, the largest.
+    std::vector<float> v = {0.0f, 1e-45f, 1e-40f, FLT_MIN, FLT_MAX};
+    for (int e = -130; e <= 127; e += 3)
+        for (float m : {1.0f, 1.0000001f, 1.5f, 1.9999999f}) v.push_back(ldexpf(m, e));
+    bool range_ok = true, fits = true, tight = true, nonfinite_ok = true;
+    long n = 0;
+    for (float l1 : v)
+        for (float mk : v)
+            for (float mv : {0.0f, 1e-42f, 3e-30f, 0.7f, 1.0f, 5.5f, 3e20f, FLT_MAX}) {
+                const int shift = dq_fixed_shift(l1, mk, mv);
+                const long double bound = 4.0L * l1 * mk * mv;  // exact but for a rounding of 2^-64
+                n++;
+                if (bound >= ldexpl(1.0L, 128)) {
+                    nonfinite_ok = nonfinite_ok && shift == DQ_SHIFT_NONFINITE;
+                    continue;
+                }
+                range_ok = range_ok && shift >= -66 && shift <= 122;
+                const long double scaled = ldexpl(bound, shift);
+                fits = fits && scaled <= ldexpl(1.0L + ldexpl(1.0L, -20), 62);
+                tight = tight && (scaled >= ldexpl(1.0L, 61) * (1.0L - ldexpl(1.0L, -20)) || shift == 122);
+            }
+    for (float bad : {INFINITY, NAN})
+        nonfinite_ok = nonfinite_ok && dq_fixed_shift(bad, 1.0f, 1.0f) == DQ_SHIFT_NONFINITE &&
+                       dq_fixed_shift(1.0f, bad, 1.0f) == DQ_SHIFT_NONFINITE &&
+                       dq_fixed_shift(1.0f, 1.0f, bad) == DQ_SHIFT_NONFINITE;
+    check(range_ok, "dQ fixed point: shift in -66..122 for every finite bound (%ld triples)", n);
+    check(fits, "dQ fixed point: the exact bound x 2^shift <= 2^62 (so 2.05/4 of it fits an int64 with room)");
+    check(tight, "dQ fixed point: the exact bound x 2^shift >= 2^61 unless clamped (no bits wasted)");
+    check(nonfinite_ok, "dQ fixed point: a bound of 2^128 or more, infinite or NaN is flagged");
+}
+
 int main() {
     check_kv_first_tiles();
     check_transpose_swizzle();
     check_wgmma_descriptors();
+    check_dq_fixed_point();
     printf("%d check(s) failed\n", g_failures);
     return g_failures ? 1 : 0;
 }

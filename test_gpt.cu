@@ -28,11 +28,12 @@
 //      LayerNorm weights: logits, loss and gradients against the CPU reference with the
 //      tolerances of 1 and 2; determinism. The same in fp8 against its CPU twin (6b's tolerances).
 // Checks 1-5 run the trainer's defaults for bf16 (gpu_model_options: --gelu-fusion 1).
-// Usage: test_gptcu tiny|small|d12 [recompute] [wgmma|wgmma-fwd|mma-rt2] (configurations below; recompute:
+// Usage: test_gptcu tiny|small|d12 [recompute] [wgmma|wgmma-fwd|mma-rt2|mma-rdq] (configurations below; recompute:
 // check 7 alone, else 1-6 and 8; wgmma: every model here with --attention wgmma, head size 64 only,
 // so tiny or d12; wgmma-fwd: the wgmma forward with the mma.sync backward, any case (small's head
 // size is 128); either fails where the wgmma kernels cannot run; mma-rt2: the mma.sync backward
-// with 2 row tiles per warp at head size 64). Exits 1 if any check fails.
+// with 2 row tiles per warp at head size 64; mma-rdq: the mma.sync backward with dQ by integer
+// reduction in its dK/dV kernel). Exits 1 if any check fails.
 //
 // STATUS: on an H200 (2026-11-27, commit c95ef56; dev/gpu_report.md): tiny, tiny wgmma, tiny
 // recompute wgmma, d12 and d12 wgmma pass (every check, the wgmma argument, check 2b, check 7's 5
@@ -61,7 +62,7 @@
 
 // --seed of every model here: the weights' initialization and the stochastic rounding.
 static const uint64_t TEST_SEED = 1337;
-// The attention kernels of every model here (the arguments wgmma, wgmma-fwd and mma-rt2: llmc/args.h).
+// The attention kernels of every model here (the arguments wgmma, wgmma-fwd, mma-rt2 and mma-rdq: llmc/args.h).
 static int g_attention = ATTENTION_MMA;
 
 static GPUModelOptions test_options(matmul_precision precision) {
@@ -968,13 +969,14 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     blas_kernels_fix(argv);  // the CPU reference's matmuls
     bool recompute_only = false;
-    if (argc < 2) usage_error("usage: %s tiny|small|d12 [recompute] [wgmma|wgmma-fwd|mma-rt2]", argv[0]);
+    if (argc < 2) usage_error("usage: %s tiny|small|d12 [recompute] [wgmma|wgmma-fwd|mma-rt2|mma-rdq]", argv[0]);
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "recompute")) recompute_only = true;
         else if (!strcmp(argv[i], attention_kernel_names[ATTENTION_WGMMA])) g_attention = ATTENTION_WGMMA;
         else if (!strcmp(argv[i], attention_kernel_names[ATTENTION_WGMMA_FORWARD])) g_attention = ATTENTION_WGMMA_FORWARD;
         else if (!strcmp(argv[i], attention_kernel_names[ATTENTION_MMA_RT2])) g_attention = ATTENTION_MMA_RT2;
-        else usage_error("usage: %s tiny|small|d12 [recompute] [wgmma|wgmma-fwd|mma-rt2]: unknown argument '%s'",
+        else if (!strcmp(argv[i], attention_kernel_names[ATTENTION_MMA_RDQ])) g_attention = ATTENTION_MMA_RDQ;
+        else usage_error("usage: %s tiny|small|d12 [recompute] [wgmma|wgmma-fwd|mma-rt2|mma-rdq]: unknown argument '%s'",
                          argv[0], argv[i]);
     }
     const TestCase tc = test_case(argv[1]);

@@ -526,7 +526,9 @@ static void layout_activations(GPUModel *g, Carver *cv) {
     g->dresidual = TAKE(bf16, N * C);
     g->dwide = TAKE(bf16, N * 4 * C);
     g->colsum_scratch = TAKE(float, colsum_scratch_floats((int)N, 4 * (int)C));
-    g->att_scratch = TAKE(unsigned char, attention_backward_scratch_bytes(g->B, g->T, (int)NH, (int)(C / NH)));
+    g->att_scratch = TAKE(unsigned char, (g->attention == ATTENTION_MMA_RDQ ? attention_backward_reduce_dq_scratch_bytes
+                                                                             : attention_backward_scratch_bytes)(
+                                             g->B, g->T, (int)NH, (int)(C / NH)));
     g->norm_scratch = TAKE(double, (size_t)global_norm_chunks(g->num_params));
     g->norm_out = TAKE(double, 1);
     g->d_tokens = TAKE(int, 5 * N + 1);
@@ -1083,10 +1085,12 @@ static void gpu_backward(GPUModel *g, int B, int T) {
                              LINEAR_ATTPROJ, acc, st);
         // The same for the qkv layer's gradient, from the attention backward (whose CTAs must cover
         // whole 64-row tiles of it: T % 64 == 0).
-        const bool dqkv_codes = !g->separate_casts && T % 64 == 0 && lowp_gradient_producer_codes_available(lp, N);
+        const bool dqkv_codes = !g->separate_casts && g->attention != ATTENTION_MMA_RDQ && T % 64 == 0 &&
+                                lowp_gradient_producer_codes_available(lp, N);
         mark(g, PROF_ATTENTION_BACKWARD);
-        (g->attention == ATTENTION_WGMMA       ? attention_backward_wgmma
+        (g->attention == ATTENTION_WGMMA     ? attention_backward_wgmma
          : g->attention == ATTENTION_MMA_RT2 ? attention_backward_rt2
+         : g->attention == ATTENTION_MMA_RDQ ? attention_backward_reduce_dq
                                              : attention_backward)(
             dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st,
             dqkv_codes ? lowp_gradient_producer_codes(lp, l, LINEAR_QKV) : QuantCodesOut{});

@@ -16,7 +16,7 @@ enum MatmulMode { MATMUL_MODE_AUTO, MATMUL_MODE_FP32, MATMUL_MODE_BF16, MATMUL_M
 extern const char *const matmul_mode_names[NUM_MATMUL_MODES];
 // --attention: the GPU trainer's attention kernels (llmc/attention.cuh); the CPU trainer has one.
 // WGMMA_FORWARD: the wgmma forward with the mma.sync backward.
-enum AttentionKernel { ATTENTION_MMA, ATTENTION_WGMMA, ATTENTION_WGMMA_FORWARD, ATTENTION_MMA_RT2, NUM_ATTENTION_KERNELS };
+enum AttentionKernel { ATTENTION_MMA, ATTENTION_WGMMA, ATTENTION_WGMMA_FORWARD, ATTENTION_MMA_RT2, ATTENTION_MMA_RDQ, NUM_ATTENTION_KERNELS };
 extern const char *const attention_kernel_names[NUM_ATTENTION_KERNELS];
 
 typedef struct {

@@ -128,6 +128,8 @@ if wants checks; then
     step test_gptcu_small 120 $bin/test_gptcu small
     # the attention backward with 2 row tiles per warp (--attention mma-rt2; mma's bits), never run on a GPU
     step test_gptcu_tiny_rt2 90 $bin/test_gptcu tiny mma-rt2
+    # the backward with dQ by integer reduction in its dK/dV kernel (--attention mma-rdq), never run on a GPU
+    step test_gptcu_tiny_rdq 90 $bin/test_gptcu tiny mma-rdq
     step attention 120 $bin/attention
     wgmma_step attention_wgmma 150 $bin/attention --wgmma || touch "$wgmma_gate"  # the wgmma kernels (sm_90a) alone
     # the trainer with them (--attention wgmma) against the CPU reference, and recompute's bits
@@ -137,6 +139,7 @@ if wants checks; then
     for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
     step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
     step bench_d12_quick_rt2 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention mma-rt2
+    step bench_d12_quick_rdq 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention mma-rdq
     wgmma_step bench_d12_quick_wgmma 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma
     # the wgmma forward (1.28x mma.sync's on the H200) with the mma.sync backward (the wgmma one is 0.79x)
     wgmma_step bench_d12_quick_wgmma_fwd 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma-fwd

@@ -65,10 +65,10 @@ returned() { tar -tzf "$d/out_$1/logs.tar.gz" | grep -q -x "$2"; }  # returned P
  WORK=$d/work_deadline DRYRUN_SLEEP=60 BUNDLE_SECONDS=30 bundle "$d/out_deadline" checks > "$d/deadline.log" 2>&1
  echo $((SECONDS - t0)) > "$d/deadline.seconds") &
 deadline_pid=$!
-phase checks test_gptcu_tiny test_gptcu_small test_gptcu_tiny_rt2 attention attention_wgmma test_gptcu_tiny_wgmma \
-    test_gptcu_tiny_recompute_wgmma torch_sdpa harness_encoder harness_layernorm harness_gelu harness_classifier \
-    harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick bench_d12_quick_rt2 bench_d12_quick_wgmma \
-    bench_d12_quick_wgmma_fwd
+phase checks test_gptcu_tiny test_gptcu_small test_gptcu_tiny_rt2 test_gptcu_tiny_rdq attention attention_wgmma \
+    test_gptcu_tiny_wgmma test_gptcu_tiny_recompute_wgmma torch_sdpa harness_encoder harness_layernorm harness_gelu \
+    harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp bench_d12_quick \
+    bench_d12_quick_rt2 bench_d12_quick_rdq bench_d12_quick_wgmma bench_d12_quick_wgmma_fwd
 phase sanitize test_gptcu_d12 test_gptcu_d12_wgmma memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
     racecheck_attention_wgmma initcheck_test_tiny
 phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute_d12
@@ -126,7 +126,7 @@ check "WGMMA=0: sanitize's 3 wgmma steps are skipped, its 5 others pass" \
 wait "$deadline_pid"
 check "deadline: the call ends at BUNDLE_SECONDS (took $(cat "$d/deadline.seconds") s of 30)" test "$(cat "$d/deadline.seconds")" -lt 40
 check "deadline: the step in progress is cut" grep -qE "^\| test_gptcu_tiny \| TIMEOUT \((2[0-9]|30)s\) \|" "$d/out_deadline/summary.md"
-check "deadline: the 19 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 19
+check "deadline: the 21 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 21
 check "deadline: logs.tar.gz returned" returned deadline logs/test_gptcu_tiny.log
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

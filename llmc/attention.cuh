@@ -169,13 +169,14 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 // which CTAs add. red.global: one value from a register. The bulk reduction (sm_90): the async
 // proxy adds `bytes` of shared memory (bytes % 16 == 0, both addresses 16-byte aligned) as u64 to
 // global memory; commit closes a group, wait_read<N>() returns when at most N groups still read
-// their shared source, wait_all<N>() when at most N are incomplete. Before sm_90 the issuing thread
-// adds the values one by one instead (the same sums; nothing is in flight).
+// their shared source (then the source may be rewritten, or the CTA exit; the adds complete before
+// the grid does). Before sm_90 the issuing thread adds the values one by one instead (the same
+// sums, nothing in flight; slow, so the host picks DQ_RED there).
 __device__ __forceinline__ void red_add_u64(unsigned long long *p, unsigned long long v) {
     asm volatile("red.global.add.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) {
-#if __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u64 [%0], [%1], %2;\n"
                  ::"l"(dst), "r"(smem_addr(src)), "r"(bytes) : "memory");
 #else
@@ -184,18 +185,13 @@ __device__ __forceinline__ void bulk_reduce_add_u64(void *dst, const void *src, 
 #endif
 }
 __device__ __forceinline__ void bulk_commit() {
-#if __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 #endif
 }
 template <int PENDING> __device__ __forceinline__ void bulk_wait_read() {
-#if __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
-#endif
-}
-template <int PENDING> __device__ __forceinline__ void bulk_wait_all() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(PENDING) : "memory");
 #endif
 }
 #endif  // LLMC_EMULATE_PTX
@@ -710,9 +706,10 @@ __device__ __forceinline__ void staged_dqkv_codes(const QuantCodesOut &codes,
 
 // Backward, step 1: delta = rowsum(dO * O), one warp per (b, t, h) row, fixed shuffle order.
 // With BOUNDS (the backward with dQ by integer reduction, below), also what its fixed-point format
-// needs (dq_fixed_shift): ||dO||_1 of the row, and the largest |K| and |V| of each head, as float
-// bits (non-negative floats order as their bits; NaN's above infinity's) kept by atomicMax, whose
-// result does not depend on the order. bounds.head_max must be zero before.
+// needs (dq_fixed_shift): ||dO||_1 of the row (not finite where delta is not: a NaN or inf reached
+// O, and through P the row's dS, which the integers cannot carry), and the largest |K| and |V| of
+// each head, as float bits (non-negative floats order as their bits; NaN's above infinity's) kept
+// by atomicMax, whose result does not depend on the order. bounds.head_max must be zero before.
 struct DqBounds {
     float *dout_l1;                // (B, NH, T)
     unsigned *head_max;            // (B, NH, 2): max |K|, max |V|
@@ -756,7 +753,7 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
         max_k = __reduce_max_sync(0xffffffffu, max_k);
         max_v = __reduce_max_sync(0xffffffffu, max_v);
         if (lane == 0) {
-            bounds.dout_l1[out_row] = l1;
+            bounds.dout_l1[out_row] = isfinite(sum) ? l1 : sum;  // NaN or inf O (from Q, K or V): no bound
             atomicMax(&bounds.head_max[2 * (b * NH + h)], max_k);
             atomicMax(&bounds.head_max[2 * (b * NH + h) + 1], max_v);
         }
@@ -1079,6 +1076,9 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 
     const int first_tile = kv_first_query_tile(k0, BQ);  // queries < k0 see none of these keys
     const int n_tiles = (T + BQ - 1) / BQ;
+    float head_max[2] = {0.0f, 0.0f};  // (DQ) the head's max |K|, max |V|: the delta kernel's bounds
+    if constexpr (DQ != DQ_KERNEL)
+        head_max[0] = __uint_as_float(extra.head_max[2 * bh]), head_max[1] = __uint_as_float(extra.head_max[2 * bh + 1]);
 
     // Stage query tile i into buffer buf (rows >= T read as zeros), all by cp.async.
     auto load_query_tile = [&](int i, int buf) {
@@ -1145,13 +1145,11 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
             for (int r = 0; r < RT; r++) store_a_rows<BQ>(sDS, af[r], 16 * (RT * warp + r), lane);
             if (DQ == DQ_BULK && threadIdx.x == 0) bulk_wait_read<0>();  // the last share has left sDQ
             __syncthreads();
-            const float max_k = __uint_as_float(extra.head_max[2 * bh]);
-            const float max_v = __uint_as_float(extra.head_max[2 * bh + 1]);
             reduce_dq_tile<HS, BQ, KROWS, DQ>(sDS, sK, sDQ, extra.acc + ((int64_t)bh * T + qt0) * HS, min(BQ, T - qt0),
-                                              sL1 + buf * BQ, max_k, max_v, warp, lane);
+                                              sL1 + buf * BQ, head_max[0], head_max[1], warp, lane);
         }
     });
-    if (DQ == DQ_BULK && threadIdx.x == 0) bulk_wait_all<0>();  // shared memory stays until the last is done
+    if (DQ == DQ_BULK && threadIdx.x == 0) bulk_wait_read<0>();  // shared memory stays until the last is read
 
     if constexpr (CODES) {  // dK and dV as bf16 rows in the K and V tiles (each warp reads only its own)
 #pragma unroll
@@ -1282,7 +1280,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 
 // Backward with dQ by integer reduction, last step: dQ = s 2^-shift acc of each row (two exact
 // power-of-two scalings around one rounding to fp32, then s and bf16), into dqkv's q part; NaN where
-// the row's bound is not finite. One warp per (b, h, t) row of acc, HS / 32 values a lane.
+// the row's bound is not finite. One warp per (b, h, t) row of acc.
 template <int HS>
 __global__ void __launch_bounds__(NTHREADS)
 attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const unsigned long long *__restrict__ acc,
@@ -1295,10 +1293,9 @@ attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const unsigned lo
     const int shift =
         dq_fixed_shift(dout_l1[row], __uint_as_float(head_max[2 * bh]), __uint_as_float(head_max[2 * bh + 1]));
     __nv_bfloat16 *dst = dqkv + (b * T + tt) * 3 * NH * HS + h * HS;
-    constexpr int PER_LANE = HS / 32;
 #pragma unroll
-    for (int p = 0; p < PER_LANE / 2; p++) {
-        const int i = PER_LANE * lane + 2 * p;
+    for (int p = 0; p < HS / 64; p++) {  // lane reads the pairs 2 lane + 64 p: 16-byte loads side by side
+        const int i = 2 * lane + 64 * p;
         const ulonglong2 v = *reinterpret_cast<const ulonglong2 *>(acc + row * HS + i);
         float x0 = __uint_as_float(0x7FC00000u), x1 = x0;  // NaN
         if (shift != DQ_SHIFT_NONFINITE) {
@@ -1877,8 +1874,8 @@ static inline size_t attention_backward_reduce_dq_scratch_bytes(int B, int T, in
 // its scratch (attention_backward_reduce_dq_scratch_bytes, 16-byte aligned), no FP8 codes (the
 // trainer's --attention mma-rdq casts dqkv apart), and dQ's bits, which are its own
 // (deterministic, and within the same bound of fp64); dK and dV keep theirs. The dK/dV kernel
-// stages each dQ share for one bulk reduction (sm_90; red.global before), with 2 row tiles per
-// warp at head size 64. dev/cuda/attention.cu checks it and times it beside the other variants
+// stages each dQ share for one bulk reduction (compute capability 9.0 and later; red.global
+// before), with 2 row tiles per warp at head size 64. dev/cuda/attention.cu checks it and times it beside the other variants
 // (red.global from registers, RT 1). NOT RUN on a GPU (2026-11-28).
 static inline void attention_backward_reduce_dq(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                                 const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
@@ -1888,8 +1885,16 @@ static inline void attention_backward_reduce_dq(__nv_bfloat16 *dqkv, void *scrat
     attention_detail::check_args("attention_backward_reduce_dq", B, T, NH, HS, args, 6);
     if (codes.q) die("attention_backward_reduce_dq: writes dqkv, not its FP8 codes");
     using namespace attention_detail;
-    if (HS == 64) backward_reduce_dq_hs<64, 2, DQ_BULK>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
-    else backward_reduce_dq_hs<128, 1, DQ_BULK>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+    static int major = 0;  // bulk reductions from compute capability 9.0
+    if (!major) {
+        int device;
+        attention_cuda_check(cudaGetDevice(&device));
+        attention_cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    }
+    if (HS == 64 && major >= 9) backward_reduce_dq_hs<64, 2, DQ_BULK>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+    else if (HS == 64) backward_reduce_dq_hs<64, 2, DQ_RED>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+    else if (major >= 9) backward_reduce_dq_hs<128, 1, DQ_BULK>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+    else backward_reduce_dq_hs<128, 1, DQ_RED>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
 }
 
 #endif  // LLMC_ATTENTION_CUH

@@ -723,6 +723,41 @@ static bool check_many_heads(bool wgmma) {
     return ok;
 }
 
+// A NaN in one query element: the default backward's dQ is NaN in that row only (and dK, dV of the
+// keys it sees). The backward with dQ by integer reduction must give NaN in the same dQ elements
+// and finite values elsewhere: its integers cannot carry a NaN, so the delta kernel flags the row.
+static bool check_reduce_dq_nan(void) {
+    bool ok = true;
+    for (int HS : {64, 128}) {
+        const Shape sh = {1, 2, 100, HS};
+        const Buffers d = buffers_alloc(sh);
+        fill_uniform_bf16(d.qkv, sh.qkv_count(), 400 + HS, -1.0f, 1.0f);
+        fill_uniform_bf16(d.dout, sh.out_count(), 401 + HS, -1.0f, 1.0f);
+        const bf16 nan = __float2bfloat16(NAN);
+        cuda_check(cudaMemcpy(d.qkv + sh.qkv_index(0, 37, 0, 1, 5), &nan, sizeof(bf16), cudaMemcpyHostToDevice));
+        attention_forward(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, HS, 0);
+        attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0);
+        const std::vector<bf16> dflt = to_host(d.dqkv, sh.qkv_count());
+        attention_backward_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0);
+        const std::vector<bf16> reduced = to_host(d.dqkv, sh.qkv_count());
+        buffers_free(d);
+        size_t nan_dq = 0, mismatched = 0;
+        for (int t = 0; t < sh.T; t++)
+            for (int h = 0; h < sh.NH; h++)
+                for (int e = 0; e < HS; e++) {
+                    const size_t i = sh.qkv_index(0, t, 0, h, e);
+                    const bool want = !isfinite(__bfloat162float(dflt[i]));
+                    nan_dq += want;
+                    mismatched += want != !isfinite(__bfloat162float(reduced[i]));
+                }
+        const bool case_ok = nan_dq == (size_t)HS && mismatched == 0;
+        printf("%s a NaN in q: reduce dQ's non-finite dQ elements are the default's (%zu of them, %zu differ), HS %d\n",
+               case_ok ? "PASS" : "FAIL", nan_dq, mismatched, HS);
+        ok = ok && case_ok;
+    }
+    return ok;
+}
+
 static bool check_rejections() {
     const int bad[] = {0, 16, 32, 80, 96, 256};
     bool ok = attention_head_size_supported(64) && attention_head_size_supported(128);
@@ -1065,6 +1100,10 @@ int main(int argc, char **argv) {
     }
     if (!small_only) {
         failed += !check_many_heads(wgmma);
+        n_checks++;
+    }
+    if (!wgmma) {
+        failed += !check_reduce_dq_nan();
         n_checks++;
     }
     failed += !check_rejections();

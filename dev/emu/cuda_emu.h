@@ -367,8 +367,8 @@ EMU_UNCHECKED inline void cp_async_wait(int pending) {
     }
 }
 
-// Bulk reductions execute late, as cp.async does: at the issuing thread's wait_group (the .read
-// and the full wait alike), reading shared memory then, so that a kernel that overwrites the
+// Bulk reductions execute late, as cp.async does: at the issuing thread's wait_group.read,
+// reading shared memory then, so that a kernel that overwrites the
 // source before waiting adds the wrong values. The adds are relaxed atomics (CTAs' adds to one
 // element may come in any order; integer sums do not depend on it).
 EMU_UNCHECKED inline void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) {
@@ -888,7 +888,6 @@ inline void red_add_u64(unsigned long long *p, unsigned long long v) { __atomic_
 inline void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) { emu::bulk_reduce_add_u64(dst, src, bytes); }
 inline void bulk_commit() { emu::bulk_commit(); }
 template <int PENDING> inline void bulk_wait_read() { emu::bulk_wait(PENDING); }
-template <int PENDING> inline void bulk_wait_all() { emu::bulk_wait(PENDING); }
 template <int PENDING> inline void cp_async_wait() { emu::cp_async_wait(PENDING); }
 inline void ldmatrix_x4(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r, p, false); }
 inline void ldmatrix_x4_trans(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r, p, true); }

@@ -907,16 +907,11 @@ template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return H
 template <int HS, int BS, int RT = 1> constexpr size_t backward_smem_bytes() {
     return (size_t)(2 * RT * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
 }
-template <int HS, int BS, int RT> constexpr size_t backward_ds_offset() {
-    return backward_smem_bytes<HS, BS, RT>() + (size_t)2 * BS * sizeof(float);
-}
-template <int HS, int BS, int RT> constexpr size_t backward_dq_staging_offset() {
-    return backward_ds_offset<HS, BS, RT>() + (size_t)RT * ROWS_PER_CTA * (BS + SMEM_PAD) * sizeof(__nv_bfloat16);
-}
 template <int HS, int BS, int RT, int DQ> constexpr size_t backward_kv_smem_bytes() {
-    static_assert(backward_dq_staging_offset<HS, BS, RT>() % 16 == 0, "the staging is 16-byte aligned");
-    return DQ == DQ_KERNEL ? backward_smem_bytes<HS, BS, RT>()
-                           : backward_dq_staging_offset<HS, BS, RT>() + (DQ == DQ_BULK ? (size_t)BS * HS * 8 : 0);
+    constexpr size_t staging = backward_smem_bytes<HS, BS, RT>() + (size_t)2 * BS * sizeof(float) +
+                               (size_t)RT * ROWS_PER_CTA * (BS + SMEM_PAD) * sizeof(__nv_bfloat16);
+    static_assert(staging % 16 == 0, "the staging is 16-byte aligned");
+    return DQ == DQ_KERNEL ? backward_smem_bytes<HS, BS, RT>() : staging + (DQ == DQ_BULK ? (size_t)BS * HS * 8 : 0);
 }
 
 // The backward's per-element steps on a warp's accumulator tiles, shared by the mma.sync and wgmma
@@ -1717,10 +1712,6 @@ struct ReduceDqScratch {
     float *delta, *dout_l1;
     unsigned *head_max;
 };
-static inline size_t reduce_dq_scratch_bytes(int B, int T, int NH, int HS) {
-    const size_t rows = (size_t)B * NH * T;
-    return rows * HS * 8 + rows * 2 * sizeof(float) + (size_t)B * NH * 2 * sizeof(unsigned);
-}
 static inline ReduceDqScratch reduce_dq_scratch(void *scratch, int B, int T, int NH, int HS) {
     const size_t rows = (size_t)B * NH * T;
     unsigned char *p = (unsigned char *)scratch;
@@ -1867,7 +1858,8 @@ static inline void attention_backward_rt2(__nv_bfloat16 *dqkv, void *scratch, co
 
 // Bytes of scratch that attention_backward_reduce_dq needs: B NH T (8 HS + 8) + 8 B NH.
 static inline size_t attention_backward_reduce_dq_scratch_bytes(int B, int T, int NH, int HS) {
-    return attention_detail::reduce_dq_scratch_bytes(B, T, NH, HS);
+    const size_t rows = (size_t)B * NH * T;  // attention_detail::reduce_dq_scratch's layout
+    return rows * HS * 8 + rows * 2 * sizeof(float) + (size_t)B * NH * 2 * sizeof(unsigned);
 }
 
 // attention_backward with dQ by integer reduction (see reduce_dq_tile): the same contract, except

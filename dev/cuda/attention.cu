@@ -326,16 +326,21 @@ static void backward_row_tiles(const Buffers &b, const Shape &sh, const QuantCod
 }
 
 // The backward with dQ by integer reduction (llmc/attention.cuh's reduce_dq_tile) with RT row tiles
-// per warp in its dK/dV kernel and the reduction DQ (red.global or bulk), into a NaN-filled dqkv;
-// from the out and lse in b. Its scratch is zeroed by itself.
+// per warp in its dK/dV kernel and the reduction DQ (red.global or bulk), from the out and lse in b
+// (RT 2 at HS 64 only). Its scratch is zeroed by itself.
 template <int RT, int DQ>
-static std::vector<bf16> reduce_dq_run(const Buffers &b, const Shape &sh) {
+static void reduce_dq_backward(const Buffers &b, const Shape &sh) {
     using namespace attention_detail;
-    cuda_check(cudaMemset(b.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
     if (sh.HS == 64) backward_reduce_dq_hs<64, RT, DQ>(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, 0);
     else if constexpr (RT == 1)
         backward_reduce_dq_hs<128, RT, DQ>(b.dqkv, b.scratch, b.dout, b.qkv, b.out, b.lse, sh.B, sh.T, sh.NH, 0);
-    else die("reduce_dq_run: RT 2 is for head size 64");
+    else die("reduce_dq_backward: RT 2 is for head size 64");
+}
+// The same into a NaN-filled dqkv, and its host copy.
+template <int RT, int DQ>
+static std::vector<bf16> reduce_dq_run(const Buffers &b, const Shape &sh) {
+    cuda_check(cudaMemset(b.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+    reduce_dq_backward<RT, DQ>(b, sh);
     return to_host(b.dqkv, sh.qkv_count());
 }
 
@@ -965,16 +970,11 @@ static void time_reduce_dq(void) {
         const float base = time([&] {
             attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0);
         });
-        float ms[4] = {-1, -1, -1, -1};
-        if (HS == 64) {
-            ms[0] = time([&] { backward_reduce_dq_hs<64, 1, DQ_RED>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
-            ms[1] = time([&] { backward_reduce_dq_hs<64, 1, DQ_BULK>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
-            ms[2] = time([&] { backward_reduce_dq_hs<64, 2, DQ_RED>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
-            ms[3] = time([&] { backward_reduce_dq_hs<64, 2, DQ_BULK>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
-        } else {
-            ms[0] = time([&] { backward_reduce_dq_hs<128, 1, DQ_RED>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
-            ms[1] = time([&] { backward_reduce_dq_hs<128, 1, DQ_BULK>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, 0); });
-        }
+        // RT 2 at HS 64 only
+        const float ms[4] = {time([&] { reduce_dq_backward<1, DQ_RED>(d, sh); }),
+                             time([&] { reduce_dq_backward<1, DQ_BULK>(d, sh); }),
+                             HS == 64 ? time([&] { reduce_dq_backward<2, DQ_RED>(d, sh); }) : -1.0f,
+                             HS == 64 ? time([&] { reduce_dq_backward<2, DQ_BULK>(d, sh); }) : -1.0f};
         printf("%5d %4d | %8.3f |", T, HS, base);
         for (float m : ms) m < 0 ? printf(" %9s", "n/a") : printf(" %9.3f", m);
         printf("\n");

@@ -885,7 +885,9 @@ inline void cp_async_16(void *dst, const void *src, bool valid) { emu::cp_async(
 inline void cp_async_4(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 4, valid); }
 inline void cp_async_commit() { emu::cp_async_commit(); }
 inline void red_add_u64(unsigned long long *p, unsigned long long v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-inline void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) { emu::bulk_reduce_add_u64(dst, src, bytes); }
+inline void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) {
+    emu::bulk_reduce_add_u64(dst, src, bytes);
+}
 inline void bulk_commit() { emu::bulk_commit(); }
 template <int PENDING> inline void bulk_wait_read() { emu::bulk_wait(PENDING); }
 template <int PENDING> inline void cp_async_wait() { emu::cp_async_wait(PENDING); }

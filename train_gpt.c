@@ -539,7 +539,7 @@ static void grads_release(GPT2 *m, int seg) {
 // The cost model of llmc/recompute.h for this trainer: the CPU attention keeps its (T x T)
 // probabilities and, under RC_ATTN, recomputes them from q, k, v alone; everything is fp32.
 static inline RecomputeShape cpu_recompute_shape(const GPT2Config *cfg, int T) {
-    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0, 1, sizeof(float)};
+    return (RecomputeShape){cfg->channels, cfg->num_heads, T, T, 0, 1, sizeof(float), 0.0};  // inputs kept as activations
 }
 
 // The kept activations no policy changes, floats per token: the embeddings' output and d lnf

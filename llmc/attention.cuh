@@ -596,6 +596,32 @@ __device__ __forceinline__ void mma_regs_by_tile(float (*acc)[4], const uint32_t
     for (int kk = 0; kk < K / 16; kk++) wgmma::mma_rs_mn_major_b<HS>(acc, a[kk], wgmma::desc_mn_major(b_tile, K, kk));
 }
 
+// acc (64 x HS) = A B over the 64 contraction rows r0.. of two swizzled tiles of `rows` rows, both
+// read MN-major: A (64 wide) from a_tile, B (HS wide) from b_tile. Issues; the caller commits.
+template <int HS>
+__device__ __forceinline__ void mma_tiles_mn_major(float (*acc)[4], uint32_t a_tile, uint32_t b_tile, int rows, int r0) {
+    static_assert(HS == 64, "one instruction shape, m64n64k16");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        wgmma::mma_ss_mn_major_n64(acc, wgmma::desc_mn_major(a_tile, rows, kk, r0), wgmma::desc_mn_major(b_tile, rows, kk, r0),
+                                   kk > 0);
+}
+
+// A warp's A fragments (a[k]: 16 rows x N columns, acc_to_a's layout) as rows row0..row0+15 of a
+// swizzled [rows][N] bf16 tile (4-byte stores: a warp's 8 rows of one register fall in 8 different
+// 16-byte bank groups, its 4 columns pairs in 4 banks of each).
+template <int N>
+__device__ __forceinline__ void store_a_swizzled(__nv_bfloat16 *tile, int rows, const uint32_t (*a)[4], int row0, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    unsigned char *base = reinterpret_cast<unsigned char *>(tile);
+#pragma unroll
+    for (int k = 0; k < N / 16; k++)
+#pragma unroll
+        for (int r = 0; r < 4; r++)  // a[k][r]: row g + 8 (r % 2), columns 16 k + 2 t + 8 (r / 2)
+            *reinterpret_cast<uint32_t *>(base + wgmma::sw128_offset(rows, row0 + g + 8 * (r % 2), 16 * k + 2 * t + 8 * (r / 2))) =
+                a[k][r];
+}
+
 namespace fwd_wgmma {
 constexpr int KEYS = 64;
 // WG warpgroups per CTA (2 by default; 1 is a variant the harness times): WG * 64 queries share
@@ -812,6 +838,43 @@ struct DqReduce {
     const unsigned *head_max;
 };
 
+// A warp's part of a query tile's dQ share (acc: rows m0 + g (+8) of the tile, columns col0 + 8 n +
+// 2 t (+1), NB blocks of 8) in each row's fixed-point format (exact scaling by 2^shift, one rounding
+// to an integer), handed in pairs to put(row, col, v0, v1). Odd rows g take the column blocks in the
+// other order, so that a quarter warp's 16-byte stores of a [rows][HS] int64 staging (rows g, g + 1
+// of HS x 8 bytes, a multiple of 128) fall in different banks.
+template <int NB, typename Put>
+__device__ __forceinline__ void dq_share_fixed(const float (*acc)[4], int m0, int col0, const float *l1_tile,
+                                               float max_k, float max_v, int lane, Put put) {
+    const int g = lane >> 2, t = lane & 3;
+    const bool swap = g & 1;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = m0 + g + 8 * half;
+        const int shift = dq_fixed_shift(l1_tile[row], max_k, max_v);
+        const float to_fixed = shift == DQ_SHIFT_NONFINITE ? 0.0f : pow2f(shift);
+#pragma unroll
+        for (int n = 0; n < NB; n++) {
+            const float x0 = swap ? acc[n ^ 1][2 * half] : acc[n][2 * half];
+            const float x1 = swap ? acc[n ^ 1][2 * half + 1] : acc[n][2 * half + 1];
+            const int col = col0 + 8 * (swap ? n ^ 1 : n) + 2 * t;
+            put(row, col, (unsigned long long)__float2ll_rn(x0 * to_fixed), (unsigned long long)__float2ll_rn(x1 * to_fixed));
+        }
+    }
+}
+
+// DQ_BULK: once every thread has staged its part of the share in sDQ ([rows][HS] int64), one thread
+// hands its valid rows to the bulk reduction into acc_tile.
+template <int HS>
+__device__ __forceinline__ void issue_dq_bulk(unsigned long long *acc_tile, const unsigned long long *sDQ, int valid) {
+    wgmma::fence_proxy_async_shared();  // the bulk reduction reads through the async proxy
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        bulk_reduce_add_u64(acc_tile, sDQ, (uint32_t)valid * HS * 8);
+        bulk_commit();
+    }
+}
+
 // One query tile's dQ share, dS (BQ queries x KROWS keys) K (KROWS x HS), from dS^T staged in
 // shared memory [KROWS][BQ + 8] by every warp and the resident K tile, added into acc_tile (the
 // tile's first query row of acc; valid rows of it < T). Warp w computes query rows 16 (w % M) ..
@@ -823,7 +886,7 @@ __device__ __forceinline__ void reduce_dq_tile(const __nv_bfloat16 *sDS, const _
                                                const float *l1_tile, float max_k, float max_v, int warp, int lane) {
     constexpr int M = BQ / 16, SPLIT = NWARPS / M, NCOLS = HS / SPLIT, LDS = BQ + SMEM_PAD;
     static_assert(NWARPS % M == 0 && NCOLS % 16 == 0, "the warps split the tile's rows and columns evenly");
-    const int g = lane >> 2, t = lane & 3, m0 = 16 * (warp % M), col0 = NCOLS * (warp / M);
+    const int m0 = 16 * (warp % M), col0 = NCOLS * (warp / M);
     float acc[NCOLS / 8][4];
 #pragma unroll
     for (int n = 0; n < NCOLS / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
@@ -841,40 +904,18 @@ __device__ __forceinline__ void reduce_dq_tile(const __nv_bfloat16 *sDS, const _
             mma_16816(acc[2 * nn + 1], a, b[2], b[3]);
         }
     }
-    // To fixed point (exact scaling by 2^shift, one rounding to an integer). Odd rows g take the
-    // column blocks in the other order, so that a quarter warp's 16-byte stores of the staging
-    // (rows g, g + 1 of HS x 8 bytes, a multiple of 128) fall in different banks.
-    const bool swap = g & 1;
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int row = m0 + g + 8 * half;
-        const int shift = dq_fixed_shift(l1_tile[row], max_k, max_v);
-        const float to_fixed = shift == DQ_SHIFT_NONFINITE ? 0.0f : pow2f(shift);
-#pragma unroll
-        for (int n = 0; n < NCOLS / 8; n++) {
-            const float x0 = swap ? acc[n ^ 1][2 * half] : acc[n][2 * half];
-            const float x1 = swap ? acc[n ^ 1][2 * half + 1] : acc[n][2 * half + 1];
-            const int col = col0 + 8 * (swap ? n ^ 1 : n) + 2 * t;
-            const unsigned long long v0 = (unsigned long long)__float2ll_rn(x0 * to_fixed);
-            const unsigned long long v1 = (unsigned long long)__float2ll_rn(x1 * to_fixed);
-            if constexpr (DQ == DQ_RED) {
-                if (row < valid) {
-                    red_add_u64(acc_tile + (int64_t)row * HS + col, v0);
-                    red_add_u64(acc_tile + (int64_t)row * HS + col + 1, v1);
-                }
-            } else {
-                *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
-            }
-        }
-    }
-    if constexpr (DQ == DQ_BULK) {  // one thread hands the staged share to the bulk reduction
-        wgmma::fence_proxy_async_shared();  // the bulk reduction reads through the async proxy
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            bulk_reduce_add_u64(acc_tile, sDQ, (uint32_t)valid * HS * 8);
-            bulk_commit();
-        }
-    }
+    dq_share_fixed<NCOLS / 8>(acc, m0, col0, l1_tile, max_k, max_v, lane,
+                              [&](int row, int col, unsigned long long v0, unsigned long long v1) {
+                                  if constexpr (DQ == DQ_RED) {
+                                      if (row < valid) {
+                                          red_add_u64(acc_tile + (int64_t)row * HS + col, v0);
+                                          red_add_u64(acc_tile + (int64_t)row * HS + col + 1, v1);
+                                      }
+                                  } else {
+                                      *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
+                                  }
+                              });
+    if constexpr (DQ == DQ_BULK) issue_dq_bulk<HS>(acc_tile, sDQ, valid);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1322,6 +1363,14 @@ attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const unsigned lo
 // Shared, 128-byte swizzled from a 1024-byte boundary: the two resident [64 WG][HS] tiles, then the
 // two streamed operands [2][64][HS] each; dK/dV also streams the tile's lse and delta ([2][64] fp32).
 // A warpgroup skips a tile (uniformly) when its rows are past T or the causal mask hides all of it.
+// dK/dV with dQ by integer reduction (DQ_BULK; attention_backward_wgmma_reduce_dq, NOT RUN on a GPU,
+// 2026-11-29): per query tile, each warpgroup also stages its dS^T (bf16, swizzled [64 WG][64]) and
+// makes its share of the tile's dQ, dS K over its 64 keys (A = dS and B = K both read MN-major from
+// shared memory), in reduce_dq_tile's fixed point; the second warpgroup adds its integers to the
+// first's in shared memory, and one bulk reduction per tile adds them into the accumulator. No dQ
+// kernel: five products per tile pair instead of seven. Each group is waited for before a warpgroup
+// leaves the branch that skips tiles: with a wgmma still in flight there, ptxas serializes every
+// wgmma of the kernel (dev/test/t_42_wgmma_serialization.sh checks that it does not).
 
 namespace bwd_wgmma {
 constexpr int TILE = 64;
@@ -1334,6 +1383,15 @@ template <int HS, int WG> __host__ __device__ constexpr uint32_t resident_bytes(
 template <int HS> __host__ __device__ constexpr uint32_t tile_bytes() { return TILE * HS * 2; }
 template <int HS, int WG> constexpr size_t smem_bytes() {
     return wgmma::SWIZZLE_ALIGN + 2 * resident_bytes<HS, WG>() + 4 * tile_bytes<HS>() + 4 * TILE * sizeof(float);
+}
+// The dK/dV kernel with dQ by integer reduction adds, after lse and delta, ||dO||_1 ([2][TILE] fp32),
+// then from the next 1024-byte boundary the staged dS^T (a swizzled [64 WG][TILE] bf16 tile) and
+// the share's int64 staging ([TILE][HS]).
+template <int HS, int WG> __host__ __device__ constexpr uint32_t ds_offset() {
+    return 2 * resident_bytes<HS, WG>() + 4 * tile_bytes<HS>() + wgmma::SWIZZLE_ALIGN + 1024;
+}
+template <int HS, int WG> constexpr size_t reduce_dq_smem_bytes() {
+    return wgmma::SWIZZLE_ALIGN + ds_offset<HS, WG>() + resident_rows<WG>() * TILE * 2 + (size_t)TILE * HS * 8;
 }
 
 // Both kernels' shared memory: two resident tiles (dK/dV: K, V; dQ: Q, dO), two double-buffered
@@ -1358,19 +1416,25 @@ template <int HS, int WG> struct Tiles {
 };
 }  // namespace bwd_wgmma
 
-template <int HS, int WG, bool CODES>
+template <int HS, int WG, bool CODES, int DQ = DQ_KERNEL>
 __global__ void __launch_bounds__(bwd_wgmma::cta_threads<WG>(), 2 / WG)
 attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
                                    const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
-                                   const float *__restrict__ delta, int T, int NH, float scale, CodesArg<CODES> codes) {
+                                   const float *__restrict__ delta, int T, int NH, float scale, KvArg<CODES, DQ> extra) {
     using namespace bwd_wgmma;
     static_assert(HS == 64, "registers: dK, dV, S^T, dP^T accumulators are 4 x HS / 2 floats per thread");
+    static_assert((DQ == DQ_KERNEL || DQ == DQ_BULK) && !(CODES && DQ != DQ_KERNEL) && WG <= 2,
+                  "dQ by the dQ kernel, or by bulk reductions (sm_90) of dqkv itself; at most 2 warpgroups");
     constexpr int THREADS = cta_threads<WG>(), ROWS = resident_rows<WG>();
     constexpr uint32_t TB = tile_bytes<HS>();
     LLMC_DYNAMIC_SMEM(smem_raw);
-    const Tiles<HS, WG> tiles(swizzle_aligned(smem_raw));
+    unsigned char *smem = swizzle_aligned(smem_raw);
+    const Tiles<HS, WG> tiles(smem);
     __nv_bfloat16 *sK = tiles.resident[0], *sV = tiles.resident[1], *sQ = tiles.streamed[0], *sdO = tiles.streamed[1];
     float *sLse = tiles.lse, *sDelta = tiles.delta;
+    float *sL1 = sDelta + 2 * TILE;                                                              // [2][TILE] (DQ)
+    __nv_bfloat16 *sDS = reinterpret_cast<__nv_bfloat16 *>(smem + ds_offset<HS, WG>());          // (DQ)
+    unsigned long long *sDQ = reinterpret_cast<unsigned long long *>(sDS + ROWS * TILE);         // (DQ)
     const uint32_t k_addr = tiles.resident_addr[0], v_addr = tiles.resident_addr[1];
     const uint32_t q_addr = tiles.streamed_addr[0], do_addr = tiles.streamed_addr[1];
 
@@ -1389,6 +1453,9 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
 
     const int first_tile = k0 / TILE;  // queries < k0 see none of these keys
     const int n_tiles = (T + TILE - 1) / TILE;
+    float head_max[2] = {0.0f, 0.0f};  // (DQ) the head's max |K|, max |V|: the delta kernel's bounds
+    if constexpr (DQ != DQ_KERNEL)
+        head_max[0] = __uint_as_float(extra.head_max[2 * bh]), head_max[1] = __uint_as_float(extra.head_max[2 * bh + 1]);
 
     auto load_query_tile = [&](int i, int buf) {
         load_tile_async<TILE, HS, true, THREADS>(sQ + buf * TB / 2, q_head, row_stride, i * TILE, T);
@@ -1398,6 +1465,8 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
             const bool valid = q < T;
             cp_async_4(sLse + buf * TILE + r, lse_row + (valid ? q : 0), valid);
             cp_async_4(sDelta + buf * TILE + r, delta_row + (valid ? q : 0), valid);
+            if constexpr (DQ != DQ_KERNEL)
+                cp_async_4(sL1 + buf * TILE + r, extra.dout_l1 + (int64_t)bh * T + (valid ? q : 0), valid);
         }
     };
     load_tile_async<ROWS, HS, true, THREADS>(sK, k_head, row_stride, k0, T);
@@ -1420,7 +1489,10 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
             cp_async_commit();
         }
         const int qt0 = i * TILE;
-        if (wg_k0 >= T || qt0 + TILE - 1 < wg_k0) continue;  // keys past T, or every query before them
+        // Not active: keys past T, or every query before them. The CTA's first warpgroup is active
+        // on every tile of the loop (k0 < T, and the loop starts at k0's tile).
+        const bool active = wg_k0 < T && qt0 + TILE - 1 >= wg_k0;
+        if (active) {
         const uint32_t qb = q_addr + buf * TB, dob = do_addr + buf * TB;
 
         // Four groups in flight at most two at a time: P^T is computed while dP^T is on the tensor
@@ -1451,6 +1523,7 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         ds_transposed<TILE>(dp, p, sDelta + buf * TILE, t);
         uint32_t dsf[TILE / 16][4];
         acc_to_a<TILE>(dsf, dp);
+        if constexpr (DQ != DQ_KERNEL) store_a_swizzled<TILE>(sDS, ROWS, dsf, 64 * wg + 16 * warp, lane);
         wgmma::hold_registers<HS / 8>(dk);
         wgmma::hold_registers<TILE / 16>(dsf);
         wgmma::fence();
@@ -1459,7 +1532,44 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         wgmma::wait<0>();  // dV and dK: the next iteration refills this buffer
         wgmma::hold_registers<HS / 8>(dv);
         wgmma::hold_registers<HS / 8>(dk);
+        }
+        if constexpr (DQ != DQ_KERNEL) {
+            // The tile's dQ share from each warpgroup's 64 keys: dS K, with A = dS read from the
+            // staged dS^T and B = K from the resident tile, both MN-major. Each warpgroup turns its
+            // share into fixed point; the second adds its integers to the first's in the staging
+            // (integer addition, so the sum does not depend on the order either), and one bulk
+            // reduction adds the tile's share into acc.
+            wgmma::fence_proxy_async_shared();          // wgmma reads the staged dS^T
+            if (threadIdx.x == 0) bulk_wait_read<0>();  // the last share has left sDQ
+            __syncthreads();
+            const float *l1_tile = sL1 + buf * TILE;
+            auto stage = [&](int row, int col, unsigned long long v0, unsigned long long v1) {
+                *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
+            };
+            auto add_to_staged = [&](int row, int col, unsigned long long v0, unsigned long long v1) {
+                ulonglong2 *at = reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col);
+                const ulonglong2 sum = *at;
+                *at = make_ulonglong2(sum.x + v0, sum.y + v1);
+            };
+            float dq[HS / 8][4];
+            if (active) {
+                wgmma::hold_registers<HS / 8>(dq);
+                wgmma::fence();
+                mma_tiles_mn_major<HS>(dq, smem_addr(sDS), k_addr, ROWS, 64 * wg);
+                wgmma::commit();
+                wgmma::wait<0>();
+                wgmma::hold_registers<HS / 8>(dq);
+                if (wg == 0) dq_share_fixed<HS / 8>(dq, 16 * warp, 0, l1_tile, head_max[0], head_max[1], lane, stage);
+            }
+            if constexpr (WG == 2) {
+                __syncthreads();  // the first warpgroup's share is staged
+                if (active && wg == 1)
+                    dq_share_fixed<HS / 8>(dq, 16 * warp, 0, l1_tile, head_max[0], head_max[1], lane, add_to_staged);
+            }
+            issue_dq_bulk<HS>(extra.acc + ((int64_t)bh * T + qt0) * HS, sDQ, min(TILE, T - qt0));
+        }
     }
+    if (DQ != DQ_KERNEL && threadIdx.x == 0) bulk_wait_read<0>();  // shared memory stays until the last is read
 
     if constexpr (CODES) {  // dK, dV as bf16 rows [ROWS][HS + 8] from the tiles' start, once every
         __syncthreads();    // warpgroup is done with them
@@ -1468,7 +1578,7 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         store_rows<HS>(stage_k, LDS, 64 * wg + 16 * warp, valid, dk, scale, scale, lane);
         store_rows<HS>(stage_v, LDS, 64 * wg + 16 * warp, valid, dv, 1.0f, 1.0f, lane);
         __syncthreads();
-        staged_dqkv_codes<HS, THREADS, 2>(codes, {stage_k, stage_v}, LDS, valid, b * T + k0, 1, h, NH, T);
+        staged_dqkv_codes<HS, THREADS, 2>(extra, {stage_k, stage_v}, LDS, valid, b * T + k0, 1, h, NH, T);
     } else {
         __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
         store_rows<HS>(dk_head, row_stride, wg_k0 + 16 * warp, T, dk, scale, scale, lane);
@@ -1719,29 +1829,55 @@ static inline ReduceDqScratch reduce_dq_scratch(void *scratch, int B, int T, int
             (unsigned *)(p + rows * HS * 8 + rows * 2 * sizeof(float))};
 }
 
-// The backward with dQ by integer reduction (DQ_RED or DQ_BULK) in a dK/dV kernel of RT row tiles
-// per warp (32-row streamed tiles at RT 2): zero the accumulator and the heads' maxima, delta and
-// the bounds, dK/dV with the dQ shares, then dQ from the integers.
+// The steps of every backward with dQ by integer reduction: zero the accumulator and the heads'
+// maxima, delta and the bounds, launch_kv(delta, reduce) (a dK/dV kernel that adds the dQ shares),
+// then dQ from the integers.
+template <int HS, typename LaunchKv>
+static inline void reduce_dq_steps(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                   const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, int B, int T, int NH,
+                                   cudaStream_t stream, LaunchKv launch_kv) {
+    const ReduceDqScratch s = reduce_dq_scratch(scratch, B, T, NH, HS);
+    const int64_t rows = (int64_t)B * NH * T;
+    attention_cuda_check(cudaMemsetAsync(s.head_max, 0, (size_t)B * NH * 2 * sizeof(unsigned), stream));
+    attention_cuda_check(cudaMemsetAsync(s.acc, 0, (size_t)rows * HS * 8, stream));
+    backward_delta<HS, true>(s.delta, dout, out, B, T, NH, stream, DqBounds{s.dout_l1, s.head_max, qkv});
+    launch_kv(s.delta, DqReduce{s.acc, s.dout_l1, s.head_max});
+    attention_cuda_check(cudaGetLastError());
+    LLMC_LAUNCH((unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream, attention_dq_finalize_kernel<HS>)(
+        dqkv, s.acc, s.dout_l1, s.head_max, B, T, NH, 1.0f / sqrtf((float)HS));
+    attention_cuda_check(cudaGetLastError());
+}
+
+// The backward with dQ by integer reduction (DQ_RED or DQ_BULK) in the mma.sync dK/dV kernel of RT
+// row tiles per warp (32-row streamed tiles at RT 2).
 template <int HS, int RT, int DQ, int MIN_CTAS = 1>
 static inline void backward_reduce_dq_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                          const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B,
                                          int T, int NH, cudaStream_t stream) {
     constexpr int BS = RT == 2 ? 32 : bwd_stream_rows<HS>(), KROWS = RT * ROWS_PER_CTA;
-    const ReduceDqScratch s = reduce_dq_scratch(scratch, B, T, NH, HS);
-    const int64_t rows = (int64_t)B * NH * T;
-    const float scale = 1.0f / sqrtf((float)HS);
-    attention_cuda_check(cudaMemsetAsync(s.head_max, 0, (size_t)B * NH * 2 * sizeof(unsigned), stream));
-    attention_cuda_check(cudaMemsetAsync(s.acc, 0, (size_t)rows * HS * 8, stream));
-    backward_delta<HS, true>(s.delta, dout, out, B, T, NH, stream, DqBounds{s.dout_l1, s.head_max, qkv});
-    const size_t smem = backward_kv_smem_bytes<HS, BS, RT, DQ>();
-    launch_config(attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, false, DQ>, smem);
-    LLMC_LAUNCH(dim3(B * NH, (T + KROWS - 1) / KROWS), NTHREADS, smem, stream,
-                attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, false, DQ>)(
-        dqkv, dout, qkv, lse, s.delta, T, NH, scale, DqReduce{s.acc, s.dout_l1, s.head_max});
-    attention_cuda_check(cudaGetLastError());
-    LLMC_LAUNCH((unsigned)((rows + NWARPS - 1) / NWARPS), NTHREADS, 0, stream, attention_dq_finalize_kernel<HS>)(
-        dqkv, s.acc, s.dout_l1, s.head_max, B, T, NH, scale);
-    attention_cuda_check(cudaGetLastError());
+    const auto kernel = attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, false, DQ>;
+    reduce_dq_steps<HS>(dqkv, scratch, dout, qkv, out, B, T, NH, stream, [&](const float *delta, DqReduce reduce) {
+        const size_t smem = backward_kv_smem_bytes<HS, BS, RT, DQ>();
+        launch_config(kernel, smem);
+        LLMC_LAUNCH(dim3(B * NH, (T + KROWS - 1) / KROWS), NTHREADS, smem, stream, kernel)(
+            dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), reduce);
+    });
+}
+
+// The same with the wgmma dK/dV kernel of WG warpgroups (HS 64, sm_90a), its shares staged for bulk
+// reductions.
+template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
+static inline void backward_reduce_dq_wgmma_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                               const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
+                                               int B, int T, int NH, cudaStream_t stream) {
+    constexpr int ROWS = bwd_wgmma::resident_rows<WG>();
+    const auto kernel = attention_backward_kv_wgmma_kernel<HS, WG, false, DQ_BULK>;
+    reduce_dq_steps<HS>(dqkv, scratch, dout, qkv, out, B, T, NH, stream, [&](const float *delta, DqReduce reduce) {
+        const size_t smem = bwd_wgmma::reduce_dq_smem_bytes<HS, WG>();
+        launch_config(kernel, smem);
+        LLMC_LAUNCH(dim3(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), smem, stream, kernel)(
+            dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), reduce);
+    });
 }
 
 // The output gradient's FP8 codes instead of dqkv (llmc/matmul_lowp.cuh's
@@ -1856,7 +1992,8 @@ static inline void attention_backward_rt2(__nv_bfloat16 *dqkv, void *scratch, co
     attention_detail::backward_dq_hs<64, 1, 32, 2>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
 }
 
-// Bytes of scratch that attention_backward_reduce_dq needs: B NH T (8 HS + 8) + 8 B NH.
+// Bytes of scratch that attention_backward_reduce_dq and attention_backward_wgmma_reduce_dq need:
+// B NH T (8 HS + 8) + 8 B NH.
 static inline size_t attention_backward_reduce_dq_scratch_bytes(int B, int T, int NH, int HS) {
     const size_t rows = (size_t)B * NH * T;  // attention_detail::reduce_dq_scratch's layout
     return rows * HS * 8 + rows * 2 * sizeof(float) + (size_t)B * NH * 2 * sizeof(unsigned);
@@ -1887,6 +2024,25 @@ static inline void attention_backward_reduce_dq(__nv_bfloat16 *dqkv, void *scrat
     else if (HS == 64) backward_reduce_dq_hs<64, 2, DQ_RED>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
     else if (major >= 9) backward_reduce_dq_hs<128, 1, DQ_BULK>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
     else backward_reduce_dq_hs<128, 1, DQ_RED>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+}
+
+// attention_backward_wgmma with dQ by integer reduction (sm_90a, head size 64): the wgmma dK/dV
+// kernel also makes each query tile's dQ share (dS K, a sixth wgmma product per tile, from dS^T
+// staged in shared memory) and adds it in the fixed point of reduce_dq_tile by bulk reductions; no
+// dQ kernel. The contract of attention_backward_reduce_dq (its scratch, no FP8 codes, dQ's own bits;
+// dK and dV keep attention_backward_wgmma's). The trainer's --attention wgmma-rdq, with the wgmma
+// forward. NOT RUN on a GPU (2026-11-29).
+static inline void attention_backward_wgmma_reduce_dq(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                                      const __nv_bfloat16 *qkv, const __nv_bfloat16 *out,
+                                                      const float *lse, int B, int T, int NH, int HS,
+                                                      cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
+    const attention_detail::TensorArg args[] = {{dqkv, 4}, {scratch, 16}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
+    attention_detail::check_args("attention_backward_wgmma_reduce_dq", B, T, NH, HS, args, 6);
+    if (codes.q) die("attention_backward_wgmma_reduce_dq: writes dqkv, not its FP8 codes");
+    if (HS != 64) die("attention_backward_wgmma_reduce_dq: head size %d; only 64 so far", HS);
+    if (!attention_wgmma_available())
+        die("attention_backward_wgmma_reduce_dq: needs a GPU of compute capability 9.0 and a build for sm_90a");
+    attention_detail::backward_reduce_dq_wgmma_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
 }
 
 #endif  // LLMC_ATTENTION_CUH

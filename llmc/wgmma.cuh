@@ -65,10 +65,11 @@ __host__ __device__ constexpr uint64_t desc_k_major(uint32_t tile_addr, int rows
                      16, 8 * SWIZZLE_BYTES);
 }
 
-// MN-major B operand: contraction rows 16 kk..16 kk+15 of a tile of `rows` rows, all its columns
-// (N = the tile's width, in panels of 64 LBO apart).
-__host__ __device__ constexpr uint64_t desc_mn_major(uint32_t tile_addr, int rows, int kk) {
-    return make_desc(tile_addr + (uint32_t)(kk * 16 * SWIZZLE_BYTES), (uint32_t)(rows * SWIZZLE_BYTES),
+// MN-major operand (B, or A of the ss form): contraction rows r0 + 16 kk..r0 + 16 kk+15 of a tile of
+// `rows` rows, all its columns (M or N = the tile's width, in panels of 64 LBO apart). r0 is a
+// multiple of 8, so that the start stays on a 1024-byte boundary.
+__host__ __device__ constexpr uint64_t desc_mn_major(uint32_t tile_addr, int rows, int kk, int r0 = 0) {
+    return make_desc(tile_addr + (uint32_t)((r0 + kk * 16) * SWIZZLE_BYTES), (uint32_t)(rows * SWIZZLE_BYTES),
                      8 * SWIZZLE_BYTES);
 }
 
@@ -146,6 +147,17 @@ __device__ __forceinline__ void mma_ss_n64(float (*d)[4], uint64_t desc_a, uint6
 #ifdef LLMC_WGMMA_DEVICE
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LLMC_WGMMA_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : LLMC_WGMMA_ACC32
+                 : "l"(desc_a), "l"(desc_b), "r"((int)accumulate));
+#endif
+}
+
+// d (64 x 64 fp32) = A B (+ d if accumulate): A 64 x 16 and B 16 x (N = 64), both MN-major in shared
+// memory (both read transposed; the contraction runs down the tiles' rows), bf16.
+__device__ __forceinline__ void mma_ss_mn_major_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+#ifdef LLMC_WGMMA_DEVICE
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LLMC_WGMMA_REGS32 ", %32, %33, p, 1, 1, 1, 1;\n}\n"
                  : LLMC_WGMMA_ACC32
                  : "l"(desc_a), "l"(desc_b), "r"((int)accumulate));
 #endif

@@ -22,8 +22,12 @@
 // out, lse (and dq, dk, dv) against fp64 with the same tolerances, and row by row (each
 // tensor's worst row against TOL_ROW or twice the default kernels' worst row), no NaN/Inf or
 // unwritten element, identical bits over 2 runs, and the same bits from the variant with one
-// warpgroup per CTA; the many-heads case; the benchmark table with their times (and the one-
-// warpgroup variant's) beside the default kernels'. It exits 1 on a GPU or build without sm_90a.
+// warpgroup per CTA; at HS 64 the wgmma backward with dQ by integer reduction
+// (attention_backward_wgmma_reduce_dq: dK and dV with the wgmma backward's bits, dQ the same bits
+// over 2 runs and with one warpgroup per CTA, within the same bound of fp64; check_wgmma_reduce_dq);
+// the many-heads case; the NaN case; the benchmark table with their times (and the one-warpgroup
+// variants', and the wgmma rdQ backward's with 2 and 1 warpgroups per CTA) beside the default
+// kernels'. It exits 1 on a GPU or build without sm_90a.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
 // backward kernel by kernel (delta, dK/dV, dQ, each with 2 row tiles per warp too; with --wgmma
@@ -34,7 +38,8 @@
 // With --profile-once, no checks and no timing: each HS 64 kernel of the benchmark's T 1024 shape
 // runs once (forward; backward delta, dK/dV, dQ, and those two with 2 row tiles per warp; the
 // backward with dQ by integer reduction, bulk and red.global at RT 2; with
-// --wgmma the wgmma forward, dK/dV and dQ too), for Nsight Compute to profile
+// --wgmma the wgmma forward, dK/dV and dQ, and the wgmma backward with dQ by integer reduction
+// with 2 and 1 warpgroups per CTA too), for Nsight Compute to profile
 // (scripts/gpu_run_bundle.sh, phase profile: stall reasons, pipe use and occupancy of each).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
 // machine (issue 5 asks for the ratio).
@@ -378,6 +383,35 @@ static std::vector<bf16> check_reduce_dq(const Buffers &d, const Shape &sh, cons
     return first;
 }
 
+// The wgmma backward with dQ by integer reduction (HS 64; attention_backward_wgmma_reduce_dq) from
+// the wgmma forward's out and lse in d, twice, and with one warpgroup per CTA (each warpgroup's
+// share added alone, not first in shared memory): dK and dV must have the wgmma backward's bits
+// (wgmma_dqkv), dQ the same bits in all three runs (the same integers added in other orders).
+// Returns the first run's dqkv for the comparison with fp64.
+static std::vector<bf16> check_wgmma_reduce_dq(const Buffers &d, const Shape &sh, const std::vector<bf16> &wgmma_dqkv,
+                                               bool *ok) {
+    auto run = [&](auto backward) {
+        cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+        backward();
+        return to_host(d.dqkv, sh.qkv_count());
+    };
+    auto public_fn = [&] {
+        attention_backward_wgmma_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0);
+    };
+    const std::vector<bf16> first = run(public_fn), second = run(public_fn);
+    const std::vector<bf16> wg1 = run([&] {
+        attention_detail::backward_reduce_dq_wgmma_hs<64, 1>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T,
+                                                             sh.NH, 0);
+    });
+    const bool same_dkdv = same_parts(first, wgmma_dqkv, sh, 1, 2) && same_parts(second, wgmma_dqkv, sh, 1, 2) &&
+                           same_parts(wg1, wgmma_dqkv, sh, 1, 2);
+    const bool same_dq = same_parts(first, second, sh, 0, 0) && same_parts(first, wg1, sh, 0, 0);
+    printf("    %-5s %-30s %s\n", "all", "wgmma rdQ: dK dV wgmma's bits", same_dkdv ? "ok" : "FAIL");
+    printf("    %-5s %-30s %s\n", "all", "wgmma rdQ: dQ bits, 3 runs", same_dq ? "ok" : "FAIL");
+    *ok = same_dkdv && same_dq;
+    return first;
+}
+
 static bool identical(const Outputs &a, const Outputs &b) {
     return !memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(bf16)) &&
            !memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(float)) &&
@@ -613,10 +647,19 @@ static bool check_case(const Case &c, bool wgmma) {
         };
         const bool codes =
             sh.T % 64 != 0 || sh.HS != 64 || check_codes(d, sh, "wgmma: FP8 codes = the cast's", wgmma_backward);
+        bool reduce_ok = true;
+        const std::vector<bf16> reduce_dqkv =
+            sh.HS == 64 ? check_wgmma_reduce_dq(d, sh, runs[0].dqkv, &reduce_ok) : std::vector<bf16>();
         const Outputs baseline = run_poisoned(d, sh);
         buffers_free(d);
         printf("    %-5s %-30s %s\n", "all", "wgmma: 1 warpgroup, same bits", same_wg1 ? "ok" : "FAIL");
-        const bool ok = check_wgmma(sh, reference_attention(sh, qkv, dout), runs, baseline) && same_wg1 && codes;
+        const Reference ref = reference_attention(sh, qkv, dout);
+        bool ok = check_wgmma(sh, ref, runs, baseline) && same_wg1 && codes && reduce_ok;
+        if (sh.HS == 64) {
+            const ErrorStat e = relative_error(
+                ref.dqkv, [&](size_t i) { return (double)__bfloat162float(reduce_dqkv[i]); }, (size_t)sh.NH * sh.HS, 0);
+            ok = report("dq", "wgmma rdQ: rel L2 vs fp64", e.rel_l2, TOL_BF16, e.non_finite) && ok;
+        }
         printf("%s B=%d NH=%d T=%d HS=%d (wgmma)\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
         return ok;
     }
@@ -699,8 +742,8 @@ static bool written_and_identical(const char *what, const Outputs &first, const 
 // Many heads (1024 to 2048 CTAs per kernel: several waves on any GPU; every case above fits on a
 // GPU at once, at most 32 CTAs): forward and backward of the defaults twice over NaN-filled
 // outputs, every element written and finite, and the two runs' bits identical (no fp64 reference
-// at this size); without --wgmma also the backward with dQ by integer reduction twice, whose adds
-// here come from many CTAs at once.
+// at this size); also the backward with dQ by integer reduction twice (with --wgmma its wgmma
+// version, HS 64), whose adds here come from many CTAs at once.
 static bool check_many_heads(bool wgmma) {
     bool ok = true;
     for (int HS : {64, 128}) {
@@ -712,11 +755,12 @@ static bool check_many_heads(bool wgmma) {
         auto run = [&] { return wgmma ? run_wgmma_poisoned(d, sh) : run_poisoned(d, sh); };
         const Outputs first = run(), second = run();
         bool case_ok = written_and_identical(wgmma ? "wgmma: " : "", first, second);
-        if (!wgmma) {
+        if (!wgmma || HS == 64) {
             Outputs reduced[2] = {first, first};
             for (Outputs &r : reduced) {
                 cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-                attention_backward_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0);
+                (wgmma ? attention_backward_wgmma_reduce_dq : attention_backward_reduce_dq)(
+                    d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0, QuantCodesOut{});
                 r.dqkv = to_host(d.dqkv, sh.qkv_count());
             }
             case_ok = written_and_identical("reduce dQ: ", reduced[0], reduced[1]) && case_ok;
@@ -731,19 +775,23 @@ static bool check_many_heads(bool wgmma) {
 // A NaN in one query element: the default backward's dQ is NaN in that row only (and dK, dV of the
 // keys it sees). The backward with dQ by integer reduction must give NaN in the same dQ elements
 // and finite values elsewhere: its integers cannot carry a NaN, so the delta kernel flags the row.
-static bool check_reduce_dq_nan(void) {
+// With wgmma, the wgmma forward and backwards (HS 64).
+static bool check_reduce_dq_nan(bool wgmma) {
     bool ok = true;
     for (int HS : {64, 128}) {
+        if (wgmma && HS != 64) continue;
         const Shape sh = {1, 2, 100, HS};
         const Buffers d = buffers_alloc(sh);
         fill_uniform_bf16(d.qkv, sh.qkv_count(), 400 + HS, -1.0f, 1.0f);
         fill_uniform_bf16(d.dout, sh.out_count(), 401 + HS, -1.0f, 1.0f);
         const bf16 nan = __float2bfloat16(NAN);
         cuda_check(cudaMemcpy(d.qkv + sh.qkv_index(0, 37, 0, 1, 5), &nan, sizeof(bf16), cudaMemcpyHostToDevice));
-        attention_forward(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, HS, 0);
-        attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0);
+        (wgmma ? attention_forward_wgmma : attention_forward)(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, HS, 0);
+        (wgmma ? attention_backward_wgmma : attention_backward)(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B,
+                                                                sh.T, sh.NH, HS, 0, QuantCodesOut{});
         const std::vector<bf16> dflt = to_host(d.dqkv, sh.qkv_count());
-        attention_backward_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0);
+        (wgmma ? attention_backward_wgmma_reduce_dq : attention_backward_reduce_dq)(
+            d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0, QuantCodesOut{});
         const std::vector<bf16> reduced = to_host(d.dqkv, sh.qkv_count());
         buffers_free(d);
         size_t nan_dq = 0, mismatched = 0;
@@ -756,8 +804,8 @@ static bool check_reduce_dq_nan(void) {
                     mismatched += want != !isfinite(__bfloat162float(reduced[i]));
                 }
         const bool case_ok = nan_dq == (size_t)HS && mismatched == 0;
-        printf("%s a NaN in q: reduce dQ's non-finite dQ elements are the default's (%zu of them, %zu differ), HS %d\n",
-               case_ok ? "PASS" : "FAIL", nan_dq, mismatched, HS);
+        printf("%s a NaN in q: %sreduce dQ's non-finite dQ elements are the default's (%zu of them, %zu differ), HS %d\n",
+               case_ok ? "PASS" : "FAIL", wgmma ? "wgmma " : "", nan_dq, mismatched, HS);
         ok = ok && case_ok;
     }
     return ok;
@@ -777,13 +825,14 @@ static bool check_rejections() {
 struct BenchRow {
     int T, HS, B, NH;
     float fwd_ms, bwd_ms, wgmma_fwd_ms, wgmma_bwd_ms, wg1_fwd_ms, wg1_bwd_ms;  // < 0: not timed (wg1: 1 warpgroup per CTA)
-    float reduce_dq_bwd_ms;                                                    // attention_backward_reduce_dq
+    float reduce_dq_bwd_ms;  // attention_backward_reduce_dq, or with wgmma attention_backward_wgmma_reduce_dq
+    float wg1_reduce_dq_bwd_ms;  // the latter with one warpgroup per CTA
 };
 
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
 static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
-    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1};
+    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1, -1};
     const Shape sh = {row.B, row.NH, T, HS};
     const Buffers d = buffers_alloc(sh);
     fill_uniform_bf16(d.qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
@@ -809,6 +858,18 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
                 [&] { attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); },
                 warmup, reps, 0);
             row.wg1_bwd_ms = time_median_ms([&] { wgmma_backward_one_warpgroup(d, sh); }, warmup, reps, 0);
+            row.reduce_dq_bwd_ms = time_median_ms(
+                [&] {
+                    attention_backward_wgmma_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH,
+                                                       HS, 0);
+                },
+                warmup, reps, 0);
+            row.wg1_reduce_dq_bwd_ms = time_median_ms(
+                [&] {
+                    attention_detail::backward_reduce_dq_wgmma_hs<64, 1>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse,
+                                                                         sh.B, T, sh.NH, 0);
+                },
+                warmup, reps, 0);
         }
     }
 
@@ -987,8 +1048,8 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
     printf("%5s %4s %3s %3s | %8s %7s | %8s %7s", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
     if (wgmma)
-        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s", "wgmma bwd", "TFLOP/s", "1-WG fwd",
-               "TFLOP/s", "1-WG bwd", "TFLOP/s");
+        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s", "wgmma bwd",
+               "TFLOP/s", "1-WG fwd", "TFLOP/s", "1-WG bwd", "TFLOP/s", "wg rdQ bwd", "TFLOP/s", "1-WG rdQ", "TFLOP/s");
     else printf(" | %9s %7s", "rdQ bwd", "TFLOP/s");
     printf("\n");
     auto cell = [](float ms, double flops) {
@@ -1003,9 +1064,9 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
         if (wgmma) {
             cell(r.wgmma_fwd_ms, fwd_flops), cell(r.wgmma_bwd_ms, bwd_flops);
             cell(r.wg1_fwd_ms, fwd_flops), cell(r.wg1_bwd_ms, bwd_flops);
-        } else {
-            cell(r.reduce_dq_bwd_ms, bwd_flops);
         }
+        cell(r.reduce_dq_bwd_ms, bwd_flops);
+        if (wgmma) cell(r.wg1_reduce_dq_bwd_ms, bwd_flops);
         printf("\n");
     }
 }
@@ -1030,6 +1091,8 @@ static void profile_once(bool wgmma) {
     if (wgmma) {
         backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
         backward_dq_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
+        backward_reduce_dq_wgmma_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
+        backward_reduce_dq_wgmma_hs<64, 1>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
     }
     cuda_check(cudaDeviceSynchronize());
     printf("profile-once: B %d NH %d T %d HS %d, each kernel once%s\n", sh.B, sh.NH, sh.T, sh.HS,
@@ -1102,10 +1165,8 @@ int main(int argc, char **argv) {
         failed += !check_many_heads(wgmma);
         n_checks++;
     }
-    if (!wgmma) {
-        failed += !check_reduce_dq_nan();
-        n_checks++;
-    }
+    failed += !check_reduce_dq_nan(wgmma);
+    n_checks++;
     failed += !check_rejections();
     n_checks++;
     printf("\nchecks: %d passed, %d failed\n", n_checks - failed, failed);

@@ -119,7 +119,7 @@ struct BulkReduce {
 // A wgmma.mma_async of one warpgroup, executed at its wgmma.wait_group.
 struct WgmmaOp {
     int n;                  // N of m64nNk16
-    bool a_in_registers, b_mn_major, accumulate;
+    bool a_in_registers, a_mn_major, b_mn_major, accumulate;
     uint64_t desc_a, desc_b;
     float (*d[128])[4];     // each thread's accumulators
     const uint32_t *a[128]; // each thread's A fragment (a_in_registers)
@@ -535,12 +535,13 @@ EMU_UNCHECKED inline void wgmma_fence() { state().cur->wgmma_fenced = true; }
 
 // Issue: every thread of the warpgroup hands its accumulator (and A fragment) pointers and the
 // descriptors; the op joins the warpgroup's open group.
-EMU_UNCHECKED inline void wgmma_issue(int n, bool a_in_registers, bool b_mn_major, bool accumulate, uint64_t desc_a,
-                                      uint64_t desc_b, float (*d)[4], const uint32_t *a) {
+EMU_UNCHECKED inline void wgmma_issue(int n, bool a_in_registers, bool a_mn_major, bool b_mn_major, bool accumulate,
+                                      uint64_t desc_a, uint64_t desc_b, float (*d)[4], const uint32_t *a) {
     Thread &me = *state().cur;
     if (!me.wgmma_fenced) fail("wgmma.mma_async without a wgmma.fence since the last wgmma.wait_group");
     me.in[0] = desc_a, me.in[1] = desc_b, me.in[2] = (uint64_t)n | (uint64_t)a_in_registers << 16 |
-                                                     (uint64_t)b_mn_major << 17 | (uint64_t)accumulate << 18;
+                                                     (uint64_t)b_mn_major << 17 | (uint64_t)accumulate << 18 |
+                                                     (uint64_t)a_mn_major << 19;
     me.in_ptr[0] = d, me.in_ptr[1] = a;
     warpgroup_collective("wgmma.mma_async", [] () EMU_UNCHECKED {
         State &s = state();
@@ -549,7 +550,7 @@ EMU_UNCHECKED inline void wgmma_issue(int n, bool a_in_registers, bool b_mn_majo
         WgmmaOp op;
         const uint64_t shape = threads[0].in[2];
         op.n = (int)(shape & 0xFFFF), op.a_in_registers = shape >> 16 & 1, op.b_mn_major = shape >> 17 & 1,
-        op.accumulate = shape >> 18 & 1, op.desc_a = threads[0].in[0], op.desc_b = threads[0].in[1];
+        op.accumulate = shape >> 18 & 1, op.a_mn_major = shape >> 19 & 1, op.desc_a = threads[0].in[0], op.desc_b = threads[0].in[1];
         for (int i = 0; i < 128; i++) {
             if (threads[i].in[2] != shape || threads[i].in[1] != op.desc_b ||
                 (!op.a_in_registers && threads[i].in[0] != op.desc_a))
@@ -594,7 +595,7 @@ EMU_UNCHECKED inline void wgmma_execute(const WgmmaOp &op, int wg) {
     for (int m = 0; m < 64; m++)
         for (int k = 0; k < 16; k++)
             if (!op.a_in_registers) {
-                const uint32_t addr = ptx_isa::wgmma_read_address(op.desc_a, false, m, k);
+                const uint32_t addr = ptx_isa::wgmma_read_address(op.desc_a, op.a_mn_major, m, k);
                 check_read(addr, 2, warps, true, "wgmma (A)");
                 A[m][k] = smem_bf16(addr);
             }
@@ -906,10 +907,13 @@ template <int BLOCKS> inline void hold_registers(float (*)[4]) {}
 template <int BLOCKS> inline void hold_registers(uint32_t (*)[4]) {}
 inline void fence_proxy_async_shared() { emu::fence_proxy_async(); }
 inline void mma_ss_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
-    emu::wgmma_issue(64, false, false, accumulate, desc_a, desc_b, d, nullptr);
+    emu::wgmma_issue(64, false, false, false, accumulate, desc_a, desc_b, d, nullptr);
+}
+inline void mma_ss_mn_major_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+    emu::wgmma_issue(64, false, true, true, accumulate, desc_a, desc_b, d, nullptr);
 }
 template <int N> inline void mma_rs_mn_major_b(float (*d)[4], const uint32_t a[4], uint64_t desc_b) {
-    emu::wgmma_issue(N, true, true, true, 0, desc_b, d, a);
+    emu::wgmma_issue(N, true, false, true, true, 0, desc_b, d, a);
 }
 constexpr int wgmma_compiled_in() { return 1; }
 }  // namespace wgmma

@@ -133,7 +133,35 @@ static void check_wgmma_descriptors(void) {
                 }
             }
         }
+    // The dK/dV kernel's dQ share (dQ by integer reduction): warpgroup w's dS (queries x its 64 keys)
+    // from the staged dS^T [rows][64] and its K rows, both MN-major from row 64 w; element (m, k) of
+    // A is dS^T's (64 w + 16 kk + k, m), element (n, k) of B is K's (64 w + 16 kk + k, n).
+    bool ok_share = true;
+    for (uint32_t base : {0u, 37u * 1024u})
+        for (int rows : a_rows)
+            for (int w = 0; w < rows / 64; w++)
+                for (int kk = 0; kk < 4; kk++) {
+                    const uint64_t d = wgmma::desc_mn_major(base, rows, kk, 64 * w);
+                    ok_mode = ok_mode && wgmma_desc_mode_ok(d);
+                    for (int mn = 0; mn < 64; mn++)
+                        for (int k = 0; k < 16; k++)
+                            ok_share = ok_share && wgmma_read_address(d, true, mn, k) ==
+                                                       base + wgmma::sw128_offset(rows, 64 * w + 16 * kk + k, mn);
+                }
+    // store_a_swizzled's 4-byte stores of dS^T: per warp and register, 32 lanes in 32 banks.
+    bool stores_conflict_free = true;
+    for (int rows : a_rows)
+        for (int row0 = 0; row0 < rows; row0 += 16)
+            for (int k = 0; k < 4; k++)
+                for (int r = 0; r < 4; r++) {
+                    std::set<int> banks;
+                    for (int lane = 0; lane < 32; lane++)
+                        banks.insert(wgmma::sw128_offset(rows, row0 + lane / 4 + 8 * (r % 2), 16 * k + 2 * (lane % 4) + 8 * (r / 2)) / 4 % 32);
+                    stores_conflict_free = stores_conflict_free && banks.size() == 32;
+                }
     check(ok_mode, "wgmma descriptors: 128-byte swizzle mode, the unused fields and the base offset zero");
+    check(stores_conflict_free, "wgmma attention: the staged dS^T's stores are conflict-free (32 banks a warp store)");
+    check(ok_share, "wgmma attention: dQ share's A and B descriptors (MN-major from row 64 w) read the staged rows");
     check(ok_a, "wgmma attention: A descriptors (K-major, resident tiles) read what the loader wrote, HS 64 and 128");
     check(ok_b, "wgmma attention: B descriptors (K-major, streamed tiles) read what the loader wrote, HS 64 and 128");
     check(ok_mn, "wgmma attention: B descriptors (MN-major, streamed tiles) read what the loader wrote, HS 64 and 128");

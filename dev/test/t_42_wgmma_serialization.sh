@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# No wgmma attention kernel has its wgmma instructions serialized by ptxas (each waiting for the one
+# before it, the tensor cores idle between them), which a build does not fail on: ptxas -v's
+# "Potential Performance Loss: wgmma.mma_async instructions are serialized" notes over
+# dev/test/cuda_host/wgmma_serialization.cu (every wgmma attention kernel, compiled for sm_90a, not
+# run). The same file with a kernel written to be serialized shows that ptxas prints the note and
+# that this test sees it. About 10 s of nvcc.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+command -v nvcc >/dev/null || PATH=/usr/local/cuda/bin:$PATH
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failed=0
+check() {  # check <1|0> <what>
+    if [ "$1" = 1 ]; then echo "ok   $2"; else echo "FAIL $2"; failed=$((failed + 1)); fi
+}
+for variant in plain serialized; do
+    flags=()
+    [ "$variant" = serialized ] && flags=(-DLLMC_SERIALIZED_WGMMA)
+    nvcc -std=c++17 -O3 -arch=sm_90a -cubin -Xptxas -v "${flags[@]}" dev/test/cuda_host/wgmma_serialization.cu \
+        -o "$dir/$variant.cubin" >"$dir/$variant.log" 2>&1 &
+done
+wait
+note='Potential Performance Loss: wgmma.mma_async instructions are serialized'
+kernels=$(grep -c "Compiling entry function '_ZN16attention_detail[0-9]*attention_.*wgmma_kernel" "$dir/plain.log" || true)
+notes=$(grep -c "$note" "$dir/plain.log" || true)
+check "$([ "$kernels" -ge 12 ] && [ "$notes" = 0 ] && echo 1 || echo 0)" \
+    "ptxas: $kernels wgmma attention kernels (forward, dK/dV with and without codes or dQ by reduction, dQ; 1 and 2 warpgroups), $notes serialized"
+[ "$notes" = 0 ] || grep "$note" "$dir/plain.log" | head -5
+planted=$(grep "$note" "$dir/serialized.log" | grep -c serialized_wgmma_kernel || true)
+check "$([ "$planted" -ge 1 ] && echo 1 || echo 0)" \
+    "ptxas: the kernel written to be serialized is reported ($planted note(s) naming it)"
+echo "$failed check(s) failed"
+[ "$failed" = 0 ]

@@ -969,20 +969,21 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     blas_kernels_fix(argv);  // the CPU reference's matmuls
     bool recompute_only = false;
-    if (argc < 2) usage_error("usage: %s tiny|small|d12 [recompute] [wgmma|wgmma-fwd|mma-rt2|mma-rdq]", argv[0]);
+#define TEST_GPTCU_USAGE "usage: %s tiny|small|d12 [recompute] [mma|wgmma|wgmma-fwd|mma-rt2|mma-rdq|wgmma-rdq]"
+    if (argc < 2) usage_error(TEST_GPTCU_USAGE, argv[0]);
     for (int i = 2; i < argc; i++) {
+        int kernel = 0;
+        while (kernel < NUM_ATTENTION_KERNELS && strcmp(argv[i], attention_kernel_names[kernel])) kernel++;
         if (!strcmp(argv[i], "recompute")) recompute_only = true;
-        else if (!strcmp(argv[i], attention_kernel_names[ATTENTION_WGMMA])) g_attention = ATTENTION_WGMMA;
-        else if (!strcmp(argv[i], attention_kernel_names[ATTENTION_WGMMA_FORWARD])) g_attention = ATTENTION_WGMMA_FORWARD;
-        else if (!strcmp(argv[i], attention_kernel_names[ATTENTION_MMA_RT2])) g_attention = ATTENTION_MMA_RT2;
-        else if (!strcmp(argv[i], attention_kernel_names[ATTENTION_MMA_RDQ])) g_attention = ATTENTION_MMA_RDQ;
-        else usage_error("usage: %s tiny|small|d12 [recompute] [wgmma|wgmma-fwd|mma-rt2|mma-rdq]: unknown argument '%s'",
-                         argv[0], argv[i]);
+        else if (kernel < NUM_ATTENTION_KERNELS) g_attention = kernel;
+        else usage_error(TEST_GPTCU_USAGE ": unknown argument '%s'", argv[0], argv[i]);
     }
+#undef TEST_GPTCU_USAGE
     const TestCase tc = test_case(argv[1]);
     const GPT2Config *cfg = &tc.cfg;
-    if (g_attention == ATTENTION_WGMMA && cfg->channels / cfg->num_heads != 64)
-        usage_error("wgmma: the wgmma attention backward takes head size 64 only (tiny or d12)");
+    if ((g_attention == ATTENTION_WGMMA || g_attention == ATTENTION_WGMMA_RDQ) && cfg->channels / cfg->num_heads != 64)
+        usage_error("%s: the wgmma attention backward takes head size 64 only (tiny or d12)",
+                    attention_kernel_names[g_attention]);
     const int B = tc.B, T = tc.T, N = B * T, V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
     printf("test_gptcu %s: L=%d C=%d NH=%d V=%d Vp=%d maxT=%d, B=%d T=%d, attention kernels %s\n", tc.name,
            cfg->num_layers, cfg->channels, cfg->num_heads, V, Vp, cfg->max_seq_len, B, T,

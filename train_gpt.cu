@@ -501,6 +501,14 @@ static GPUBlockActs block_buffers(const GPUModel *g, int l) {
     return a;
 }
 
+// Whether --attention runs the wgmma forward (sm_90a): wgmma, wgmma-fwd and wgmma-rdq.
+static bool wgmma_forward(int attention) {
+    return attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_FORWARD || attention == ATTENTION_WGMMA_RDQ;
+}
+// Whether --attention's backward makes dQ by integer reduction (mma-rdq, wgmma-rdq): its scratch, and
+// dqkv itself, not FP8 codes of it.
+static bool reduces_dq(int attention) { return attention == ATTENTION_MMA_RDQ || attention == ATTENTION_WGMMA_RDQ; }
+
 static void layout_activations(GPUModel *g, Carver *cv) {
     const size_t L = g->cfg.num_layers, C = g->cfg.channels, NH = g->cfg.num_heads, N = (size_t)g->B * g->T;
 #define TAKE(type, n) (type *)carve(cv, (n) * sizeof(type))
@@ -526,8 +534,8 @@ static void layout_activations(GPUModel *g, Carver *cv) {
     g->dresidual = TAKE(bf16, N * C);
     g->dwide = TAKE(bf16, N * 4 * C);
     g->colsum_scratch = TAKE(float, colsum_scratch_floats((int)N, 4 * (int)C));
-    g->att_scratch = TAKE(unsigned char, (g->attention == ATTENTION_MMA_RDQ ? attention_backward_reduce_dq_scratch_bytes
-                                                                             : attention_backward_scratch_bytes)(
+    g->att_scratch = TAKE(unsigned char, (reduces_dq(g->attention) ? attention_backward_reduce_dq_scratch_bytes
+                                                                    : attention_backward_scratch_bytes)(
                                              g->B, g->T, (int)NH, (int)(C / NH)));
     g->norm_scratch = TAKE(double, (size_t)global_norm_chunks(g->num_params));
     g->norm_out = TAKE(double, 1);
@@ -647,8 +655,6 @@ static GPUModelOptions gpu_model_options(matmul_precision precision) {
     return o;
 }
 
-// Whether --attention runs the wgmma forward (sm_90a): wgmma and wgmma-fwd.
-static bool wgmma_forward(int attention) { return attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_FORWARD; }
 
 // What train_gptcu cannot run, into buf (NULL: nothing): the model's shape (*usage 0: C, the padded
 // vocabulary and the head sizes its kernels take), or the flags' (*usage 1: --attention wgmma's
@@ -666,9 +672,9 @@ static const char *gpu_unsupported(const GPT2Config *cfg, int B, int T, int atte
         snprintf(buf, n, "head size C / NH = %d; train_gptcu's attention takes 64 or 128", HS);
     else {
         *usage = 1;
-        if (attention == ATTENTION_WGMMA && HS != 64)
-            snprintf(buf, n, "--attention wgmma: head size C / NH = %d; its backward is written for 64 only (mma takes "
-                     "64 and 128)", HS);
+        if ((attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_RDQ) && HS != 64)
+            snprintf(buf, n, "--attention %s: head size C / NH = %d; its backward is written for 64 only (mma takes "
+                     "64 and 128)", attention_kernel_names[attention], HS);
         else if ((int64_t)B * T * 4 * C > INT32_MAX)
             snprintf(buf, n, "-b (--batch) %d x -t (--seq-len) %d = %lld rows: train_gptcu indexes B*T x 4C = %lld "
                      "elements (C = %d) in 32 bits, at most %d", B, T, (long long)B * T, (long long)B * T * 4 * C, C,
@@ -1085,13 +1091,14 @@ static void gpu_backward(GPUModel *g, int B, int T) {
                              LINEAR_ATTPROJ, acc, st);
         // The same for the qkv layer's gradient, from the attention backward (whose CTAs must cover
         // whole 64-row tiles of it: T % 64 == 0).
-        const bool dqkv_codes = !g->separate_casts && g->attention != ATTENTION_MMA_RDQ && T % 64 == 0 &&
+        const bool dqkv_codes = !g->separate_casts && !reduces_dq(g->attention) && T % 64 == 0 &&
                                 lowp_gradient_producer_codes_available(lp, N);
         mark(g, PROF_ATTENTION_BACKWARD);
-        (g->attention == ATTENTION_WGMMA     ? attention_backward_wgmma
-         : g->attention == ATTENTION_MMA_RT2 ? attention_backward_rt2
-         : g->attention == ATTENTION_MMA_RDQ ? attention_backward_reduce_dq
-                                             : attention_backward)(
+        (g->attention == ATTENTION_WGMMA       ? attention_backward_wgmma
+         : g->attention == ATTENTION_MMA_RT2   ? attention_backward_rt2
+         : g->attention == ATTENTION_MMA_RDQ   ? attention_backward_reduce_dq
+         : g->attention == ATTENTION_WGMMA_RDQ ? attention_backward_wgmma_reduce_dq
+                                               : attention_backward)(
             dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st,
             dqkv_codes ? lowp_gradient_producer_codes(lp, l, LINEAR_QKV) : QuantCodesOut{});
         lowp_linear_backward(lp, mm, g->dbtc, grad_ptr(g, PT_QKVW, l), grad_ptr(g, PT_QKVB, l), cs,
@@ -1419,9 +1426,12 @@ int main(int argc, char **argv) {
                    cfg.num_layers);
         }
         printf("\n");
-        static const char *const kernels[NUM_ATTENTION_KERNELS] = {
+        static const char *const kernels[] = {
             "mma.sync", "wgmma (sm_90a)", "wgmma forward (sm_90a), mma.sync backward",
-            "mma.sync, the backward with 2 row tiles per warp (head size 64)"};
+            "mma.sync, the backward with 2 row tiles per warp (head size 64)",
+            "mma.sync, the backward with dQ by integer reduction",
+            "wgmma (sm_90a), the backward with dQ by integer reduction"};
+        static_assert(sizeof(kernels) / sizeof(kernels[0]) == NUM_ATTENTION_KERNELS, "a line for every --attention");
         printf("attention kernels: %s\n", kernels[g.attention]);
     }
     const double flops_per_token = trainer_flops_per_token(&cfg, tc.T), peak = gpu_peak_flops(prop.name, tc.peak_tflops);

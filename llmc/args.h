@@ -15,8 +15,12 @@ extern "C" {
 enum MatmulMode { MATMUL_MODE_AUTO, MATMUL_MODE_FP32, MATMUL_MODE_BF16, MATMUL_MODE_FP8, MATMUL_MODE_INT8, NUM_MATMUL_MODES };
 extern const char *const matmul_mode_names[NUM_MATMUL_MODES];
 // --attention: the GPU trainer's attention kernels (llmc/attention.cuh); the CPU trainer has one.
-// WGMMA_FORWARD: the wgmma forward with the mma.sync backward.
-enum AttentionKernel { ATTENTION_MMA, ATTENTION_WGMMA, ATTENTION_WGMMA_FORWARD, ATTENTION_MMA_RT2, ATTENTION_MMA_RDQ, NUM_ATTENTION_KERNELS };
+// WGMMA_FORWARD: the wgmma forward with the mma.sync backward; the *_RDQ ones: the backward making dQ
+// by integer reduction in its dK/dV kernel (WGMMA_RDQ with the wgmma forward).
+enum AttentionKernel {
+    ATTENTION_MMA, ATTENTION_WGMMA, ATTENTION_WGMMA_FORWARD, ATTENTION_MMA_RT2, ATTENTION_MMA_RDQ, ATTENTION_WGMMA_RDQ,
+    NUM_ATTENTION_KERNELS
+};
 extern const char *const attention_kernel_names[NUM_ATTENTION_KERNELS];
 
 typedef struct {

@@ -135,6 +135,8 @@ if wants checks; then
     # the trainer with them (--attention wgmma) against the CPU reference, and recompute's bits
     wgmma_step test_gptcu_tiny_wgmma 90 $bin/test_gptcu tiny wgmma
     wgmma_step test_gptcu_tiny_recompute_wgmma 150 $bin/test_gptcu tiny recompute wgmma
+    # the wgmma backward with dQ by integer reduction (--attention wgmma-rdq), never run on a GPU
+    wgmma_step test_gptcu_tiny_wgmma_rdq 90 $bin/test_gptcu tiny wgmma-rdq
     step torch_sdpa 120 python3 dev/bench/torch_sdpa_bench.py  # issue 5's baseline, same call as the harness's table
     for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
     step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
@@ -143,6 +145,7 @@ if wants checks; then
     wgmma_step bench_d12_quick_wgmma 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma
     # the wgmma forward (1.28x mma.sync's on the H200) with the mma.sync backward (the wgmma one is 0.79x)
     wgmma_step bench_d12_quick_wgmma_fwd 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma-fwd
+    wgmma_step bench_d12_quick_wgmma_rdq 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma-rdq
 fi
 if wants sanitize; then  # compute-sanitizer's short runs first, then the d12 checks (minutes each)
     if [ -n "$sanitizer" ]; then

@@ -23,7 +23,8 @@
 #      (one reading what another writes in the same launch) gives other bits or fails its checks
 #      there; on a GPU that is a race no sanitizer reports. --attention mma-rt2 (the backward with
 #      2 row tiles per warp) gives mma's bits in the bf16 and FP8 configurations; --attention
-#      mma-rdq (dQ by integer reduction, bits of its own) the same bits forward and in reverse.
+#      mma-rdq and wgmma-rdq (dQ by integer reduction, bits of their own) the same bits forward and
+#      in reverse.
 #   4. The trainer's race build (dev/emu/race.h: ThreadSanitizer, each CUDA thread a fiber, the job
 #      of compute-sanitizer's racecheck and more): two steps each in bf16 with both GELU fusions,
 #      a mixed recompute list and --attention wgmma-fwd, in FP8 (delayed scaling, FP8 weight
@@ -204,29 +205,32 @@ for i in 0 2; do
     rm -rf "$dir/rt.mma" "$dir/rt.mma-rt2"
 done
 
-# --attention mma-rdq (dQ by integer reduction in the dK/dV kernel) has dQ bits of its own, which
-# must not depend on the order in which the CTAs add their shares: the bf16 configuration with it
-# gives the same bits with the CTAs and threads run in reverse, and its last validation loss is
-# within 1e-3 of configuration 2's above (the same run with --attention wgmma-fwd: the wgmma forward
-# and the default mma.sync backward).
-base=${configs[2]/--attention wgmma-fwd/--attention mma-rdq}
-for schedule in forward reverse; do
-    # shellcheck disable=SC2086  # a list of flags
-    (rc=0
-     OMP_NUM_THREADS=1 LLMC_EMU_SCHEDULE=$schedule build/emu/train_gptcu "${schedule_args[@]}" $base \
-         -o "$dir/rdq.$schedule" >"$dir/rdq.$schedule.out" 2>&1 || rc=$?
-     echo "$rc" >"$dir/rdq.$schedule.rc") &
-done
-wait
-rcs="$(cat "$dir/rdq.forward.rc") $(cat "$dir/rdq.reverse.rc")"
-cmp -s "$dir/rdq.forward/main.log" "$dir/rdq.reverse/main.log" &&
-    cmp -s "$dir/rdq.forward/model_00000003.bin" "$dir/rdq.reverse/model_00000003.bin" && same=identical || same=differ
+# --attention mma-rdq and wgmma-rdq (dQ by integer reduction in the dK/dV kernel) have dQ bits of
+# their own, which must not depend on the order in which the CTAs add their shares: the bf16
+# configuration with each gives the same bits with the CTAs and threads run in reverse, and its last
+# validation loss is within 1e-3 of configuration 2's above (the same run with --attention
+# wgmma-fwd: the wgmma forward and the default mma.sync backward).
 last_val() { awk '$2 ~ /^tel:/ { v = substr($2, 5) } END { print v }' "$1"; }  # main.log: s:<step> tel:<loss>
-rdq_val=$(last_val "$dir/rdq.forward/main.log") mma_val=$(last_val "$dir/s2.forward/main.log")
-close=$(awk -v a="$rdq_val" -v b="$mma_val" 'BEGIN { d = a - b; print (a != "" && (d < 0 ? -d : d) <= 1e-3) ? 1 : 0 }')
-check "$([ "$rcs" = "0 0" ] && [ "$same" = identical ] && [ "$close" = 1 ] && echo 1 || echo 0)" \
-    "emulated train_gptcu $base: exit $rcs, reverse schedule $same, last val loss $rdq_val (wgmma-fwd's $mma_val)"
-rm -rf "$dir/rdq.forward" "$dir/rdq.reverse"
+for mode in mma-rdq wgmma-rdq; do
+    base=${configs[2]/--attention wgmma-fwd/--attention $mode}
+    for schedule in forward reverse; do
+        # shellcheck disable=SC2086  # a list of flags
+        (rc=0
+         OMP_NUM_THREADS=1 LLMC_EMU_SCHEDULE=$schedule build/emu/train_gptcu "${schedule_args[@]}" $base \
+             -o "$dir/rdq.$schedule" >"$dir/rdq.$schedule.out" 2>&1 || rc=$?
+         echo "$rc" >"$dir/rdq.$schedule.rc") &
+    done
+    wait
+    rcs="$(cat "$dir/rdq.forward.rc") $(cat "$dir/rdq.reverse.rc")"
+    cmp -s "$dir/rdq.forward/main.log" "$dir/rdq.reverse/main.log" &&
+        cmp -s "$dir/rdq.forward/model_00000003.bin" "$dir/rdq.reverse/model_00000003.bin" && same=identical ||
+        same=differ
+    rdq_val=$(last_val "$dir/rdq.forward/main.log") mma_val=$(last_val "$dir/s2.forward/main.log")
+    close=$(awk -v a="$rdq_val" -v b="$mma_val" 'BEGIN { d = a - b; print (a != "" && (d < 0 ? -d : d) <= 1e-3) ? 1 : 0 }')
+    check "$([ "$rcs" = "0 0" ] && [ "$same" = identical ] && [ "$close" = 1 ] && echo 1 || echo 0)" \
+        "emulated train_gptcu $base: exit $rcs, reverse schedule $same, last val loss $rdq_val (wgmma-fwd's $mma_val)"
+    rm -rf "$dir/rdq.forward" "$dir/rdq.reverse"
+done
 
 # 4. The race build, two runs at a time (one thread each: TSan cannot see OpenMP's own ordering),
 # the longest first (about 14, 12 and 8 s), the third as soon as one of the first two ends.
@@ -266,6 +270,8 @@ refused 2 "-e \(--model\) 'L1C64NH2': head size C / NH = 32; train_gptcu's atten
     -e L1C64NH2 "${small[@]}"
 refused 2 "--attention wgmma: head size C / NH = 128; its backward is written for 64 only" \
     -e L1C128NH1 --attention wgmma "${small[@]}"
+refused 2 "--attention wgmma-rdq: head size C / NH = 128; its backward is written for 64 only" \
+    -e L1C128NH1 --attention wgmma-rdq "${small[@]}"
 refused 2 "-b \(--batch\) 524288 x -t \(--seq-len\) 16 = 8388608 rows: .* in 32 bits" -e L1C64NH1 "${small[@]}" \
     -b 524288 -t 16
 refused 2 "-r \(--recompute-level\): 'bogus' is not a policy" -e L1C64NH1 "${small[@]}" -r bogus

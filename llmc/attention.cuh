@@ -1349,7 +1349,8 @@ attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const unsigned lo
 // a CTA of WG = 2 warpgroups keeps 128 rows resident (keys in dK/dV, queries in dQ), 64 per
 // warpgroup (wgmma's M), and streams 64-row tiles of the other operand, double-buffered by
 // cp.async. The variant WG = 1 (64 resident rows, two CTAs per SM) visits the same tiles of each
-// warpgroup in the same order: the same bits.
+// warpgroup in the same order: the same bits (with dQ by integer reduction, below, for dK and dV;
+// its dQ shares are rounded per 64 keys, not per 128).
 //   dK/dV, per query tile:  S^T = K Q^T, dP^T = V dO^T    (K, V, Q, dO all K-major in shared memory)
 //                           P^T, dS^T                     (probs_transposed, ds_transposed, in registers)
 //                           dV += P^T dO, dK += dS^T Q    (A from registers, dO and Q MN-major)
@@ -1366,8 +1367,8 @@ attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const unsigned lo
 // dK/dV with dQ by integer reduction (DQ_BULK; attention_backward_wgmma_reduce_dq, NOT RUN on a GPU,
 // 2026-11-29): per query tile, each warpgroup also stages its dS^T (bf16, swizzled [64 WG][64]) and
 // makes its share of the tile's dQ, dS K over its 64 keys (A = dS and B = K both read MN-major from
-// shared memory), in reduce_dq_tile's fixed point; the second warpgroup adds its integers to the
-// first's in shared memory, and one bulk reduction per tile adds them into the accumulator. No dQ
+// shared memory); the two shares are added in fp32 and turned to reduce_dq_tile's fixed point, and
+// one bulk reduction per tile adds them into the accumulator. No dQ
 // kernel: five products per tile pair instead of seven. Each group is waited for before a warpgroup
 // leaves the branch that skips tiles: with a wgmma still in flight there, ptxas serializes every
 // wgmma of the kernel (dev/test/t_42_wgmma_serialization.sh checks that it does not).
@@ -1385,13 +1386,15 @@ template <int HS, int WG> constexpr size_t smem_bytes() {
     return wgmma::SWIZZLE_ALIGN + 2 * resident_bytes<HS, WG>() + 4 * tile_bytes<HS>() + 4 * TILE * sizeof(float);
 }
 // The dK/dV kernel with dQ by integer reduction adds, after lse and delta, ||dO||_1 ([2][TILE] fp32),
-// then from the next 1024-byte boundary the staged dS^T (a swizzled [64 WG][TILE] bf16 tile) and
-// the share's int64 staging ([TILE][HS]).
+// then from the next 1024-byte boundary the staged dS^T (a swizzled [64 WG][TILE] bf16 tile), the
+// share's int64 staging ([TILE][HS]) and, with 2 warpgroups, the rows one hands the other ([TILE][HS
+// + 8] fp32).
 template <int HS, int WG> __host__ __device__ constexpr uint32_t ds_offset() {
     return 2 * resident_bytes<HS, WG>() + 4 * tile_bytes<HS>() + wgmma::SWIZZLE_ALIGN + 1024;
 }
 template <int HS, int WG> constexpr size_t reduce_dq_smem_bytes() {
-    return wgmma::SWIZZLE_ALIGN + ds_offset<HS, WG>() + resident_rows<WG>() * TILE * 2 + (size_t)TILE * HS * 8;
+    return wgmma::SWIZZLE_ALIGN + ds_offset<HS, WG>() + resident_rows<WG>() * TILE * 2 + (size_t)TILE * HS * 8 +
+           (WG == 2 ? (size_t)TILE * (HS + 8) * 4 : 0);
 }
 
 // Both kernels' shared memory: two resident tiles (dK/dV: K, V; dQ: Q, dO), two double-buffered
@@ -1435,6 +1438,8 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     float *sL1 = sDelta + 2 * TILE;                                                              // [2][TILE] (DQ)
     __nv_bfloat16 *sDS = reinterpret_cast<__nv_bfloat16 *>(smem + ds_offset<HS, WG>());          // (DQ)
     unsigned long long *sDQ = reinterpret_cast<unsigned long long *>(sDS + ROWS * TILE);         // (DQ)
+    constexpr int XLD = HS + 8;  // sX's row stride: a half warp's 8-byte accesses of 4 rows in 32 banks
+    float *sX = reinterpret_cast<float *>(sDQ + TILE * HS);                                      // (DQ, WG 2)
     const uint32_t k_addr = tiles.resident_addr[0], v_addr = tiles.resident_addr[1];
     const uint32_t q_addr = tiles.streamed_addr[0], do_addr = tiles.streamed_addr[1];
 
@@ -1535,21 +1540,15 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         }
         if constexpr (DQ != DQ_KERNEL) {
             // The tile's dQ share from each warpgroup's 64 keys: dS K, with A = dS read from the
-            // staged dS^T and B = K from the resident tile, both MN-major. Each warpgroup turns its
-            // share into fixed point; the second adds its integers to the first's in the staging
-            // (integer addition, so the sum does not depend on the order either), and one bulk
-            // reduction adds the tile's share into acc.
+            // staged dS^T and B = K from the resident tile, both MN-major. The shares of the CTA's
+            // warpgroups are summed in fp32 and turned into fixed point in the staging, and one bulk
+            // reduction adds the tile's share into acc (integer addition: the same sums in any order).
             wgmma::fence_proxy_async_shared();          // wgmma reads the staged dS^T
             if (threadIdx.x == 0) bulk_wait_read<0>();  // the last share has left sDQ
             __syncthreads();
             const float *l1_tile = sL1 + buf * TILE;
             auto stage = [&](int row, int col, unsigned long long v0, unsigned long long v1) {
                 *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
-            };
-            auto add_to_staged = [&](int row, int col, unsigned long long v0, unsigned long long v1) {
-                ulonglong2 *at = reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col);
-                const ulonglong2 sum = *at;
-                *at = make_ulonglong2(sum.x + v0, sum.y + v1);
             };
             float dq[HS / 8][4];
             if (active) {
@@ -1559,12 +1558,38 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
                 wgmma::commit();
                 wgmma::wait<0>();
                 wgmma::hold_registers<HS / 8>(dq);
-                if (wg == 0) dq_share_fixed<HS / 8>(dq, 16 * warp, 0, l1_tile, head_max[0], head_max[1], lane, stage);
+            } else {
+#pragma unroll
+                for (int n = 0; n < HS / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
             }
-            if constexpr (WG == 2) {
-                __syncthreads();  // the first warpgroup's share is staged
-                if (active && wg == 1)
-                    dq_share_fixed<HS / 8>(dq, 16 * warp, 0, l1_tile, head_max[0], head_max[1], lane, add_to_staged);
+            if constexpr (WG == 1) {
+                dq_share_fixed<HS / 8>(dq, 16 * warp, 0, l1_tile, head_max[0], head_max[1], lane, stage);
+            } else {
+                // The two warpgroups' shares added in fp32 (a + b is b + a: the same bits either way),
+                // each warpgroup summing half of the rows and turning them to fixed point: half the
+                // conversions to int64 (a slow instruction) of converting both shares. Rows 0..31 are
+                // warpgroup 0's (its warps 0, 1), rows 32..63 warpgroup 1's (its warps 2, 3); the
+                // other warps hand theirs over through sX.
+                const bool sums = (warp < 2) == (wg == 0);
+#pragma unroll
+                for (int n = 0; n < HS / 8; n++)
+#pragma unroll
+                    for (int half = 0; half < 2; half++) {
+                        float2 *at = reinterpret_cast<float2 *>(sX + (16 * warp + g + 8 * half) * XLD + 8 * n + 2 * t);
+                        if (!sums) *at = make_float2(dq[n][2 * half], dq[n][2 * half + 1]);
+                    }
+                __syncthreads();  // the handed-over rows are in sX
+                if (sums) {
+#pragma unroll
+                    for (int n = 0; n < HS / 8; n++)
+#pragma unroll
+                        for (int half = 0; half < 2; half++) {
+                            const float2 other =
+                                *reinterpret_cast<const float2 *>(sX + (16 * warp + g + 8 * half) * XLD + 8 * n + 2 * t);
+                            dq[n][2 * half] += other.x, dq[n][2 * half + 1] += other.y;
+                        }
+                    dq_share_fixed<HS / 8>(dq, 16 * warp, 0, l1_tile, head_max[0], head_max[1], lane, stage);
+                }
             }
             issue_dq_bulk<HS>(extra.acc + ((int64_t)bh * T + qt0) * HS, sDQ, min(TILE, T - qt0));
         }

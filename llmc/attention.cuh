@@ -194,6 +194,13 @@ template <int PENDING> __device__ __forceinline__ void bulk_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
 #endif
 }
+
+// The barrier of the calling thread's warpgroup alone (named barrier 1 + warpgroup, 128 threads; 0
+// is __syncthreads'): it orders the warpgroup's shared-memory accesses as __syncthreads orders the
+// CTA's, and the other warpgroups go on.
+__device__ __forceinline__ void warpgroup_sync() {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + (int)threadIdx.x / 128) : "memory");
+}
 #endif  // LLMC_EMULATE_PTX
 
 // Two floats rounded to bf16 (nearest even), the first in the low half: one A-fragment register.
@@ -603,8 +610,8 @@ __device__ __forceinline__ void mma_tiles_mn_major(float (*acc)[4], uint32_t a_t
     static_assert(HS == 64, "one instruction shape, m64n64k16");
 #pragma unroll
     for (int kk = 0; kk < 4; kk++)
-        wgmma::mma_ss_mn_major_n64(acc, wgmma::desc_mn_major(a_tile, rows, kk, r0), wgmma::desc_mn_major(b_tile, rows, kk, r0),
-                                   kk > 0);
+        wgmma::mma_ss_n64<true>(acc, wgmma::desc_mn_major(a_tile, rows, kk, r0), wgmma::desc_mn_major(b_tile, rows, kk, r0),
+                                kk > 0);
 }
 
 // A warp's A fragments (a[k]: 16 rows x N columns, acc_to_a's layout) as rows row0..row0+15 of a
@@ -1497,6 +1504,10 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         // Not active: keys past T, or every query before them. The CTA's first warpgroup is active
         // on every tile of the loop (k0 < T, and the loop starts at k0's tile).
         const bool active = wg_k0 < T && qt0 + TILE - 1 >= wg_k0;
+        [[maybe_unused]] float dq[HS / 8][4];  // (DQ) the warpgroup's share of the tile's dQ
+        if constexpr (DQ != DQ_KERNEL)
+            if (threadIdx.x == 0) bulk_wait_read<0>();  // the last share has left sDQ before the
+                                                        // barrier ahead of the staging's next writes
         if (active) {
         const uint32_t qb = q_addr + buf * TB, dob = do_addr + buf * TB;
 
@@ -1534,31 +1545,31 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
         wgmma::fence();
         mma_regs_by_tile<HS, TILE>(dk, dsf, qb);  // dK += dS^T Q
         wgmma::commit();
-        wgmma::wait<0>();  // dV and dK: the next iteration refills this buffer
+        if constexpr (DQ != DQ_KERNEL) {
+            // The warpgroup's share of the tile's dQ from its 64 keys, dS K: A = dS read from the
+            // staged dS^T, B = K from the resident tile, both MN-major; issued behind dK as soon
+            // as the warpgroup's dS^T is in shared memory.
+            wgmma::fence_proxy_async_shared();  // wgmma reads the staged dS^T
+            warpgroup_sync();
+            wgmma::hold_registers<HS / 8>(dq);
+            wgmma::fence();
+            mma_tiles_mn_major<HS>(dq, smem_addr(sDS), k_addr, ROWS, 64 * wg);
+            wgmma::commit();
+        }
+        wgmma::wait<0>();  // dV and dK (and the dQ share): the next iteration refills this buffer
         wgmma::hold_registers<HS / 8>(dv);
         wgmma::hold_registers<HS / 8>(dk);
+        if constexpr (DQ != DQ_KERNEL) wgmma::hold_registers<HS / 8>(dq);
         }
         if constexpr (DQ != DQ_KERNEL) {
-            // The tile's dQ share from each warpgroup's 64 keys: dS K, with A = dS read from the
-            // staged dS^T and B = K from the resident tile, both MN-major. The shares of the CTA's
-            // warpgroups are summed in fp32 and turned into fixed point in the staging, and one bulk
-            // reduction adds the tile's share into acc (integer addition: the same sums in any order).
-            wgmma::fence_proxy_async_shared();          // wgmma reads the staged dS^T
-            if (threadIdx.x == 0) bulk_wait_read<0>();  // the last share has left sDQ
-            __syncthreads();
+            // The shares of the CTA's warpgroups are summed in fp32 and turned into fixed point in
+            // the staging, and one bulk reduction adds the tile's share into acc (integer
+            // addition: the same sums in any order).
             const float *l1_tile = sL1 + buf * TILE;
             auto stage = [&](int row, int col, unsigned long long v0, unsigned long long v1) {
                 *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
             };
-            float dq[HS / 8][4];
-            if (active) {
-                wgmma::hold_registers<HS / 8>(dq);
-                wgmma::fence();
-                mma_tiles_mn_major<HS>(dq, smem_addr(sDS), k_addr, ROWS, 64 * wg);
-                wgmma::commit();
-                wgmma::wait<0>();
-                wgmma::hold_registers<HS / 8>(dq);
-            } else {
+            if (!active) {
 #pragma unroll
                 for (int n = 0; n < HS / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
             }

@@ -141,25 +141,16 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
     "%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,"    \
     "%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
 
-// d (64 x 64 fp32) = A B (+ d if accumulate): A 64 x 16 and B (N = 64) x 16, both K-major in
-// shared memory, bf16.
+// d (64 x 64 fp32) = A B (+ d if accumulate): A 64 x 16 and B 16 x (N = 64), bf16 in shared memory,
+// both K-major, or with MN_MAJOR both MN-major (read transposed: the contraction runs down the
+// tiles' rows).
+template <bool MN_MAJOR = false>
 __device__ __forceinline__ void mma_ss_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
 #ifdef LLMC_WGMMA_DEVICE
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LLMC_WGMMA_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LLMC_WGMMA_REGS32 ", %32, %33, p, 1, 1, %35, %35;\n}\n"
                  : LLMC_WGMMA_ACC32
-                 : "l"(desc_a), "l"(desc_b), "r"((int)accumulate));
-#endif
-}
-
-// d (64 x 64 fp32) = A B (+ d if accumulate): A 64 x 16 and B 16 x (N = 64), both MN-major in shared
-// memory (both read transposed; the contraction runs down the tiles' rows), bf16.
-__device__ __forceinline__ void mma_ss_mn_major_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
-#ifdef LLMC_WGMMA_DEVICE
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LLMC_WGMMA_REGS32 ", %32, %33, p, 1, 1, 1, 1;\n}\n"
-                 : LLMC_WGMMA_ACC32
-                 : "l"(desc_a), "l"(desc_b), "r"((int)accumulate));
+                 : "l"(desc_a), "l"(desc_b), "r"((int)accumulate), "n"((int)MN_MAJOR));
 #endif
 }
 

@@ -10,7 +10,8 @@
 //
 // Execution: the CTAs of a grid run one after another; the threads of a CTA are fibers (stackful
 // coroutines) in one OS thread, each running the kernel's own code, switched only where a thread
-// waits for others: __syncthreads, and every warp or warpgroup collective (shuffle, ldmatrix,
+// waits for others: __syncthreads, a warpgroup's barrier (llmc/attention.cuh's warpgroup_sync, a
+// named bar.sync of its 128 threads), and every warp or warpgroup collective (shuffle, ldmatrix,
 // mma.sync, the wgmma instructions), which completes when the last thread of its warp or
 // warpgroup arrives. Scheduling is deterministic, so a run is reproducible bit for bit.
 // LLMC_EMU_SCHEDULE=reverse runs a grid's CTAs last first and each pass over a CTA's threads in
@@ -162,6 +163,7 @@ struct Word {
 struct Cta {
     std::vector<Thread> threads;
     std::vector<Barrier> warp, warpgroup;
+    std::vector<Barrier> warpgroup_bar;  // bar.sync 1 + warpgroup, 128: orders memory, as block
     Barrier block;
     uint64_t epoch = 0;  // __syncthreads passed so far
     std::vector<WgmmaOp> wgmma_uncommitted[8];
@@ -649,6 +651,19 @@ EMU_UNCHECKED inline void syncthreads() {
     arrive(s.cta.block, "__syncthreads", [&s] () EMU_UNCHECKED { s.cta.epoch++; });
 }
 
+// llmc/attention.cuh's warpgroup_sync: the barrier of the calling thread's warpgroup alone. It
+// orders the warpgroup's accesses for race.h; it does not publish cp.async data (the checks of
+// in-flight or unpublished bytes count __syncthreads alone, so a kernel relying on it for that
+// fails them: stricter than CUDA, where it would suffice among the warpgroup's own threads).
+EMU_UNCHECKED inline void warpgroup_sync() {
+    State &s = state();
+    if (s.cta.warpgroup_bar.empty()) fail("bar.sync of a warpgroup in a CTA of %zu threads (not whole warpgroups)",
+                                          s.cta.threads.size());
+    Barrier &b = s.cta.warpgroup_bar[s.cur->id / 128];
+    if (b.expected != 128) fail("bar.sync of a warpgroup with exited threads");
+    arrive(b, "bar.sync (warpgroup)", [] () {});
+}
+
 // A finished thread leaves its barriers; one that leaves a warp or warpgroup collective waiting is
 // an error (the collectives here need every lane).
 EMU_UNCHECKED inline void thread_exit() {
@@ -659,7 +674,8 @@ EMU_UNCHECKED inline void thread_exit() {
     t.done = true;
     s.live--;
     s.progress++;
-    Barrier *groups[2] = {&s.cta.warp[warp_of(t)], s.cta.warpgroup.empty() ? nullptr : &s.cta.warpgroup[t.id / 128]};
+    Barrier *groups[3] = {&s.cta.warp[warp_of(t)], s.cta.warpgroup.empty() ? nullptr : &s.cta.warpgroup[t.id / 128],
+                          s.cta.warpgroup_bar.empty() ? nullptr : &s.cta.warpgroup_bar[t.id / 128]};
     for (Barrier *b : groups)
         if (b) {
             if (b->arrived) fail("exits while its warp or warpgroup waits at %s", b->what);
@@ -689,6 +705,8 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     cta.threads.resize(n_threads);  // each reset below, keeping its vectors' storage
     cta.warp.assign(n_warps, Barrier());
     cta.warpgroup.assign(n_threads % 128 == 0 ? n_threads / 128 : 0, Barrier());
+    cta.warpgroup_bar.assign(cta.warpgroup.size(), Barrier());
+    for (Barrier &b : cta.warpgroup_bar) b.expected = 128, b.orders_memory = true;
     cta.block = Barrier();
     cta.block.expected = n_threads;
     cta.block.orders_memory = true;
@@ -896,6 +914,7 @@ inline void ldmatrix_x4(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r, p, f
 inline void ldmatrix_x4_trans(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r, p, true); }
 inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) { emu::mma_16816(c, a, b0, b1); }
 inline float exp2_ftz(float x) { return emu::exp2_ftz(x); }
+inline void warpgroup_sync() { emu::warpgroup_sync(); }
 }  // namespace attention_detail
 
 // The instruction wrappers of llmc/wgmma.cuh (same names and contracts).
@@ -906,11 +925,8 @@ template <int N> inline void wait() { emu::wgmma_wait(N); }
 template <int BLOCKS> inline void hold_registers(float (*)[4]) {}
 template <int BLOCKS> inline void hold_registers(uint32_t (*)[4]) {}
 inline void fence_proxy_async_shared() { emu::fence_proxy_async(); }
-inline void mma_ss_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
-    emu::wgmma_issue(64, false, false, false, accumulate, desc_a, desc_b, d, nullptr);
-}
-inline void mma_ss_mn_major_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
-    emu::wgmma_issue(64, false, true, true, accumulate, desc_a, desc_b, d, nullptr);
+template <bool MN_MAJOR = false> inline void mma_ss_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+    emu::wgmma_issue(64, false, MN_MAJOR, MN_MAJOR, accumulate, desc_a, desc_b, d, nullptr);
 }
 template <int N> inline void mma_rs_mn_major_b(float (*d)[4], const uint32_t a[4], uint64_t desc_b) {
     emu::wgmma_issue(N, true, false, true, true, 0, desc_b, d, a);

@@ -24,14 +24,14 @@ using namespace attention_detail;
 // per 8 values), read by ldmatrix and refilled by cp.async.
 enum Fault {
     CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS,
-    RACE_SHARED, RACE_CP_ASYNC, RACE_GLOBAL,  // found only by the race build (dev/emu/race.h)
+    RACE_SHARED, RACE_CP_ASYNC, RACE_GLOBAL, RACE_WARPGROUP,  // found only by the race build (dev/emu/race.h)
     UNINIT_GLOBAL, UNINIT_SHARED,             // found only under valgrind
     PLAIN_OUT_OF_BOUNDS                       // found only by the AddressSanitizer build
 };
 static const char *FAULT_NAMES[] = {"clean",          "in_flight",     "no_barrier",  "war",
                                     "no_proxy_fence", "no_wgmma_fence", "divergence", "deadlock",
                                     "out_of_bounds",  "race_shared",   "race_cp_async", "race_global",
-                                    "uninit_global",  "uninit_shared", "plain_out_of_bounds"};
+                                    "race_warpgroup", "uninit_global", "uninit_shared", "plain_out_of_bounds"};
 
 static __global__ void fault_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);
@@ -99,6 +99,21 @@ static __global__ void race_kernel(int fault, const __nv_bfloat16 *src, float *d
     if (fault != RACE_CP_ASYNC) __syncthreads();
     if (tid == 33) dst[1] = __bfloat162float(row[0]);
     dst[2 + (fault == RACE_GLOBAL && tid < 2 ? 0 : tid)] = (float)tid;
+}
+
+// A warpgroup's barrier (llmc/attention.cuh's warpgroup_sync) orders its own 128 threads and no
+// others. 256 threads: thread 0 stores a shared word, and after its warpgroup's barrier thread 1
+// loads it; thread 128, of the other warpgroup, loads it after a __syncthreads, or with the
+// race_warpgroup fault after its own warpgroup's barrier alone.
+static __global__ void warpgroup_kernel(int fault, float *dst) {
+    LLMC_DYNAMIC_SMEM(smem);
+    float *word = reinterpret_cast<float *>(smem);
+    const int tid = threadIdx.x;
+    if (tid == 0) *word = 2.0f;
+    warpgroup_sync();
+    if (tid == 1) dst[0] = *word;
+    if (fault != RACE_WARPGROUP) __syncthreads();
+    if (tid == 128) dst[1] = *word;
 }
 
 // One thread branches on a global word and a shared word. Each uninit fault leaves one of them
@@ -199,16 +214,18 @@ int main(int argc, char **argv) {
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
     if (fault < 0) usage_error("usage: %s streams|schedule|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|"
-                                 "out_of_bounds|race_shared|race_cp_async|race_global|uninit_global|uninit_shared|plain_out_of_bounds", argv[0]);
+                                 "out_of_bounds|race_shared|race_cp_async|race_global|race_warpgroup|uninit_global|uninit_shared|"
+                                 "plain_out_of_bounds", argv[0]);
     __nv_bfloat16 *src;
     float *dst, *unwritten;
     cudaMalloc((void **)&src, 64 * 64 * sizeof(__nv_bfloat16));
     cudaMalloc((void **)&dst, 128 * sizeof(float));
     cudaMalloc((void **)&unwritten, sizeof(float));
     for (int i = 0; i < 64 * 64; i++) src[i] = __float2bfloat16((float)(i % 7));
-    const bool race = fault == RACE_SHARED || fault == RACE_CP_ASYNC || fault == RACE_GLOBAL;
+    const bool race = fault == RACE_SHARED || fault == RACE_CP_ASYNC || fault == RACE_GLOBAL || fault == RACE_WARPGROUP;
     const bool uninit = fault == UNINIT_GLOBAL || fault == UNINIT_SHARED;
-    if (fault == CLEAN || race) LLMC_LAUNCH(1, 64, 64, 0, race_kernel)(fault, src, dst);
+    if (fault == CLEAN || (race && fault != RACE_WARPGROUP)) LLMC_LAUNCH(1, 64, 64, 0, race_kernel)(fault, src, dst);
+    if (fault == CLEAN || fault == RACE_WARPGROUP) LLMC_LAUNCH(1, 256, 16, 0, warpgroup_kernel)(fault, dst);
     if (fault == CLEAN || uninit) LLMC_LAUNCH(1, 1, 4, 0, uninit_kernel)(fault, unwritten, dst);
     if (fault == CLEAN || fault == PLAIN_OUT_OF_BOUNDS) LLMC_LAUNCH(1, 1, 64, 0, bounds_kernel)(fault, dst);
     if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE && !race && !uninit && fault != PLAIN_OUT_OF_BOUNDS)

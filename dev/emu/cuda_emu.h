@@ -14,6 +14,9 @@
 // named bar.sync of its 128 threads), and every warp or warpgroup collective (shuffle, ldmatrix,
 // mma.sync, the wgmma instructions), which completes when the last thread of its warp or
 // warpgroup arrives. Scheduling is deterministic, so a run is reproducible bit for bit.
+// A CTA's shared memory starts as bytes 0xFF, NaN as bf16 and as fp32, so that a kernel whose results
+// depend on bytes it never wrote gives NaN (LLMC_EMU_SMEM_FILL=0xA5 fills with another byte; 0xA5
+// was the default until 2026-11-29, whose bf16 -2.9e-16 hid a missing store in a product).
 // LLMC_EMU_SCHEDULE=reverse runs a grid's CTAs last first and each pass over a CTA's threads in
 // descending ids, another order CUDA allows: a result that depends on the order of CTAs (one CTA
 // reading what another writes in the same launch, static shared memory read before it is written)
@@ -134,6 +137,15 @@ struct Barrier {
     char sync[2];                // race.h's sync objects, by generation parity
 };
 
+// An mbarrier (mbarrier.init/arrive/try_wait.parity on 8 bytes of shared memory): a phase completes
+// when `pending` arrivals of the `expected` have come; waiters name the parity of the phase they
+// wait for. Kept beside shared memory, by address.
+struct Mbar {
+    int expected = 0, pending = 0;
+    uint64_t completed = 0;  // phases completed; the current phase's parity is completed % 2
+    char sync[2];            // race.h: arrivals release, a completed wait acquires (by phase parity)
+};
+
 struct Thread {
     void *sp = nullptr;
     uint3 idx;
@@ -164,6 +176,8 @@ struct Cta {
     std::vector<Thread> threads;
     std::vector<Barrier> warp, warpgroup;
     std::vector<Barrier> warpgroup_bar;  // bar.sync 1 + warpgroup, 128: orders memory, as block
+    Barrier named[16];                   // bar.sync / bar.arrive ID, COUNT (ID 0 is __syncthreads')
+    std::map<uint32_t, Mbar> mbars;      // by shared address
     Barrier block;
     uint64_t epoch = 0;  // __syncthreads passed so far
     std::vector<WgmmaOp> wgmma_uncommitted[8];
@@ -189,6 +203,7 @@ struct State {
     double wgmma_sum[64][256];  // wgmma_execute's sums (128 KiB: too large for a fiber's stack)
     std::map<const void *, int> max_dynamic_smem;  // cudaFuncSetAttribute
     int step = 1;  // LLMC_EMU_SCHEDULE: 1 forward (CTAs and threads in ascending order), -1 reverse
+    int smem_fill = 0xFF;  // LLMC_EMU_SMEM_FILL: the byte a CTA's shared memory starts as
 };
 // Every emulated instruction asks for the state: the construction stays out of line, so that
 // state() itself is a load (under AddressSanitizer, not a stack frame with redzones each call).
@@ -198,6 +213,12 @@ __attribute__((noinline)) inline State *new_state() {
     if (e && *e && strcmp(e, "forward") != 0) {
         if (strcmp(e, "reverse") != 0) die("emulator: LLMC_EMU_SCHEDULE=%s: expected forward or reverse", e);
         s->step = -1;
+    }
+    if (const char *f = getenv("LLMC_EMU_SMEM_FILL")) {
+        char *end;
+        const long v = strtol(f, &end, 0);
+        if (!*f || *end || v < 0 || v > 255) die("emulator: LLMC_EMU_SMEM_FILL=%s: expected a byte, e.g. 0xFF", f);
+        s->smem_fill = (int)v;
     }
     return s;
 }
@@ -283,7 +304,8 @@ template <typename F> EMU_UNCHECKED inline void warp_collective(const char *what
 }
 template <typename F> EMU_UNCHECKED inline void warpgroup_collective(const char *what, F on_complete) {
     State &s = state();
-    if (s.cta.threads.size() % 128 != 0) fail("%s in a CTA of %zu threads (not whole warpgroups)", what, s.cta.threads.size());
+    if ((size_t)s.cur->id / 128 >= s.cta.warpgroup.size())
+        fail("%s by a thread of an incomplete warpgroup (CTA of %zu threads)", what, s.cta.threads.size());
     Barrier &b = s.cta.warpgroup[s.cur->id / 128];
     if (b.expected != 128) fail("%s in a warpgroup with exited threads", what);
     arrive(b, what, on_complete);
@@ -657,11 +679,75 @@ EMU_UNCHECKED inline void syncthreads() {
 // fails them: stricter than CUDA, where it would suffice among the warpgroup's own threads).
 EMU_UNCHECKED inline void warpgroup_sync() {
     State &s = state();
-    if (s.cta.warpgroup_bar.empty()) fail("bar.sync of a warpgroup in a CTA of %zu threads (not whole warpgroups)",
-                                          s.cta.threads.size());
+    if ((size_t)s.cur->id / 128 >= s.cta.warpgroup_bar.size())
+        fail("bar.sync of a warpgroup by a thread of an incomplete warpgroup (CTA of %zu threads)", s.cta.threads.size());
     Barrier &b = s.cta.warpgroup_bar[s.cur->id / 128];
     if (b.expected != 128) fail("bar.sync of a warpgroup with exited threads");
     arrive(b, "bar.sync (warpgroup)", [] () {});
+}
+
+// bar.sync ID, COUNT (wait) and bar.arrive ID, COUNT (no wait), IDs 1..15: the barrier completes
+// when COUNT threads have arrived, whichever instruction each used; the arrivals release what their
+// threads did before, the waiters acquire it (race.h), as the PTX ISA orders a barrier's memory.
+// Like warpgroup_sync, it does not publish cp.async data for the checks above.
+EMU_UNCHECKED inline void named_barrier(int id, int count, bool wait) {
+    State &s = state();
+    if (id <= 0 || id >= 16 || count <= 0 || count % 32 || count > (int)s.cta.threads.size())
+        fail("bar.%s %d, %d: barrier 1..15 and a thread count, a multiple of 32, at most the CTA's", wait ? "sync" : "arrive",
+             id, count);
+    Barrier &b = s.cta.named[id];
+    if (b.arrived == 0) b.expected = count;
+    else if (b.expected != count) fail("bar %d: %d threads expected, this arrival says %d", id, b.expected, count);
+    if (wait) {
+        arrive(b, "bar.sync/bar.arrive", [] () {});
+        return;
+    }
+    s.progress++;
+    race::release(&b.sync[b.generation % 2]);
+    if (b.arrived == 0) b.what = "bar.sync/bar.arrive";
+    if (++b.arrived == b.expected) b.arrived = 0, b.generation++;
+}
+
+// mbarriers. init by one thread before a __syncthreads; arrive counts one arrival (release), and a
+// phase that gets its last arrival completes: the next begins with `expected` pending again. A
+// completion publishes cp.async data for the checks above, as __syncthreads does (a CTA-wide epoch:
+// weaker than CUDA's, where it publishes to the waiters alone; race.h sees the exact order).
+// wait(parity) returns once the phase of that parity has completed (the current phase's parity is
+// the other), yielding to the other threads until then.
+EMU_UNCHECKED inline Mbar &mbar_at(const void *bar, const char *what) {
+    State &s = state();
+    const uint32_t a = shared_address(bar);
+    if (a % 8) fail("%s at shared byte %u: not 8-byte aligned", what, a);
+    check_range(a, 8, what);
+    const auto it = s.cta.mbars.find(a);
+    if (it == s.cta.mbars.end()) fail("%s at shared byte %u: no mbarrier.init there", what, a);
+    return it->second;
+}
+EMU_UNCHECKED inline void mbar_init(void *bar, int count) {
+    State &s = state();
+    const uint32_t a = shared_address(bar);
+    if (a % 8 || count <= 0) fail("mbarrier.init at shared byte %u with count %d", a, count);
+    check_range(a, 8, "mbarrier.init");
+    Mbar &m = s.cta.mbars[a];
+    m.expected = m.pending = count, m.completed = 0;
+}
+EMU_UNCHECKED inline void mbar_arrive(void *bar) {
+    State &s = state();
+    Mbar &m = mbar_at(bar, "mbarrier.arrive");
+    s.progress++;
+    race::release(&m.sync[m.completed % 2]);
+    if (--m.pending == 0) m.completed++, m.pending = m.expected, s.cta.epoch++;
+}
+EMU_UNCHECKED inline void mbar_wait(void *bar, int parity) {
+    State &s = state();
+    Mbar *m = &mbar_at(bar, "mbarrier.try_wait.parity");
+    s.cur->waiting_at = "mbarrier.try_wait.parity";
+    while ((int)(m->completed % 2) == (parity & 1)) {  // the phase of this parity is still the current one
+        yield();
+        m = &mbar_at(bar, "mbarrier.try_wait.parity");
+    }
+    s.cur->waiting_at = nullptr;
+    race::acquire(&m->sync[parity & 1]);
 }
 
 // A finished thread leaves its barriers; one that leaves a warp or warpgroup collective waiting is
@@ -674,8 +760,9 @@ EMU_UNCHECKED inline void thread_exit() {
     t.done = true;
     s.live--;
     s.progress++;
-    Barrier *groups[3] = {&s.cta.warp[warp_of(t)], s.cta.warpgroup.empty() ? nullptr : &s.cta.warpgroup[t.id / 128],
-                          s.cta.warpgroup_bar.empty() ? nullptr : &s.cta.warpgroup_bar[t.id / 128]};
+    const bool whole_warpgroup = (size_t)t.id / 128 < s.cta.warpgroup.size();
+    Barrier *groups[3] = {&s.cta.warp[warp_of(t)], whole_warpgroup ? &s.cta.warpgroup[t.id / 128] : nullptr,
+                          whole_warpgroup ? &s.cta.warpgroup_bar[t.id / 128] : nullptr};
     for (Barrier *b : groups)
         if (b) {
             if (b->arrived) fail("exits while its warp or warpgroup waits at %s", b->what);
@@ -704,9 +791,11 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     const int n_warps = (n_threads + 31) / 32;
     cta.threads.resize(n_threads);  // each reset below, keeping its vectors' storage
     cta.warp.assign(n_warps, Barrier());
-    cta.warpgroup.assign(n_threads % 128 == 0 ? n_threads / 128 : 0, Barrier());
+    cta.warpgroup.assign(n_threads / 128, Barrier());  // the whole warpgroups (a CTA may end with single warps)
     cta.warpgroup_bar.assign(cta.warpgroup.size(), Barrier());
     for (Barrier &b : cta.warpgroup_bar) b.expected = 128, b.orders_memory = true;
+    for (Barrier &b : cta.named) b = Barrier(), b.orders_memory = true;
+    cta.mbars.clear();
     cta.block = Barrier();
     cta.block.expected = n_threads;
     cta.block.orders_memory = true;
@@ -715,7 +804,7 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     for (Barrier &b : cta.warpgroup) b.expected = 128;
     for (int i = 0; i < 8; i++) cta.wgmma_uncommitted[i].clear(), cta.wgmma_groups[i].clear();
     std::fill(s.words.begin(), s.words.begin() + (s.smem_bytes + 3) / 4, Word());  // checked accesses stay below
-    memset(s.smem, 0xA5, s.smem_bytes);  // garbage, as a GPU's shared memory starts
+    memset(s.smem, s.smem_fill, s.smem_bytes);  // garbage, as a GPU's shared memory starts
     VALGRIND_MAKE_MEM_UNDEFINED(s.smem, s.smem_bytes);  // and so valgrind reads it (cuda_runtime.cc)
     while (s.stacks.size() < (size_t)n_threads) s.stacks.push_back((unsigned char *)aligned_alloc(64, STACK_BYTES));
     // race.h: a fiber per thread index, kept for every CTA (creating one costs TSan megabytes)
@@ -915,6 +1004,11 @@ inline void ldmatrix_x4_trans(uint32_t r[4], const void *p) { emu::ldmatrix_x4(r
 inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) { emu::mma_16816(c, a, b0, b1); }
 inline float exp2_ftz(float x) { return emu::exp2_ftz(x); }
 inline void warpgroup_sync() { emu::warpgroup_sync(); }
+inline void named_barrier_sync(int id, int count) { emu::named_barrier(id, count, true); }
+inline void named_barrier_arrive(int id, int count) { emu::named_barrier(id, count, false); }
+inline void mbar_init(uint64_t *bar, int count) { emu::mbar_init(bar, count); }
+inline void mbar_arrive(uint64_t *bar) { emu::mbar_arrive(bar); }
+inline void mbar_wait(uint64_t *bar, int parity) { emu::mbar_wait(bar, parity); }
 }  // namespace attention_detail
 
 // The instruction wrappers of llmc/wgmma.cuh (same names and contracts).
@@ -932,6 +1026,9 @@ template <int N> inline void mma_rs_mn_major_b(float (*d)[4], const uint32_t a[4
     emu::wgmma_issue(N, true, false, true, true, 0, desc_b, d, a);
 }
 constexpr int wgmma_compiled_in() { return 1; }
+// setmaxnreg: a warpgroup collective (its threads must agree), registers are the host's.
+template <int REGS> inline void raise_registers() { emu::warpgroup_collective("setmaxnreg.inc", [] {}); }
+template <int REGS> inline void lower_registers() { emu::warpgroup_collective("setmaxnreg.dec", [] {}); }
 }  // namespace wgmma
 
 // ---------------------------------------------------------------------------------------------

@@ -41,7 +41,9 @@
 // tiles, dQ from another that loops over key tiles (recomputing P, two extra matmuls), so every sum
 // has a fixed order. attention_backward_reduce_dq (the trainer's --attention mma-rdq; NOT RUN on a
 // GPU) makes dQ in the dK/dV kernel instead, each key block adding its share as integers in a
-// fixed-point format (exact sums, so the order of the adds does not matter; see reduce_dq_tile).
+// fixed-point format (exact sums, so the order of the adds does not matter; see reduce_dq_tile), as
+// do its wgmma versions (attention_backward_wgmma_reduce_dq, and attention_backward_wgmma_ws, whose
+// kernel is warp-specialized: a producer warp and mbarriers; NOT RUN on a GPU either).
 #ifndef LLMC_ATTENTION_CUH
 #define LLMC_ATTENTION_CUH
 
@@ -201,6 +203,42 @@ template <int PENDING> __device__ __forceinline__ void bulk_wait_read() {
 __device__ __forceinline__ void warpgroup_sync() {
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + (int)threadIdx.x / 128) : "memory");
 }
+
+// Named barrier `id` (1..15) of `count` threads, between groups of threads that play different
+// parts: bar.sync waits for the count, bar.arrive adds this thread and goes on. Either orders the
+// thread's earlier memory accesses before the barrier's completion, so a producer's stores reach a
+// consumer that waits at the same barrier (the pattern of the CUDA programming guide's named
+// barriers).
+__device__ __forceinline__ void named_barrier_sync(int id, int count) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// mbarriers in shared memory (sm_90 for try_wait): init (one thread, before a __syncthreads) sets the
+// arrivals each phase needs; arrive releases this thread's earlier accesses; wait(parity) returns
+// once the phase of that parity has completed (acquire), spinning on try_wait, which itself
+// suspends the thread for a while in hardware.
+__device__ __forceinline__ void mbar_init(uint64_t *bar, int count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_addr(bar))
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, int parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("{\n.reg .pred done;\nwait_again:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_again;\n}\n" ::"r"(smem_addr(bar)), "r"(parity)
+                 : "memory");
+#endif
+}
 #endif  // LLMC_EMULATE_PTX
 
 // Two floats rounded to bf16 (nearest even), the first in the low half: one A-fragment register.
@@ -298,15 +336,16 @@ __device__ __forceinline__ void acc_to_a(uint32_t (*a)[4], const float (*acc)[4]
 // Asynchronously copy rows row0..row0+ROWS-1 of one head (HS contiguous bf16 each, rows
 // row_stride apart in global memory) into a shared tile; rows >= T become zeros. The tile is
 // [ROWS][ld<HS>()] (padded, for ldmatrix) or, with SWIZZLED, wgmma's 128-byte swizzle
-// (llmc/wgmma.cuh). THREADS threads share the copy.
-template <int ROWS, int HS, bool SWIZZLED = false, int THREADS = NTHREADS>
+// (llmc/wgmma.cuh). THREADS threads share the copy, numbered tid (0..THREADS-1); UNROLL 1 keeps the
+// loop (for a thread of few registers), else it is unrolled.
+template <int ROWS, int HS, bool SWIZZLED = false, int THREADS = NTHREADS, int UNROLL = ROWS * HS / 8 / THREADS>
 __device__ __forceinline__ void load_tile_async(__nv_bfloat16 *tile, const __nv_bfloat16 *head,
-                                                int64_t row_stride, int row0, int T) {
+                                                int64_t row_stride, int row0, int T, int tid = threadIdx.x) {
     constexpr int CHUNKS_PER_ROW = HS / 8;  // 16 B chunks
     static_assert(ROWS * CHUNKS_PER_ROW % THREADS == 0, "every thread copies the same number of chunks");
-#pragma unroll
+#pragma unroll UNROLL
     for (int it = 0; it < ROWS * CHUNKS_PER_ROW / THREADS; it++) {
-        const int c = threadIdx.x + it * THREADS;
+        const int c = tid + it * THREADS;
         const int r = c / CHUNKS_PER_ROW, col = (c % CHUNKS_PER_ROW) * 8;
         const bool valid = row0 + r < T;
         const __nv_bfloat16 *src = valid ? head + (int64_t)(row0 + r) * row_stride + col : head;
@@ -603,15 +642,17 @@ __device__ __forceinline__ void mma_regs_by_tile(float (*acc)[4], const uint32_t
     for (int kk = 0; kk < K / 16; kk++) wgmma::mma_rs_mn_major_b<HS>(acc, a[kk], wgmma::desc_mn_major(b_tile, K, kk));
 }
 
-// acc (64 x HS) = A B over the 64 contraction rows r0.. of two swizzled tiles of `rows` rows, both
-// read MN-major: A (64 wide) from a_tile, B (HS wide) from b_tile. Issues; the caller commits.
+// acc (64 x HS) = A B (+ acc if accumulate) over the 64 contraction rows r0.. of two swizzled tiles
+// of `rows` rows, both read MN-major: A (64 wide) from a_tile, B (HS wide) from b_tile. Issues; the
+// caller commits.
 template <int HS>
-__device__ __forceinline__ void mma_tiles_mn_major(float (*acc)[4], uint32_t a_tile, uint32_t b_tile, int rows, int r0) {
+__device__ __forceinline__ void mma_tiles_mn_major(float (*acc)[4], uint32_t a_tile, uint32_t b_tile, int rows, int r0,
+                                                   bool accumulate = false) {
     static_assert(HS == 64, "one instruction shape, m64n64k16");
 #pragma unroll
     for (int kk = 0; kk < 4; kk++)
         wgmma::mma_ss_n64<true>(acc, wgmma::desc_mn_major(a_tile, rows, kk, r0), wgmma::desc_mn_major(b_tile, rows, kk, r0),
-                                kk > 0);
+                                accumulate || kk > 0);
 }
 
 // A warp's A fragments (a[k]: 16 rows x N columns, acc_to_a's layout) as rows row0..row0+15 of a
@@ -1710,6 +1751,224 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The wgmma dK/dV kernel with dQ by integer reduction, warp-specialized (attention_backward_wgmma_ws;
+// HS 64, sm_90a; NOT RUN on a GPU, 2026-11-29). In the kernels above both warpgroups of a CTA load
+// every tile themselves and meet at a CTA-wide barrier per tile, so they run in lockstep: both do
+// their softmax and dS at the same moment, and the tensor cores idle then. Here a producer warp
+// (the CTA's ninth) does all the loading and two consumer warpgroups compute, each at its own pace,
+// synchronized with the producer by mbarriers and with each other only where dQ needs both:
+//   producer: K, V (128 keys) once; then query tile i's Q, dO, lse, delta and ||dO||_1 into stage
+//             (i - first) % STAGES once both warpgroups have released it (empty[stage], 256
+//             arrivals); a stage is published (copies complete, fenced for wgmma, full[stage], 32
+//             arrivals) once the next tile's copies are issued, so that two tiles are in flight.
+//   consumer warpgroup w (keys k0 + 64 w ..): per tile, the wgmma dK/dV kernel's four products in
+//             its order (S^T, dP^T; P^T; dV += P^T dO; dS^T; dK += dS^T Q), so dK and dV keep its
+//             bits; its dS^T rows (bf16) into the tile's dS^T buffer (two, by tile parity).
+//   dQ of tile i: warpgroup i % 2 alone makes it, dS K over all 128 keys (one wgmma chain of 8
+//             k16 steps, A = dS and B = K read MN-major), after the other warpgroup has staged its
+//             rows (named barrier DS_READY + parity: the other arrives, this one waits); turns it to
+//             reduce_dq_tile's fixed point in its own int64 staging and adds it by one bulk
+//             reduction. The other warpgroup rewrites the buffer two tiles later, after waiting at
+//             tile i + 1's DS_READY, where this one arrives only once its dQ of tile i is done. The
+//             dQ work alternates between the warpgroups: 5 products per tile pair on average, as
+//             attention_backward_wgmma_reduce_dq, without its fp32 hand-over.
+// A warpgroup that the causal mask or T leaves without work on a tile (the second one on the first
+// tile) computes nothing there, writes zeros as its dS^T rows and keeps the protocol. Each wgmma
+// group is waited for inside the branch that issued it (ptxas serializes wgmma otherwise; t_42).
+// 384 threads, 1 CTA per SM: the producer is the first warp of a third warpgroup, which gives up
+// registers (setmaxnreg: 24 a thread, as FlashAttention-3's producer) so that the consumers have 240
+// (the launch gives each of the 384 threads 168, where the consumers spill; ptxas -v: no spills
+// with the producer's copy loops kept rolled). Shared memory from a 1024-byte
+// boundary: K, V [128][HS]; Q, dO [STAGES][64][HS] (all swizzled); dS^T [2][128][64] (swizzled);
+// the two warpgroups' dQ stagings [2][64][HS] int64; statistics [STAGES][3][64] fp32; mbarriers.
+namespace bwd_ws {
+constexpr int STAGES = 3, CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), PRODUCER_WARP = 4 * CONSUMERS;
+constexpr int PRODUCER_REGISTERS = 24, CONSUMER_REGISTERS = 240;
+static_assert(128 * (PRODUCER_REGISTERS + CONSUMERS * CONSUMER_REGISTERS) <= 65536, "the registers of an SM");
+constexpr int ROWS = 64 * CONSUMERS, TILE = 64;
+constexpr int BAR_DS_READY = 3;  // + tile parity; 0 is __syncthreads', 1 and 2 warpgroup_sync's
+template <int HS> struct Layout {
+    static constexpr uint32_t K = 0, V = K + ROWS * HS * 2, Q = V + ROWS * HS * 2, DO = Q + STAGES * TILE * HS * 2,
+                              DS = DO + STAGES * TILE * HS * 2, DQ = DS + 2 * ROWS * TILE * 2,
+                              STATS = DQ + 2 * TILE * HS * 8, BARRIERS = STATS + STAGES * 3 * TILE * 4,
+                              END = BARRIERS + (2 * STAGES + 1) * 8;
+    static_assert(V % 1024 == 0 && Q % 1024 == 0 && DO % 1024 == 0 && DS % 1024 == 0 && DQ % 16 == 0 &&
+                      BARRIERS % 8 == 0, "swizzled tiles on 1024-byte boundaries, the staging 16-byte aligned");
+};
+template <int HS> constexpr size_t smem_bytes() { return wgmma::SWIZZLE_ALIGN + Layout<HS>::END; }
+}  // namespace bwd_ws
+
+template <int HS>
+__global__ void __launch_bounds__(bwd_ws::THREADS, 1)
+attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
+                                      const __nv_bfloat16 *__restrict__ qkv, const float *__restrict__ lse,
+                                      const float *__restrict__ delta, int T, int NH, float scale, DqReduce reduce) {
+    using namespace bwd_ws;
+    using L = Layout<HS>;
+    static_assert(HS == 64, "registers and the m64n64 dQ product");
+    LLMC_DYNAMIC_SMEM(smem_raw);
+    unsigned char *smem = swizzle_aligned(smem_raw);
+    __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem + L::K), *sV = reinterpret_cast<__nv_bfloat16 *>(smem + L::V);
+    __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem + L::Q), *sdO = reinterpret_cast<__nv_bfloat16 *>(smem + L::DO);
+    __nv_bfloat16 *sDS = reinterpret_cast<__nv_bfloat16 *>(smem + L::DS);
+    float *sStats = reinterpret_cast<float *>(smem + L::STATS);  // [stage][lse, delta, ||dO||_1][TILE]
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + L::BARRIERS), *empty = full + STAGES, *kv_full = empty + STAGES;
+
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int k0 = blockIdx.y * ROWS;  // the first key blocks see the most queries: first
+    const int warp_id = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int C = NH * HS;
+    const int64_t row_stride = 3 * (int64_t)C;
+    const __nv_bfloat16 *q_head = qkv + (int64_t)b * T * row_stride + h * HS;
+    const __nv_bfloat16 *k_head = q_head + C, *v_head = q_head + 2 * C;
+    const __nv_bfloat16 *do_head = dout + (int64_t)b * T * C + h * HS;
+    const int first_tile = k0 / TILE, n_tiles = (T + TILE - 1) / TILE;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 32), mbar_init(&empty[s], 128 * CONSUMERS);
+        mbar_init(kv_full, 32);
+    }
+    __syncthreads();  // the mbarriers exist before anyone arrives; from here on no CTA-wide barrier
+
+    if (threadIdx.x >= 128 * CONSUMERS) {
+        wgmma::lower_registers<PRODUCER_REGISTERS>();
+        if (warp_id != PRODUCER_WARP) return;  // the warpgroup's other three warps have nothing to do
+        load_tile_async<ROWS, HS, true, 32, 1>(sK, k_head, row_stride, k0, T, lane);
+        load_tile_async<ROWS, HS, true, 32, 1>(sV, v_head, row_stride, k0, T, lane);
+        cp_async_commit();
+        uint64_t *oldest = kv_full;  // the barrier that publishes the oldest group in flight
+        for (int i = first_tile; i < n_tiles; i++) {
+            const int j = i - first_tile, stage = j % STAGES;
+            if (j >= STAGES) mbar_wait(&empty[stage], (j / STAGES - 1) & 1);  // tile i - STAGES released
+            load_tile_async<TILE, HS, true, 32, 1>(sQ + stage * TILE * HS, q_head, row_stride, i * TILE, T, lane);
+            load_tile_async<TILE, HS, true, 32, 1>(sdO + stage * TILE * HS, do_head, C, i * TILE, T, lane);
+            float *stats = sStats + stage * 3 * TILE;
+            for (int r = lane; r < TILE; r += 32) {
+                const int q = i * TILE + r;
+                const bool valid = q < T;
+                const int64_t at = (int64_t)bh * T + (valid ? q : 0);
+                cp_async_4(stats + r, lse + at, valid);
+                cp_async_4(stats + TILE + r, delta + at, valid);
+                cp_async_4(stats + 2 * TILE + r, reduce.dout_l1 + at, valid);
+            }
+            cp_async_commit();
+            cp_async_wait<1>();                  // the group before this one has landed:
+            wgmma::fence_proxy_async_shared();   // visible to wgmma,
+            mbar_arrive(oldest);                 // and published
+            oldest = &full[stage];
+        }
+        cp_async_wait<0>();
+        wgmma::fence_proxy_async_shared();
+        mbar_arrive(oldest);
+        return;
+    }
+    wgmma::raise_registers<CONSUMER_REGISTERS>();
+
+    const int wg = threadIdx.x / 128, warp = warp_id % 4;
+    const int g = lane >> 2, t = lane & 3;
+    const float scale_log2 = scale * LOG2E;
+    const int wg_k0 = k0 + 64 * wg;
+    const int key_lo = wg_k0 + 16 * warp + g;  // key of accumulator rows 0, 1 (2, 3: key_lo + 8)
+    const float max_k = __uint_as_float(reduce.head_max[2 * bh]), max_v = __uint_as_float(reduce.head_max[2 * bh + 1]);
+    const uint32_t k_addr = smem_addr(sK), v_addr = smem_addr(sV);
+    unsigned long long *sDQ = reinterpret_cast<unsigned long long *>(smem + L::DQ) + wg * TILE * HS;  // this warpgroup's
+    const bool bulk_thread = threadIdx.x % 128 == 0;  // issues the warpgroup's bulk reductions
+
+    float dk[HS / 8][4], dv[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
+    mbar_wait(kv_full, 0);
+
+    for (int i = first_tile; i < n_tiles; i++) {
+        const int j = i - first_tile, stage = j % STAGES, parity = i & 1;
+        const int qt0 = i * TILE;
+        const uint32_t qb = smem_addr(sQ + stage * TILE * HS), dob = smem_addr(sdO + stage * TILE * HS);
+        const float *sLse = sStats + stage * 3 * TILE, *sDelta = sLse + TILE, *sL1 = sLse + 2 * TILE;
+        __nv_bfloat16 *ds_tile = sDS + parity * ROWS * TILE;
+        const bool makes_dq = wg == parity;
+        // Not active: keys past T, or every query before them (the first warpgroup is active on
+        // every tile of the loop).
+        const bool active = wg_k0 < T && qt0 + TILE - 1 >= wg_k0;
+        mbar_wait(&full[stage], (j / STAGES) & 1);
+
+        if (active) {
+            float p[TILE / 8][4], dp[TILE / 8][4];
+            wgmma::hold_registers<TILE / 8>(p);
+            wgmma::hold_registers<TILE / 8>(dp);
+            wgmma::fence();
+            mma_rows_by_rows<HS>(p, k_addr, ROWS, 64 * wg, qb);  // S^T
+            wgmma::commit();
+            mma_rows_by_rows<HS>(dp, v_addr, ROWS, 64 * wg, dob);  // dP^T
+            wgmma::commit();
+            wgmma::wait<1>();  // S^T
+            wgmma::hold_registers<TILE / 8>(p);
+
+            const bool needs_mask = qt0 < wg_k0 + 64 || qt0 + TILE > T;
+            probs_transposed<TILE>(p, key_lo, qt0, T, needs_mask, sLse, scale_log2, t);
+            uint32_t pf[TILE / 16][4];
+            acc_to_a<TILE>(pf, p);
+            wgmma::hold_registers<HS / 8>(dv);
+            wgmma::hold_registers<TILE / 16>(pf);
+            wgmma::fence();
+            mma_regs_by_tile<HS, TILE>(dv, pf, dob);  // dV += P^T dO
+            wgmma::commit();
+            wgmma::wait<1>();  // dP^T (dV may still run)
+            wgmma::hold_registers<TILE / 8>(dp);
+
+            ds_transposed<TILE>(dp, p, sDelta, t);
+            uint32_t dsf[TILE / 16][4];
+            acc_to_a<TILE>(dsf, dp);
+            wgmma::hold_registers<HS / 8>(dk);
+            wgmma::hold_registers<TILE / 16>(dsf);
+            wgmma::fence();
+            mma_regs_by_tile<HS, TILE>(dk, dsf, qb);  // dK += dS^T Q
+            wgmma::commit();
+            store_a_swizzled<TILE>(ds_tile, ROWS, dsf, 64 * wg + 16 * warp, lane);
+            wgmma::wait<0>();  // dV, dK
+            wgmma::hold_registers<HS / 8>(dv);
+            wgmma::hold_registers<HS / 8>(dk);
+        } else {
+            const uint32_t zeros[TILE / 16][4] = {};
+            store_a_swizzled<TILE>(ds_tile, ROWS, zeros, 64 * wg + 16 * warp, lane);
+        }
+        wgmma::fence_proxy_async_shared();  // the dS^T rows are read by wgmma
+        if (!makes_dq) {
+            named_barrier_arrive(BAR_DS_READY + parity, 256);
+        } else {
+            named_barrier_sync(BAR_DS_READY + parity, 256);  // both warpgroups' rows are in ds_tile
+            float dq[HS / 8][4];
+            wgmma::hold_registers<HS / 8>(dq);
+            wgmma::fence();
+            mma_tiles_mn_major<HS>(dq, smem_addr(ds_tile), k_addr, ROWS, 0);        // keys k0..k0+63
+            mma_tiles_mn_major<HS>(dq, smem_addr(ds_tile), k_addr, ROWS, 64, true);  // then k0+64..
+            wgmma::commit();
+            wgmma::wait<0>();
+            wgmma::hold_registers<HS / 8>(dq);
+            if (bulk_thread) bulk_wait_read<0>();  // this warpgroup's last share has left sDQ
+            warpgroup_sync();
+            dq_share_fixed<HS / 8>(dq, 16 * warp, 0, sL1, max_k, max_v, lane,
+                                   [&](int row, int col, unsigned long long v0, unsigned long long v1) {
+                                       *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
+                                   });
+            wgmma::fence_proxy_async_shared();  // the bulk reduction reads through the async proxy
+            warpgroup_sync();
+            if (bulk_thread) {
+                bulk_reduce_add_u64(reduce.acc + ((int64_t)bh * T + qt0) * HS, sDQ, (uint32_t)min(TILE, T - qt0) * HS * 8);
+                bulk_commit();
+            }
+        }
+        mbar_arrive(&empty[stage]);  // this thread is done with the stage's Q, dO and statistics
+    }
+    if (bulk_thread) bulk_wait_read<0>();  // shared memory stays until the last share is read
+
+    __nv_bfloat16 *dk_head = dqkv + (int64_t)b * T * row_stride + C + h * HS;
+    store_rows<HS>(dk_head, row_stride, wg_k0 + 16 * warp, T, dk, scale, scale, lane);
+    store_rows<HS>(dk_head + C, row_stride, wg_k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
+}
+
 // Writes 1 where the kernels above were built with wgmma (sm_90a), 0 where they compile to nothing.
 __global__ void wgmma_probe_kernel(int *compiled_in) { *compiled_in = wgmma::wgmma_compiled_in(); }
 
@@ -1916,6 +2175,21 @@ static inline void backward_reduce_dq_wgmma_hs(__nv_bfloat16 *dqkv, void *scratc
     });
 }
 
+// The same with the warp-specialized wgmma dK/dV kernel (HS 64, sm_90a): a producer warp and two
+// consumer warpgroups that alternate the tiles' dQ.
+template <int HS>
+static inline void backward_reduce_dq_wgmma_ws_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                                  const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
+                                                  int B, int T, int NH, cudaStream_t stream) {
+    const auto kernel = attention_backward_kv_ws_wgmma_kernel<HS>;
+    reduce_dq_steps<HS>(dqkv, scratch, dout, qkv, out, B, T, NH, stream, [&](const float *delta, DqReduce reduce) {
+        const size_t smem = bwd_ws::smem_bytes<HS>();
+        launch_config(kernel, smem);
+        LLMC_LAUNCH(dim3(B * NH, (T + bwd_ws::ROWS - 1) / bwd_ws::ROWS), bwd_ws::THREADS, smem, stream, kernel)(
+            dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), reduce);
+    });
+}
+
 // The output gradient's FP8 codes instead of dqkv (llmc/matmul_lowp.cuh's
 // lowp_gradient_producer_codes, for the qkv layer's backward): each backward CTA's rows are whole
 // 64-row tiles of the (B T, 3 C) gradient, which T % 64 == 0 makes so; every output is required.
@@ -2079,6 +2353,23 @@ static inline void attention_backward_wgmma_reduce_dq(__nv_bfloat16 *dqkv, void 
     if (!attention_wgmma_available())
         die("attention_backward_wgmma_reduce_dq: needs a GPU of compute capability 9.0 and a build for sm_90a");
     attention_detail::backward_reduce_dq_wgmma_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
+}
+
+// The same backward warp-specialized (attention_backward_kv_ws_wgmma_kernel: a producer warp loads,
+// two consumer warpgroups compute at their own pace and take turns at the tiles' dQ): the contract
+// of attention_backward_wgmma_reduce_dq, dK and dV with attention_backward_wgmma's bits, dQ with its
+// own. The trainer's --attention wgmma-ws, with the wgmma forward. NOT RUN on a GPU (2026-11-29).
+static inline void attention_backward_wgmma_ws(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
+                                               const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
+                                               int B, int T, int NH, int HS, cudaStream_t stream,
+                                               const QuantCodesOut &codes = QuantCodesOut{}) {
+    const attention_detail::TensorArg args[] = {{dqkv, 4}, {scratch, 16}, {dout, 16}, {qkv, 16}, {out, 4}, {lse, 4}};
+    attention_detail::check_args("attention_backward_wgmma_ws", B, T, NH, HS, args, 6);
+    if (codes.q) die("attention_backward_wgmma_ws: writes dqkv, not its FP8 codes");
+    if (HS != 64) die("attention_backward_wgmma_ws: head size %d; only 64 so far", HS);
+    if (!attention_wgmma_available())
+        die("attention_backward_wgmma_ws: needs a GPU of compute capability 9.0 and a build for sm_90a");
+    attention_detail::backward_reduce_dq_wgmma_ws_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
 }
 
 #endif  // LLMC_ATTENTION_CUH

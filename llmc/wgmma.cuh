@@ -178,6 +178,23 @@ template <> __device__ __forceinline__ void mma_rs_mn_major_b<128>(float (*d)[4]
 #endif
 }
 
+// The calling warpgroup's registers per thread from here on (setmaxnreg, sm_90a), up from or down
+// to what the launch gave (65536 / the CTA's threads, rounded to warpgroups): a warp-specialized
+// kernel gives its loading warpgroup few and its computing ones many, within the CTA's 64K; ptxas
+// allocates the code after the call within the new count. All 128 threads of the warpgroup call it.
+template <int REGS> __device__ __forceinline__ void raise_registers() {
+    static_assert(REGS % 8 == 0 && REGS >= 24 && REGS <= 256, "setmaxnreg: a multiple of 8 in 24..256");
+#ifdef LLMC_WGMMA_DEVICE
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+#endif
+}
+template <int REGS> __device__ __forceinline__ void lower_registers() {
+    static_assert(REGS % 8 == 0 && REGS >= 24 && REGS <= 256, "setmaxnreg: a multiple of 8 in 24..256");
+#ifdef LLMC_WGMMA_DEVICE
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+#endif
+}
+
 #undef LLMC_WGMMA_ACC4
 #undef LLMC_WGMMA_ACC32
 #undef LLMC_WGMMA_ACC64

@@ -28,7 +28,9 @@
 // check_wgmma_reduce_dq);
 // the many-heads case; the NaN case; the benchmark table with their times (and the one-warpgroup
 // variants', and the wgmma rdQ backward's with 2 and 1 warpgroups per CTA) beside the default
-// kernels'. It exits 1 on a GPU or build without sm_90a.
+// kernels'. It exits 1 on a GPU or build without sm_90a. With --wgmma --ws, also the
+// warp-specialized wgmma rdQ backward (attention_backward_wgmma_ws: mbarriers; a protocol fault
+// there hangs rather than fails, so the GPU bundle runs it as a step of its own) in each of those.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
 // 4096 and HS = 64, 128, with B * T = 16384 tokens and NH * HS = 2048 channels. Then the HS 64
 // backward kernel by kernel (delta, dK/dV, dQ, each with 2 row tiles per warp too; with --wgmma
@@ -40,7 +42,7 @@
 // runs once (forward; backward delta, dK/dV, dQ, and those two with 2 row tiles per warp; the
 // backward with dQ by integer reduction, bulk and red.global at RT 2; with
 // --wgmma the wgmma forward, dK/dV and dQ, and the wgmma backward with dQ by integer reduction
-// with 2 and 1 warpgroups per CTA too), for Nsight Compute to profile
+// with 2 and 1 warpgroups per CTA too, and with --ws warp-specialized), for Nsight Compute to profile
 // (scripts/gpu_run_bundle.sh, phase profile: stall reasons, pipe use and occupancy of each).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
 // machine (issue 5 asks for the ratio).
@@ -59,6 +61,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <string>
 
 typedef __nv_bfloat16 bf16;
 
@@ -385,31 +388,39 @@ static std::vector<bf16> check_reduce_dq(const Buffers &d, const Shape &sh, cons
 }
 
 // The wgmma backward with dQ by integer reduction (HS 64; attention_backward_wgmma_reduce_dq) from
-// the wgmma forward's out and lse in d, twice, and twice with one warpgroup per CTA (each 64 keys'
+// the wgmma forward's out and lse in d, twice, twice with one warpgroup per CTA (each 64 keys'
 // share turned to fixed point alone, where two warpgroups add theirs in fp32 first: other dQ
-// bits): dK and dV must have the wgmma backward's bits (wgmma_dqkv) in all four runs, dQ the same
-// bits in the two runs of each variant. Returns the first run's dqkv of each (2 and 1 warpgroups)
-// for the comparison with fp64.
+// bits), and twice warp-specialized (each tile's dQ one wgmma chain over 128 keys: other dQ bits
+// again): dK and dV must have the wgmma backward's bits (wgmma_dqkv) in all six runs, dQ the same
+// bits in the two runs of each variant. Returns the first run's dqkv of each (WGMMA_RDQ_VARIANTS'
+// order) for the comparison with fp64.
+static const char *const WGMMA_RDQ_VARIANTS[] = {"wgmma rdQ", "wgmma rdQ 1 WG", "wgmma rdQ ws"};
+static bool g_ws = false;  // --ws: the warp-specialized variant too (the third above)
 static std::vector<std::vector<bf16>> check_wgmma_reduce_dq(const Buffers &d, const Shape &sh,
                                                             const std::vector<bf16> &wgmma_dqkv, bool *ok) {
-    auto run = [&](int warpgroups) {
+    using namespace attention_detail;
+    auto run = [&](int variant) {
         cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
-        if (warpgroups == 2)
+        if (variant == 0)
             attention_backward_wgmma_reduce_dq(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0);
+        else if (variant == 1)
+            backward_reduce_dq_wgmma_hs<64, 1>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
         else
-            attention_detail::backward_reduce_dq_wgmma_hs<64, 1>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B,
-                                                                 sh.T, sh.NH, 0);
+            backward_reduce_dq_wgmma_ws_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
         return to_host(d.dqkv, sh.qkv_count());
     };
-    const std::vector<bf16> wg2[2] = {run(2), run(2)}, wg1[2] = {run(1), run(1)};
-    bool same_dkdv = true;
-    for (const std::vector<bf16> *r : {&wg2[0], &wg2[1], &wg1[0], &wg1[1]})
-        same_dkdv = same_dkdv && same_parts(*r, wgmma_dqkv, sh, 1, 2);
-    const bool same_dq = same_parts(wg2[0], wg2[1], sh, 0, 0) && same_parts(wg1[0], wg1[1], sh, 0, 0);
+    std::vector<std::vector<bf16>> firsts;
+    bool same_dkdv = true, same_dq = true;
+    for (int v = 0; v < (g_ws ? 3 : 2); v++) {
+        const std::vector<bf16> a = run(v), b = run(v);
+        same_dkdv = same_dkdv && same_parts(a, wgmma_dqkv, sh, 1, 2) && same_parts(b, wgmma_dqkv, sh, 1, 2);
+        same_dq = same_dq && same_parts(a, b, sh, 0, 0);
+        firsts.push_back(a);
+    }
     printf("    %-5s %-30s %s\n", "all", "wgmma rdQ: dK dV wgmma's bits", same_dkdv ? "ok" : "FAIL");
     printf("    %-5s %-30s %s\n", "all", "wgmma rdQ: dQ bits over 2 runs", same_dq ? "ok" : "FAIL");
     *ok = same_dkdv && same_dq;
-    return {wg2[0], wg1[0]};
+    return firsts;
 }
 
 static bool identical(const Outputs &a, const Outputs &b) {
@@ -655,17 +666,17 @@ static bool check_case(const Case &c, bool wgmma) {
         printf("    %-5s %-30s %s\n", "all", "wgmma: 1 warpgroup, same bits", same_wg1 ? "ok" : "FAIL");
         const Reference ref = reference_attention(sh, qkv, dout);
         bool ok = check_wgmma(sh, ref, runs, baseline) && same_wg1 && codes && reduce_ok;
-        // dQ of 2, then 1 warpgroup per CTA: against fp64, tensor-wide and row by row (against the
-        // wgmma backward's worst row, as check_wgmma does)
+        // dQ of each variant: against fp64, tensor-wide and row by row (against the wgmma
+        // backward's worst row, as check_wgmma does)
         for (size_t v = 0; v < reduce_dqkv.size(); v++) {
             auto at = [&](const std::vector<bf16> &x) { return [&x](size_t i) { return (double)__bfloat162float(x[i]); }; };
             const size_t slot = (size_t)sh.NH * sh.HS;
             const ErrorStat e = relative_error(ref.dqkv, at(reduce_dqkv[v]), slot, 0);
-            ok = report("dq", v == 0 ? "wgmma rdQ: rel L2 vs fp64" : "wgmma rdQ 1 WG: rel L2 vs fp64", e.rel_l2, TOL_BF16,
+            ok = report("dq", (std::string(WGMMA_RDQ_VARIANTS[v]) + ": rel L2 vs fp64").c_str(), e.rel_l2, TOL_BF16,
                         e.non_finite) && ok;
             const double worst = worst_row_error(ref.dqkv, at(reduce_dqkv[v]), sh.HS, slot, 0);
             const double base_worst = worst_row_error(ref.dqkv, at(runs[0].dqkv), sh.HS, slot, 0);
-            ok = report("dq", v == 0 ? "wgmma rdQ: worst row vs fp64" : "wgmma rdQ 1 WG: worst row", worst,
+            ok = report("dq", (std::string(WGMMA_RDQ_VARIANTS[v]) + ": worst row").c_str(), worst,
                         std::max(TOL_ROW, 2.0 * base_worst), 0) && ok;
         }
         printf("%s B=%d NH=%d T=%d HS=%d (wgmma)\n", ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, sh.HS);
@@ -751,7 +762,7 @@ static bool written_and_identical(const char *what, const Outputs &first, const 
 // GPU at once, at most 32 CTAs): forward and backward of the defaults twice over NaN-filled
 // outputs, every element written and finite, and the two runs' bits identical (no fp64 reference
 // at this size); also the backward with dQ by integer reduction twice (with --wgmma its wgmma
-// version, HS 64), whose adds here come from many CTAs at once.
+// version and the warp-specialized one, HS 64), whose adds here come from many CTAs at once.
 static bool check_many_heads(bool wgmma) {
     bool ok = true;
     for (int HS : {64, 128}) {
@@ -772,6 +783,15 @@ static bool check_many_heads(bool wgmma) {
                 r.dqkv = to_host(d.dqkv, sh.qkv_count());
             }
             case_ok = written_and_identical("reduce dQ: ", reduced[0], reduced[1]) && case_ok;
+            if (wgmma && g_ws) {  // and warp-specialized
+                for (Outputs &r : reduced) {
+                    cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
+                    attention_detail::backward_reduce_dq_wgmma_ws_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse,
+                                                                         sh.B, sh.T, sh.NH, 0);
+                    r.dqkv = to_host(d.dqkv, sh.qkv_count());
+                }
+                case_ok = written_and_identical("reduce dQ ws: ", reduced[0], reduced[1]) && case_ok;
+            }
         }
         buffers_free(d);
         printf("%s B=%d NH=%d T=%d HS=%d (many heads)\n", case_ok ? "PASS" : "FAIL", sh.B, sh.NH, sh.T, HS);
@@ -783,7 +803,7 @@ static bool check_many_heads(bool wgmma) {
 // A NaN in one query element: the default backward's dQ is NaN in that row only (and dK, dV of the
 // keys it sees). The backward with dQ by integer reduction must give NaN in the same dQ elements
 // and finite values elsewhere: its integers cannot carry a NaN, so the delta kernel flags the row.
-// With wgmma, the wgmma forward and backwards (HS 64).
+// With wgmma, the wgmma forward and backwards (HS 64), the warp-specialized one too.
 static bool check_reduce_dq_nan(bool wgmma) {
     bool ok = true;
     for (int HS : {64, 128}) {
@@ -800,7 +820,12 @@ static bool check_reduce_dq_nan(bool wgmma) {
         const std::vector<bf16> dflt = to_host(d.dqkv, sh.qkv_count());
         (wgmma ? attention_backward_wgmma_reduce_dq : attention_backward_reduce_dq)(
             d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, HS, 0, QuantCodesOut{});
-        const std::vector<bf16> reduced = to_host(d.dqkv, sh.qkv_count());
+        std::vector<std::vector<bf16>> reduced = {to_host(d.dqkv, sh.qkv_count())};
+        if (wgmma && g_ws) {
+            attention_detail::backward_reduce_dq_wgmma_ws_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B,
+                                                                 sh.T, sh.NH, 0);
+            reduced.push_back(to_host(d.dqkv, sh.qkv_count()));
+        }
         buffers_free(d);
         size_t nan_dq = 0, mismatched = 0;
         for (int t = 0; t < sh.T; t++)
@@ -809,7 +834,7 @@ static bool check_reduce_dq_nan(bool wgmma) {
                     const size_t i = sh.qkv_index(0, t, 0, h, e);
                     const bool want = !isfinite(__bfloat162float(dflt[i]));
                     nan_dq += want;
-                    mismatched += want != !isfinite(__bfloat162float(reduced[i]));
+                    for (const std::vector<bf16> &r : reduced) mismatched += want != !isfinite(__bfloat162float(r[i]));
                 }
         const bool case_ok = nan_dq == (size_t)HS && mismatched == 0;
         printf("%s a NaN in q: %sreduce dQ's non-finite dQ elements are the default's (%zu of them, %zu differ), HS %d\n",
@@ -835,12 +860,13 @@ struct BenchRow {
     float fwd_ms, bwd_ms, wgmma_fwd_ms, wgmma_bwd_ms, wg1_fwd_ms, wg1_bwd_ms;  // < 0: not timed (wg1: 1 warpgroup per CTA)
     float reduce_dq_bwd_ms;  // attention_backward_reduce_dq, or with wgmma attention_backward_wgmma_reduce_dq
     float wg1_reduce_dq_bwd_ms;  // the latter with one warpgroup per CTA
+    float ws_reduce_dq_bwd_ms;   // and warp-specialized (backward_reduce_dq_wgmma_ws_hs)
 };
 
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
 static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
-    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1, -1};
+    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1, -1, -1};
     const Shape sh = {row.B, row.NH, T, HS};
     const Buffers d = buffers_alloc(sh);
     fill_uniform_bf16(d.qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
@@ -875,6 +901,12 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
             row.wg1_reduce_dq_bwd_ms = time_median_ms(
                 [&] {
                     attention_detail::backward_reduce_dq_wgmma_hs<64, 1>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse,
+                                                                         sh.B, T, sh.NH, 0);
+                },
+                warmup, reps, 0);
+            if (g_ws) row.ws_reduce_dq_bwd_ms = time_median_ms(
+                [&] {
+                    attention_detail::backward_reduce_dq_wgmma_ws_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse,
                                                                          sh.B, T, sh.NH, 0);
                 },
                 warmup, reps, 0);
@@ -1056,8 +1088,9 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
     printf("%5s %4s %3s %3s | %8s %7s | %8s %7s", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
     if (wgmma)
-        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s", "wgmma bwd",
-               "TFLOP/s", "1-WG fwd", "TFLOP/s", "1-WG bwd", "TFLOP/s", "wg rdQ bwd", "TFLOP/s", "1-WG rdQ", "TFLOP/s");
+        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s",
+               "wgmma bwd", "TFLOP/s", "1-WG fwd", "TFLOP/s", "1-WG bwd", "TFLOP/s", "wg rdQ bwd", "TFLOP/s", "1-WG rdQ",
+               "TFLOP/s", "ws rdQ", "TFLOP/s");
     else printf(" | %9s %7s", "rdQ bwd", "TFLOP/s");
     printf("\n");
     auto cell = [](float ms, double flops) {
@@ -1074,7 +1107,7 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
             cell(r.wg1_fwd_ms, fwd_flops), cell(r.wg1_bwd_ms, bwd_flops);
         }
         cell(r.reduce_dq_bwd_ms, bwd_flops);
-        if (wgmma) cell(r.wg1_reduce_dq_bwd_ms, bwd_flops);
+        if (wgmma) cell(r.wg1_reduce_dq_bwd_ms, bwd_flops), cell(r.ws_reduce_dq_bwd_ms, bwd_flops);
         printf("\n");
     }
 }
@@ -1101,6 +1134,7 @@ static void profile_once(bool wgmma) {
         backward_dq_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);
         backward_reduce_dq_wgmma_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
         backward_reduce_dq_wgmma_hs<64, 1>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
+        if (g_ws) backward_reduce_dq_wgmma_ws_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, 0);
     }
     cuda_check(cudaDeviceSynchronize());
     printf("profile-once: B %d NH %d T %d HS %d, each kernel once%s\n", sh.B, sh.NH, sh.T, sh.HS,
@@ -1116,12 +1150,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--check-small")) check_only = small_only = true;
         else if (!strcmp(argv[i], "--check-short")) check_only = small_only = short_only = true;
         else if (!strcmp(argv[i], "--wgmma")) wgmma = true;
+        else if (!strcmp(argv[i], "--ws")) g_ws = true;
         else if (!strcmp(argv[i], "--profile-once")) once = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: %s [--wgmma] [--check | --check-small | --check-short | --profile-once]\n"
+            printf("usage: %s [--wgmma [--ws]] [--check | --check-small | --check-short | --profile-once]\n"
                    "  --wgmma        the wgmma kernels (sm_90a; backward at HS 64 only) instead of the default ones:\n"
                    "                 their checks, and their times beside the default's (a run of its own, so\n"
                    "                 that a failure of these unverified kernels cannot cut the default's checks short)\n"
+                   "  --ws           with --wgmma, the warp-specialized rdQ backward too\n"
                    "  --check        correctness checks only, no benchmark\n"
                    "  --check-small  only the small cases (for compute-sanitizer's racecheck, which slows kernels\n"
                    "                 down a hundredfold and more): not the many-heads case\n"
@@ -1141,6 +1177,7 @@ int main(int argc, char **argv) {
         printf("FAIL wgmma forward unavailable: %s\n", wgmma_unavailable_reason());
         return 1;
     }
+    if (g_ws && !wgmma) usage_error("--ws is a variant of the wgmma kernels: with --wgmma");
     if (once) {
         if (check_only) usage_error("--profile-once runs no checks: not with --check, --check-small or --check-short");
         profile_once(wgmma);

@@ -3,14 +3,16 @@
 # harness dev/cuda/attention.cu, built by g++ against dev/emu/cuda_emu.h, runs its small cases
 # (--check-small: T = 1 .. 1000, HS 64 and 128, against fp64, identical bits over runs and across
 # the variants) for the default mma.sync kernels and for the wgmma kernels (their building blocks
-# first, exactly), both of which passed on an H200 (2026-11-27). The emulator also
-# checks the kernels' synchronization (cp.async waits, barriers, fence.proxy.async, wgmma.fence,
-# collectives); first its self-test shows each of those checks firing on a kernel with that fault
+# first, exactly), both of which passed on an H200 (2026-11-27), with --ws the warp-specialized
+# wgmma backward too (never run on a GPU). The emulator also checks the kernels' synchronization
+# (cp.async waits, barriers, fence.proxy.async, wgmma.fence, collectives, mbarriers; shared memory
+# starts as NaN bytes); first its self-test shows each of those checks firing on a kernel with that fault
 # (and its AddressSanitizer build a plain store past the dynamic shared memory), what its stream
 # orders do with a missing wait between streams, and what its reverse schedule does with a
 # missing order between CTAs or threads. Last, the race build
 # (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each
-# race planted in its self-test and none in the attention kernels' cases with T < 512.
+# race planted in its self-test (an mbarrier and a named barrier skipped among them) and none in
+# the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
 # of CTAs and threads other than its two) still needs a GPU. About 50 s (60-70 s on a slow day).
 set -euo pipefail
@@ -85,11 +87,11 @@ SCHEDULES
 out=$(build/emu/race/selftest clean 2>&1) && rc=0 || rc=$?
 [ "$rc" = 0 ] && ! grep -q ThreadSanitizer <<<"$out" && ok=1 || ok=0
 check "$ok" "race build: the self-test's kernels without faults report no race ($(tail -1 <<<"$out"))"
-for fault in race_shared race_cp_async race_global race_warpgroup; do
+for fault in race_shared race_cp_async race_global race_warpgroup race_mbarrier race_named_barrier; do
     rc=0
     out=$(build/emu/race/selftest "$fault" 2>&1) || rc=$?
     [ "$rc" = 66 ] && grep -q 'WARNING: ThreadSanitizer: data race' <<<"$out" &&
-        grep -qE ' (race|warpgroup)_kernel dev/emu/selftest.cu:' <<<"$out" &&
+        grep -qE ' (race|warpgroup|handoff)_kernel dev/emu/selftest.cu:' <<<"$out" &&
         ok=1 || ok=0
     check "$ok" "race build: $fault is reported ($(grep -m1 -A1 'WARNING' <<<"$out" | tail -1 | sed 's/^ *//'))"
 done
@@ -100,8 +102,8 @@ done
 # each, in this order: 40 s).
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-runs=("emu/race|--check-short|13|forward" "emu/race|--wgmma --check-short|14|forward" "emu|--check-small|15|reverse"
-      "emu|--wgmma --check-small|16|reverse")
+runs=("emu/race|--check-short|13|forward" "emu/race|--wgmma --ws --check-short|14|forward" "emu|--check-small|15|reverse"
+      "emu|--wgmma --ws --check-small|16|reverse")
 for i in "${!runs[@]}"; do
     IFS='|' read -r build args expected schedule <<<"${runs[$i]}"
     [ "$i" -lt 2 ] || wait -n || true  # a run's status is in its .rc file

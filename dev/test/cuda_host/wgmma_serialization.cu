@@ -36,6 +36,7 @@ const void *const wgmma_kernels[] = {
     (const void *)attention_backward_kv_wgmma_kernel<64, 1, false, DQ_BULK>,
     (const void *)attention_backward_dq_wgmma_kernel<64, 1, false>,
     (const void *)attention_backward_dq_wgmma_kernel<64, 1, true>,
+    (const void *)attention_backward_kv_ws_wgmma_kernel<64>,
 #ifdef LLMC_SERIALIZED_WGMMA
     (const void *)serialized_wgmma_kernel,
 #endif

@@ -969,7 +969,7 @@ int main(int argc, char **argv) {
     set_program_name(argv[0]);
     blas_kernels_fix(argv);  // the CPU reference's matmuls
     bool recompute_only = false;
-#define TEST_GPTCU_USAGE "usage: %s tiny|small|d12 [recompute] [mma|wgmma|wgmma-fwd|mma-rt2|mma-rdq|wgmma-rdq]"
+#define TEST_GPTCU_USAGE "usage: %s tiny|small|d12 [recompute] [mma|wgmma|wgmma-fwd|mma-rt2|mma-rdq|wgmma-rdq|wgmma-ws]"
     if (argc < 2) usage_error(TEST_GPTCU_USAGE, argv[0]);
     for (int i = 2; i < argc; i++) {
         int kernel = 0;
@@ -981,7 +981,7 @@ int main(int argc, char **argv) {
 #undef TEST_GPTCU_USAGE
     const TestCase tc = test_case(argv[1]);
     const GPT2Config *cfg = &tc.cfg;
-    if ((g_attention == ATTENTION_WGMMA || g_attention == ATTENTION_WGMMA_RDQ) && cfg->channels / cfg->num_heads != 64)
+    if (backward_needs_hs64(g_attention) && cfg->channels / cfg->num_heads != 64)
         usage_error("%s: the wgmma attention backward takes head size 64 only (tiny or d12)",
                     attention_kernel_names[g_attention]);
     const int B = tc.B, T = tc.T, N = B * T, V = cfg->vocab_size, Vp = cfg->padded_vocab_size;

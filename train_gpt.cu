@@ -501,13 +501,20 @@ static GPUBlockActs block_buffers(const GPUModel *g, int l) {
     return a;
 }
 
-// Whether --attention runs the wgmma forward (sm_90a): wgmma, wgmma-fwd and wgmma-rdq.
+// Whether --attention runs the wgmma forward (sm_90a): wgmma, wgmma-fwd, wgmma-rdq and wgmma-ws.
 static bool wgmma_forward(int attention) {
-    return attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_FORWARD || attention == ATTENTION_WGMMA_RDQ;
+    return attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_FORWARD || attention == ATTENTION_WGMMA_RDQ ||
+           attention == ATTENTION_WGMMA_WS;
 }
-// Whether --attention's backward makes dQ by integer reduction (mma-rdq, wgmma-rdq): its scratch, and
-// dqkv itself, not FP8 codes of it.
-static bool reduces_dq(int attention) { return attention == ATTENTION_MMA_RDQ || attention == ATTENTION_WGMMA_RDQ; }
+// Whether --attention's backward makes dQ by integer reduction (mma-rdq, wgmma-rdq, wgmma-ws): its
+// scratch, and dqkv itself, not FP8 codes of it.
+static bool reduces_dq(int attention) {
+    return attention == ATTENTION_MMA_RDQ || attention == ATTENTION_WGMMA_RDQ || attention == ATTENTION_WGMMA_WS;
+}
+// Whether --attention's backward is written for head size 64 only (the wgmma backwards).
+static bool backward_needs_hs64(int attention) {
+    return attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_RDQ || attention == ATTENTION_WGMMA_WS;
+}
 
 static void layout_activations(GPUModel *g, Carver *cv) {
     const size_t L = g->cfg.num_layers, C = g->cfg.channels, NH = g->cfg.num_heads, N = (size_t)g->B * g->T;
@@ -672,7 +679,7 @@ static const char *gpu_unsupported(const GPT2Config *cfg, int B, int T, int atte
         snprintf(buf, n, "head size C / NH = %d; train_gptcu's attention takes 64 or 128", HS);
     else {
         *usage = 1;
-        if ((attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_RDQ) && HS != 64)
+        if (backward_needs_hs64(attention) && HS != 64)
             snprintf(buf, n, "--attention %s: head size C / NH = %d; its backward is written for 64 only (mma takes "
                      "64 and 128)", attention_kernel_names[attention], HS);
         else if ((int64_t)B * T * 4 * C > INT32_MAX)
@@ -1098,6 +1105,7 @@ static void gpu_backward(GPUModel *g, int B, int T) {
          : g->attention == ATTENTION_MMA_RT2   ? attention_backward_rt2
          : g->attention == ATTENTION_MMA_RDQ   ? attention_backward_reduce_dq
          : g->attention == ATTENTION_WGMMA_RDQ ? attention_backward_wgmma_reduce_dq
+         : g->attention == ATTENTION_WGMMA_WS  ? attention_backward_wgmma_ws
                                                : attention_backward)(
             dqkv, g->att_scratch, g->dbtc, a->qkv, a->atty, a->lse, B, T, NH, HS, st,
             dqkv_codes ? lowp_gradient_producer_codes(lp, l, LINEAR_QKV) : QuantCodesOut{});
@@ -1430,7 +1438,8 @@ int main(int argc, char **argv) {
             "mma.sync", "wgmma (sm_90a)", "wgmma forward (sm_90a), mma.sync backward",
             "mma.sync, the backward with 2 row tiles per warp (head size 64)",
             "mma.sync, the backward with dQ by integer reduction",
-            "wgmma (sm_90a), the backward with dQ by integer reduction"};
+            "wgmma (sm_90a), the backward with dQ by integer reduction",
+            "wgmma (sm_90a), the backward with dQ by integer reduction, warp-specialized"};
         static_assert(sizeof(kernels) / sizeof(kernels[0]) == NUM_ATTENTION_KERNELS, "a line for every --attention");
         printf("attention kernels: %s\n", kernels[g.attention]);
     }

@@ -16,8 +16,8 @@
 typedef enum { OPT_INT, OPT_INT64, OPT_U64, OPT_FLOAT, OPT_STRING, OPT_ENUM, OPT_SWITCH } OptType;
 
 const char *const matmul_mode_names[NUM_MATMUL_MODES] = {"auto", "fp32", "bf16", "fp8", "int8"};
-const char *const attention_kernel_names[NUM_ATTENTION_KERNELS] = {"mma",     "wgmma",   "wgmma-fwd",
-                                                                   "mma-rt2", "mma-rdq", "wgmma-rdq"};
+const char *const attention_kernel_names[NUM_ATTENTION_KERNELS] = {"mma",     "wgmma",     "wgmma-fwd", "mma-rt2",
+                                                                   "mma-rdq", "wgmma-rdq", "wgmma-ws"};
 
 typedef struct {
     const char *flag;   // short form, e.g. "-b"
@@ -75,7 +75,7 @@ static const Option kOptions[] = {
     {NULL, "mem-budget", OPT_FLOAT, NULL, F(mem_budget_gib), 0, 1e6, "budget in GiB for the activations kept for the backward pass: choose the cheapest recompute plan that fits (0: off)"},
     {NULL, "head-chunk", OPT_INT, NULL, F(head_chunk), 0, 1 << 30, "rows of the output head's logits computed at once; the head's loss and backward run chunk by chunk in the forward pass (0: 8192)"},
     {NULL, "gelu-fusion", OPT_INT, NULL, F(gelu_fusion), -1, 2, "GPU, bf16 or fp8 block matmuls: GELU in the cuBLASLt epilogues: 0 off, 1 gelu' in the fc projection's input gradient, 2 also the fc forward (not in layers that recompute the GELU alone); -1: 1 with bf16 block matmuls, else 0"},
-    {NULL, "attention", OPT_ENUM, attention_kernel_names, F(attention), 0, NUM_ATTENTION_KERNELS - 1, "GPU attention kernels: mma (mma.sync, sm_80 and later), wgmma (Hopper's warpgroup MMA: compute capability 9.0, a build for sm_90a, head size 64), wgmma-fwd (the wgmma forward, head size 64 or 128, with the mma.sync backward), mma-rt2 (mma.sync, the backward with 2 row tiles per warp at head size 64: the same bits as mma), mma-rdq (mma.sync, the backward making dQ in its dK/dV kernel by integer reduction: deterministic, dQ rounded differently from mma) or wgmma-rdq (wgmma, head size 64, its backward making dQ by integer reduction: dQ rounded differently from wgmma)"},
+    {NULL, "attention", OPT_ENUM, attention_kernel_names, F(attention), 0, NUM_ATTENTION_KERNELS - 1, "GPU attention kernels: mma (mma.sync, sm_80 and later), wgmma (Hopper's warpgroup MMA: compute capability 9.0, a build for sm_90a, head size 64), wgmma-fwd (the wgmma forward, head size 64 or 128, with the mma.sync backward), mma-rt2 (mma.sync, the backward with 2 row tiles per warp at head size 64: the same bits as mma), mma-rdq (mma.sync, the backward making dQ in its dK/dV kernel by integer reduction: deterministic, dQ rounded differently from mma) wgmma-rdq (wgmma, head size 64, its backward making dQ by integer reduction: dQ rounded differently from wgmma) or wgmma-ws (wgmma-rdq's backward warp-specialized: dQ rounded differently again)"},
     {NULL, "peak-tflops", OPT_FLOAT, NULL, F(peak_tflops), 0, 1e6, "peak TFLOP/s for MFU (0: a GPU's from its name; train_gpt shows MFU only when given)"},
     {NULL, "bench", OPT_SWITCH, NULL, F(bench), 0, 0, "time steps on random tokens (no data, logs or checkpoints); prints bench_tokens_per_s"},
     {NULL, "profile", OPT_SWITCH, NULL, F(profile), 0, 0, "print the time per step of each part (matmuls, attention, head, optimizer, ...) at the end: wall clock on the CPU, CUDA events on a GPU"},

@@ -16,10 +16,11 @@ enum MatmulMode { MATMUL_MODE_AUTO, MATMUL_MODE_FP32, MATMUL_MODE_BF16, MATMUL_M
 extern const char *const matmul_mode_names[NUM_MATMUL_MODES];
 // --attention: the GPU trainer's attention kernels (llmc/attention.cuh); the CPU trainer has one.
 // WGMMA_FORWARD: the wgmma forward with the mma.sync backward; the *_RDQ ones: the backward making dQ
-// by integer reduction in its dK/dV kernel (WGMMA_RDQ with the wgmma forward).
+// by integer reduction in its dK/dV kernel (WGMMA_RDQ with the wgmma forward); WGMMA_WS: the same
+// backward warp-specialized (a producer warp, two consumer warpgroups).
 enum AttentionKernel {
     ATTENTION_MMA, ATTENTION_WGMMA, ATTENTION_WGMMA_FORWARD, ATTENTION_MMA_RT2, ATTENTION_MMA_RDQ, ATTENTION_WGMMA_RDQ,
-    NUM_ATTENTION_KERNELS
+    ATTENTION_WGMMA_WS, NUM_ATTENTION_KERNELS
 };
 extern const char *const attention_kernel_names[NUM_ATTENTION_KERNELS];
 

@@ -23,8 +23,8 @@
 #      (one reading what another writes in the same launch) gives other bits or fails its checks
 #      there; on a GPU that is a race no sanitizer reports. --attention mma-rt2 (the backward with
 #      2 row tiles per warp) gives mma's bits in the bf16 and FP8 configurations; --attention
-#      mma-rdq and wgmma-rdq (dQ by integer reduction, bits of their own) the same bits forward and
-#      in reverse.
+#      mma-rdq, wgmma-rdq and wgmma-ws (dQ by integer reduction, bits of their own) the same bits
+#      forward and in reverse.
 #   4. The trainer's race build (dev/emu/race.h: ThreadSanitizer, each CUDA thread a fiber, the job
 #      of compute-sanitizer's racecheck and more): two steps each in bf16 with both GELU fusions,
 #      a mixed recompute list and --attention wgmma-fwd, in FP8 (delayed scaling, FP8 weight
@@ -205,13 +205,13 @@ for i in 0 2; do
     rm -rf "$dir/rt.mma" "$dir/rt.mma-rt2"
 done
 
-# --attention mma-rdq and wgmma-rdq (dQ by integer reduction in the dK/dV kernel) have dQ bits of
+# --attention mma-rdq, wgmma-rdq and wgmma-ws (dQ by integer reduction in the dK/dV kernel) have dQ bits of
 # their own, which must not depend on the order in which the CTAs add their shares: the bf16
 # configuration with each gives the same bits with the CTAs and threads run in reverse, and its last
 # validation loss is within 1e-3 of configuration 2's above (the same run with --attention
 # wgmma-fwd: the wgmma forward and the default mma.sync backward).
 last_val() { awk '$2 ~ /^tel:/ { v = substr($2, 5) } END { print v }' "$1"; }  # main.log: s:<step> tel:<loss>
-for mode in mma-rdq wgmma-rdq; do
+for mode in mma-rdq wgmma-rdq wgmma-ws; do
     base=${configs[2]/--attention wgmma-fwd/--attention $mode}
     for schedule in forward reverse; do
         # shellcheck disable=SC2086  # a list of flags
@@ -272,6 +272,8 @@ refused 2 "--attention wgmma: head size C / NH = 128; its backward is written fo
     -e L1C128NH1 --attention wgmma "${small[@]}"
 refused 2 "--attention wgmma-rdq: head size C / NH = 128; its backward is written for 64 only" \
     -e L1C128NH1 --attention wgmma-rdq "${small[@]}"
+refused 2 "--attention wgmma-ws: head size C / NH = 128; its backward is written for 64 only" \
+    -e L1C128NH1 --attention wgmma-ws "${small[@]}"
 refused 2 "-b \(--batch\) 524288 x -t \(--seq-len\) 16 = 8388608 rows: .* in 32 bits" -e L1C64NH1 "${small[@]}" \
     -b 524288 -t 16
 refused 2 "-r \(--recompute-level\): 'bogus' is not a policy" -e L1C64NH1 "${small[@]}" -r bogus

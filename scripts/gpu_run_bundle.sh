@@ -94,15 +94,15 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...: LIMIT_SECONDS, or what is left b
 # limit, not ten. (The flag lives in $WORK, which a fresh machine does not have: after a failure
 # there, give the next calls WGMMA=0.)
 wgmma_gate=$work/wgmma_did_not_pass
+skipped() {  # skipped NAME WHY: the step recorded as skipped
+    echo "| $1 | SKIPPED ($2) | 0 |" >> "$summary"; echo "== $1: SKIPPED ($2)"
+    echo "SKIPPED ($2)" > "$work/logs/$1.log"  # no earlier call's figures in this call's tables
+}
 wgmma_step() {  # wgmma_step NAME LIMIT COMMAND...: step, unless the wgmma kernels are known not to work
     local why=""
     [ "${WGMMA:-1}" = 0 ] && why="WGMMA=0"
     [ -e "$wgmma_gate" ] && why="attention_wgmma did not pass on this machine"
-    if [ -n "$why" ]; then
-        echo "| $1 | SKIPPED ($why) | 0 |" >> "$summary"; echo "== $1: SKIPPED ($why)"
-        echo "SKIPPED ($why)" > "$work/logs/$1.log"  # no earlier call's figures in this call's tables
-        return 0
-    fi
+    if [ -n "$why" ]; then skipped "$1" "$why"; return 0; fi
     step "$@"
 }
 tokens_per_s() { awk '/^bench_tokens_per_s/ {print $2}' "$work/logs/$1.log" 2>/dev/null; }  # tokens_per_s STEP_NAME
@@ -143,6 +143,15 @@ if wants checks; then
     wgmma_step test_gptcu_tiny_recompute_wgmma 150 $bin/test_gptcu tiny recompute wgmma
     # the wgmma backward with dQ by integer reduction (--attention wgmma-rdq), never run on a GPU
     wgmma_step test_gptcu_tiny_wgmma_rdq 90 $bin/test_gptcu tiny wgmma-rdq
+    # the same warp-specialized (--attention wgmma-ws: a producer warp, two consumer warpgroups,
+    # mbarriers), never run on a GPU: the harness first, in a run of its own (a fault in its
+    # protocol hangs until the step's limit), whose failure skips only the steps of this kernel
+    ws_why=
+    wgmma_step attention_wgmma_ws 150 $bin/attention --wgmma --ws || ws_why="attention_wgmma_ws did not pass"
+    [ -z "$ws_why" ] && [ -s "$work/logs/attention_wgmma_ws.log" ] && ! grep -q '^SKIPPED' "$work/logs/attention_wgmma_ws.log" &&
+        touch "$work/ws_passed"  # profile's ncu looks at it then
+    if [ -z "$ws_why" ]; then wgmma_step test_gptcu_tiny_wgmma_ws 90 $bin/test_gptcu tiny wgmma-ws
+    else skipped test_gptcu_tiny_wgmma_ws "$ws_why"; fi
     step torch_sdpa 120 python3 dev/bench/torch_sdpa_bench.py  # issue 5's baseline, same call as the harness's table
     for h in encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do step "harness_$h" 30 $bin/$h; done
     step bench_d12_quick 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12
@@ -152,6 +161,9 @@ if wants checks; then
     # the wgmma forward (1.28x mma.sync's on the H200) with the mma.sync backward (the wgmma one is 0.79x)
     wgmma_step bench_d12_quick_wgmma_fwd 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma-fwd
     wgmma_step bench_d12_quick_wgmma_rdq 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma-rdq
+    if [ -z "$ws_why" ]; then
+        wgmma_step bench_d12_quick_wgmma_ws 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma-ws
+    else skipped bench_d12_quick_wgmma_ws "$ws_why"; fi
 fi
 if wants sanitize; then  # compute-sanitizer's short runs first, then the d12 checks (minutes each)
     if [ -n "$sanitizer" ]; then
@@ -259,7 +271,8 @@ d48_ratio_table() {
       echo "| $label | $a | $b | $(ratio "$b" "$a") | $c | $(ratio "$c" "$a") |"; } >> "$summary"
 }
 if wants bench; then
-    precision_table "d12 16" "d48 $d48_b"
+    # d48 first: issue 8's goal is set there, and a call's deadline may cut what comes last
+    precision_table "d48 $d48_b" "d12 16"
     # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates (GPT-2's 0.5 M
     # tokens a step are 128 micro-steps of d48 B 4): one step's AdamW and gradient norm (about 30
     # bytes per parameter, ~15 ms at d48) otherwise dilute whatever the matmul precision changes,
@@ -315,6 +328,7 @@ if wants profile; then  # GPU time per kernel over two steps (ncu serializes ker
         # T 1024 HS 64: where their time goes (stall reasons, pipe use, occupancy, shared-memory
         # traffic), into $out/profile_attention.txt. About half a minute.
         wg=--wgmma; { [ "${WGMMA:-1}" = 0 ] || [ -e "$wgmma_gate" ]; } && wg=
+        [ -n "$wg" ] && [ -e "$work/ws_passed" ] && wg="$wg --ws"  # the warp-specialized kernel, once it passed here
         step profile_attention 150 "$ncu" --clock-control none --kernel-name regex:attention_ --section SpeedOfLight \
             --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
             --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis $bin/attention --profile-once $wg

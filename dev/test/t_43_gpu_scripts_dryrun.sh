@@ -66,10 +66,10 @@ returned() { tar -tzf "$d/out_$1/logs.tar.gz" | grep -q -x "$2"; }  # returned P
  echo $((SECONDS - t0)) > "$d/deadline.seconds") &
 deadline_pid=$!
 phase checks test_gptcu_tiny test_gptcu_small test_gptcu_tiny_rt2 test_gptcu_tiny_rdq attention attention_wgmma \
-    test_gptcu_tiny_wgmma test_gptcu_tiny_recompute_wgmma test_gptcu_tiny_wgmma_rdq torch_sdpa harness_encoder \
+    test_gptcu_tiny_wgmma test_gptcu_tiny_recompute_wgmma test_gptcu_tiny_wgmma_rdq attention_wgmma_ws test_gptcu_tiny_wgmma_ws torch_sdpa harness_encoder \
     harness_layernorm harness_gelu harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp \
     bench_d12_quick bench_d12_quick_rt2 bench_d12_quick_rdq bench_d12_quick_wgmma bench_d12_quick_wgmma_fwd \
-    bench_d12_quick_wgmma_rdq
+    bench_d12_quick_wgmma_rdq bench_d12_quick_wgmma_ws
 phase sanitize test_gptcu_d12 test_gptcu_d12_wgmma memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
     racecheck_attention_wgmma initcheck_test_tiny
 phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute_d12
@@ -109,16 +109,16 @@ phase profile profile_attention profile_d12_bf16 profile_summary_d12_bf16 profil
 check "profile: the three kernel tables are returned in profile.md" \
     test "$(grep -c "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile.md")" = 3
 check "profile: ncu's raw CSVs come back" returned profile profile_d48_fp8.csv
-check "profile: the attention kernels' report, with the wgmma ones" \
-    grep -q "^attention (dry run): --profile-once --wgmma$" "$d/out_profile/profile_attention.txt"
+check "profile: the attention kernels' report, with the wgmma ones and (its harness passed in checks) the warp-specialized one" \
+    grep -q "^attention (dry run): --profile-once --wgmma --ws$" "$d/out_profile/profile_attention.txt"
 phase curves curves
 check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curves/curves.csv")" = 1001
 # The wgmma gate: once attention --wgmma fails, the later wgmma steps of this call and of later
 # calls on the same machine are skipped, not run; WGMMA=0 skips them all.
 DRYRUN_FAIL_WGMMA=1 bundle "$d/out_gate" checks torch > "$d/gate.log" 2>&1
 check "wgmma gate: attention_wgmma's failure is recorded" grep -q "^| attention_wgmma | FAIL (exit 1) |" "$d/out_gate/summary.md"
-check "wgmma gate: the other 12 wgmma steps of checks and torch are skipped" \
-    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 12
+check "wgmma gate: the other 15 wgmma steps of checks and torch are skipped" \
+    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 15
 check "wgmma gate: the torch table shows the skipped column as -" grep -q "^| B 64 | 12345 (1.2%) | - | - | 23456 | 0.526 | - | - |" "$d/out_gate/summary.md"
 rm -f "$d/work/wgmma_did_not_pass"
 WGMMA=0 bundle "$d/out_nowgmma" sanitize > "$d/nowgmma.log" 2>&1
@@ -127,7 +127,7 @@ check "WGMMA=0: sanitize's 3 wgmma steps are skipped, its 5 others pass" \
 wait "$deadline_pid"
 check "deadline: the call ends at BUNDLE_SECONDS (took $(cat "$d/deadline.seconds") s of 30)" test "$(cat "$d/deadline.seconds")" -lt 40
 check "deadline: the step in progress is cut" grep -qE "^\| test_gptcu_tiny \| TIMEOUT \((2[0-9]|30)s\) \|" "$d/out_deadline/summary.md"
-check "deadline: the 23 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 23
+check "deadline: the 26 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 26
 check "deadline: logs.tar.gz returned" returned deadline logs/test_gptcu_tiny.log
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

@@ -218,8 +218,10 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int count) {
 
 // mbarriers in shared memory (sm_90 for try_wait): init (one thread, before a __syncthreads) sets the
 // arrivals each phase needs; arrive releases this thread's earlier accesses; wait(parity) returns
-// once the phase of that parity has completed (acquire), spinning on try_wait, which itself
-// suspends the thread for a while in hardware.
+// once the phase of that parity has completed (acquire), polling try_wait, which itself suspends the
+// thread for a while in hardware. A phase that never completes (a fault in a kernel's protocol)
+// traps after 2^26 polls, seconds at least, so that the launch fails with an error instead of
+// hanging until whatever runs it is killed; a healthy wait here lasts microseconds.
 __device__ __forceinline__ void mbar_init(uint64_t *bar, int count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
@@ -233,10 +235,15 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
 }
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, int parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("{\n.reg .pred done;\nwait_again:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra wait_again;\n}\n" ::"r"(smem_addr(bar)), "r"(parity)
-                 : "memory");
+    for (uint32_t polls = 0;; polls++) {
+        uint32_t done;
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_addr(bar)), "r"(parity)
+                     : "memory");
+        if (done) return;
+        if (polls == (1u << 26)) __trap();
+    }
 #endif
 }
 #endif  // LLMC_EMULATE_PTX
@@ -1787,7 +1794,8 @@ constexpr int STAGES = 3, CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), PRODUC
 constexpr int PRODUCER_REGISTERS = 24, CONSUMER_REGISTERS = 240;
 static_assert(128 * (PRODUCER_REGISTERS + CONSUMERS * CONSUMER_REGISTERS) <= 65536, "the registers of an SM");
 constexpr int ROWS = 64 * CONSUMERS, TILE = 64;
-constexpr int BAR_DS_READY = 3;  // + tile parity; 0 is __syncthreads', 1 and 2 warpgroup_sync's
+constexpr int BAR_DS_READY = 8;  // + tile parity; 0 is __syncthreads', 1 + warpgroup warpgroup_sync's
+static_assert(BAR_DS_READY > CONSUMERS + 1 && BAR_DS_READY + 1 < 16, "named barriers of their own");
 template <int HS> struct Layout {
     static constexpr uint32_t K = 0, V = K + ROWS * HS * 2, Q = V + ROWS * HS * 2, DO = Q + STAGES * TILE * HS * 2,
                               DS = DO + STAGES * TILE * HS * 2, DQ = DS + 2 * ROWS * TILE * 2,
@@ -1921,12 +1929,13 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
             ds_transposed<TILE>(dp, p, sDelta, t);
             uint32_t dsf[TILE / 16][4];
             acc_to_a<TILE>(dsf, dp);
+            // (before dK's product: the A registers of a wgmma in flight may not even be read)
+            store_a_swizzled<TILE>(ds_tile, ROWS, dsf, 64 * wg + 16 * warp, lane);
             wgmma::hold_registers<HS / 8>(dk);
             wgmma::hold_registers<TILE / 16>(dsf);
             wgmma::fence();
             mma_regs_by_tile<HS, TILE>(dk, dsf, qb);  // dK += dS^T Q
             wgmma::commit();
-            store_a_swizzled<TILE>(ds_tile, ROWS, dsf, 64 * wg + 16 * warp, lane);
             wgmma::wait<0>();  // dV, dK
             wgmma::hold_registers<HS / 8>(dv);
             wgmma::hold_registers<HS / 8>(dk);
@@ -2182,6 +2191,19 @@ static inline void backward_reduce_dq_wgmma_ws_hs(__nv_bfloat16 *dqkv, void *scr
                                                   const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                                   int B, int T, int NH, cudaStream_t stream) {
     const auto kernel = attention_backward_kv_ws_wgmma_kernel<HS>;
+    // setmaxnreg.inc waits until the CTA's pool has the registers: the launch must give each of the
+    // 384 threads enough that the producer's give the consumers theirs, or they wait forever.
+    static bool checked = false;
+    if (!checked) {
+        cudaFuncAttributes attr;
+        attention_cuda_check(cudaFuncGetAttributes(&attr, kernel));
+        using namespace bwd_ws;
+        if (attr.numRegs * THREADS < 128 * (PRODUCER_REGISTERS + CONSUMERS * CONSUMER_REGISTERS))
+            die("attention_backward_wgmma_ws: the kernel was built with %d registers a thread, fewer than the "
+                "%d x %d + %d x %d its warpgroups take over 384 threads", attr.numRegs, 128 * CONSUMERS,
+                CONSUMER_REGISTERS, 128, PRODUCER_REGISTERS);
+        checked = true;
+    }
     reduce_dq_steps<HS>(dqkv, scratch, dout, qkv, out, B, T, NH, stream, [&](const float *delta, DqReduce reduce) {
         const size_t smem = bwd_ws::smem_bytes<HS>();
         launch_config(kernel, smem);

@@ -1038,5 +1038,8 @@ template <int REGS> inline void lower_registers() { emu::warpgroup_collective("s
 template <typename... Params> cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attr, int value) {
     return cudaFuncSetAttribute((const void *)kernel, attr, value);
 }
+template <typename... Params> cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, void (*kernel)(Params...)) {
+    return cudaFuncGetAttributes(attr, (const void *)kernel);
+}
 
 #endif  // DEV_EMU_CUDA_EMU_H

@@ -169,21 +169,20 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 // Integer adds into global memory that return nothing, for the backward's dQ by integer reduction
 // (reduce_dq_tile): integer addition is associative, so the sums do not depend on the order in
 // which CTAs add. red.global: one value from a register. The bulk reduction (sm_90): the async
-// proxy adds `bytes` of shared memory (bytes % 16 == 0, both addresses 16-byte aligned) as u64 to
+// proxy adds `bytes` of shared memory (bytes % 16 == 0, both addresses 16-byte aligned) as u32 to
 // global memory; commit closes a group, wait_read<N>() returns when at most N groups still read
 // their shared source (then the source may be rewritten, or the CTA exit; the adds complete before
 // the grid does). Before sm_90 the issuing thread adds the values one by one instead (the same
 // sums, nothing in flight; slow, so the host picks DQ_RED there).
-__device__ __forceinline__ void red_add_u64(unsigned long long *p, unsigned long long v) {
-    asm volatile("red.global.add.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+__device__ __forceinline__ void red_add_u32(uint32_t *p, uint32_t v) {
+    asm volatile("red.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
-__device__ __forceinline__ void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) {
+__device__ __forceinline__ void bulk_reduce_add_u32(void *dst, const void *src, uint32_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u64 [%0], [%1], %2;\n"
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%0], [%1], %2;\n"
                  ::"l"(dst), "r"(smem_addr(src)), "r"(bytes) : "memory");
 #else
-    for (uint32_t i = 0; i < bytes / 8; i++)
-        red_add_u64((unsigned long long *)dst + i, ((const unsigned long long *)src)[i]);
+    for (uint32_t i = 0; i < bytes / 4; i++) red_add_u32((uint32_t *)dst + i, ((const uint32_t *)src)[i]);
 #endif
 }
 __device__ __forceinline__ void bulk_commit() {
@@ -844,7 +843,7 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 // ---------------------------------------------------------------------------------------------
 // dQ by integer reduction (attention_backward_reduce_dq; NOT RUN on a GPU, 2026-11-28): the dK/dV
 // kernel also makes each key block's share of dQ, dS K (five matmuls per tile pair instead of the
-// seven of the separate dQ kernel, which computes S and dP again), and adds it into an int64
+// seven of the separate dQ kernel, which computes S and dP again), and adds it into an int32
 // accumulator (B, NH, T, HS) in fixed point. Integer addition is associative, so the sums do not
 // depend on the order in which CTAs add them: deterministic without ordering the CTAs (the fused
 // variant measured and removed on 2026-11-23 ordered them with turn counters and a read-add-write
@@ -853,11 +852,15 @@ attention_delta_kernel(float *__restrict__ delta, const __nv_bfloat16 *__restric
 //   sum_j |bf16(dS_ij)| |K_jd| <= 2.05 ||dO_i||_1 max|V| max|K|
 // (|dS_ij| = P_ij |dP_ij - delta_i| with sum_j P_ij = 1 and |dP_ij|, |delta_i| <= ||dO_i||_1 max|V|,
 // max over the head; 2.05 covers the bf16 rounding of dS and O and the fp32 sums), and so is the
-// sum of all the shares' magnitudes. With bound = 4 ||dO_i||_1 max|K| max|V| < 2^e and shift 62 - e,
-// every partial sum of the integers stays below 2^62 + (shares) < 2^63, and each share is rounded
-// to 2^-62 of the bound, far finer than fp32. This needs lse to be the forward's of the same qkv
-// (sum_j P_ij = 1); a bound that is not finite (inf or NaN inputs, or 2^128 and more) makes the
-// row's dQ NaN.
+// sum of all the shares' magnitudes. With bound = 4 ||dO_i||_1 max|K| max|V| < 2^e and shift 30 - e,
+// every partial sum of the integers stays below 2^30 + (shares) < 2^31 (and two's complement adds
+// wrap exactly in between anyway), and each share is rounded within 2^-30 of the bound: an error of the
+// order of fp32's in summing the share's terms, whose magnitudes add up to a few times less than the
+// bound (|dP_ij| is typically far below its bound), and far below dQ's final bf16 rounding. Until
+// 2026-11-29 the integers were int64 (shift 62 - e): twice the bytes in the accumulator's memset,
+// its reductions and the last kernel, and conversions to 64 bits, slow ones. This needs lse to be
+// the forward's of the same qkv (sum_j P_ij = 1); a bound that is not finite (inf or NaN inputs, or
+// 2^128 and more) makes the row's dQ NaN.
 constexpr int DQ_SHIFT_NONFINITE = INT_MIN;
 
 // 2^k as a float, for -126 <= k <= 127 (exact: a power of two scales without rounding).
@@ -868,7 +871,7 @@ __host__ __device__ inline float pow2f(int k) {
     return f;
 }
 
-// shift_i from ||dO_i||_1 and the head's max |K|, max |V| (the delta kernel's bounds); -66..122, so
+// shift_i from ||dO_i||_1 and the head's max |K|, max |V| (the delta kernel's bounds); -98..90, so
 // that 2^shift and 2^-shift are normal floats (a bound below 2^-60 is taken as 2^-60; one of 2^128
 // or more, beyond fp32, is flagged as not finite). The bound is formed in fp64, where the product
 // of three floats neither underflows nor overflows (fp32 could underflow in (4 l1) max_k and then
@@ -880,15 +883,15 @@ __host__ __device__ inline int dq_fixed_shift(float l1, float max_k, float max_v
     memcpy(&bits, &bound, sizeof(bits));
     const int biased = (int)(bits >> 52);               // bound >= 0 and never subnormal: its biased exponent
     const int e = biased == 0 ? -60 : biased - 1022;    // bound < 2^e
-    return 62 - (e < -60 ? -60 : e);
+    return 30 - (e < -60 ? -60 : e);
 }
 
 // How the dK/dV kernel's dQ is made: by the dQ kernel (DQ_KERNEL), or by integer reduction, each
 // thread adding its values with red.global (DQ_RED) or the CTA staging its share in shared memory
-// for one bulk reduction (DQ_BULK; the staging costs BQ x HS x 8 bytes of shared memory).
+// for one bulk reduction (DQ_BULK; the staging costs BQ x HS x 4 bytes of shared memory).
 enum DqMode { DQ_KERNEL = 0, DQ_RED = 1, DQ_BULK = 2 };
 struct DqReduce {
-    unsigned long long *acc;  // (B, NH, T, HS) int64 two's complement, zero before the kernel
+    uint32_t *acc;            // (B, NH, T, HS) int32 two's complement, zero before the kernel
     const float *dout_l1;     // the delta kernel's bounds
     const unsigned *head_max;
 };
@@ -896,8 +899,8 @@ struct DqReduce {
 // A warp's part of a query tile's dQ share (acc: rows m0 + g (+8) of the tile, columns col0 + 8 n +
 // 2 t (+1), NB blocks of 8) in each row's fixed-point format (exact scaling by 2^shift, one rounding
 // to an integer), handed in pairs to put(row, col, v0, v1). Odd rows g take the column blocks in the
-// other order, so that a quarter warp's 16-byte stores of a [rows][HS] int64 staging (rows g, g + 1
-// of HS x 8 bytes, a multiple of 128) fall in different banks.
+// other order, so that a half warp's 8-byte stores of a [rows][HS] int32 staging (rows g..g + 3 of
+// HS x 4 bytes, a multiple of 128) fall in two sets of banks (a 2-way conflict, not 4-way).
 template <int NB, typename Put>
 __device__ __forceinline__ void dq_share_fixed(const float (*acc)[4], int m0, int col0, const float *l1_tile,
                                                float max_k, float max_v, int lane, Put put) {
@@ -913,19 +916,19 @@ __device__ __forceinline__ void dq_share_fixed(const float (*acc)[4], int m0, in
             const float x0 = swap ? acc[n ^ 1][2 * half] : acc[n][2 * half];
             const float x1 = swap ? acc[n ^ 1][2 * half + 1] : acc[n][2 * half + 1];
             const int col = col0 + 8 * (swap ? n ^ 1 : n) + 2 * t;
-            put(row, col, (unsigned long long)__float2ll_rn(x0 * to_fixed), (unsigned long long)__float2ll_rn(x1 * to_fixed));
+            put(row, col, (uint32_t)__float2int_rn(x0 * to_fixed), (uint32_t)__float2int_rn(x1 * to_fixed));
         }
     }
 }
 
-// DQ_BULK: once every thread has staged its part of the share in sDQ ([rows][HS] int64), one thread
+// DQ_BULK: once every thread has staged its part of the share in sDQ ([rows][HS] int32), one thread
 // hands its valid rows to the bulk reduction into acc_tile.
 template <int HS>
-__device__ __forceinline__ void issue_dq_bulk(unsigned long long *acc_tile, const unsigned long long *sDQ, int valid) {
+__device__ __forceinline__ void issue_dq_bulk(uint32_t *acc_tile, const uint32_t *sDQ, int valid) {
     wgmma::fence_proxy_async_shared();  // the bulk reduction reads through the async proxy
     __syncthreads();
     if (threadIdx.x == 0) {
-        bulk_reduce_add_u64(acc_tile, sDQ, (uint32_t)valid * HS * 8);
+        bulk_reduce_add_u32(acc_tile, sDQ, (uint32_t)valid * HS * 4);
         bulk_commit();
     }
 }
@@ -937,7 +940,7 @@ __device__ __forceinline__ void issue_dq_bulk(unsigned long long *acc_tile, cons
 // there are fewer than 4). sDQ: DQ_BULK's staging, [BQ][HS] int64.
 template <int HS, int BQ, int KROWS, int DQ>
 __device__ __forceinline__ void reduce_dq_tile(const __nv_bfloat16 *sDS, const __nv_bfloat16 *sK,
-                                               unsigned long long *sDQ, unsigned long long *acc_tile, int valid,
+                                               uint32_t *sDQ, uint32_t *acc_tile, int valid,
                                                const float *l1_tile, float max_k, float max_v, int warp, int lane) {
     constexpr int M = BQ / 16, SPLIT = NWARPS / M, NCOLS = HS / SPLIT, LDS = BQ + SMEM_PAD;
     static_assert(NWARPS % M == 0 && NCOLS % 16 == 0, "the warps split the tile's rows and columns evenly");
@@ -960,14 +963,14 @@ __device__ __forceinline__ void reduce_dq_tile(const __nv_bfloat16 *sDS, const _
         }
     }
     dq_share_fixed<NCOLS / 8>(acc, m0, col0, l1_tile, max_k, max_v, lane,
-                              [&](int row, int col, unsigned long long v0, unsigned long long v1) {
+                              [&](int row, int col, uint32_t v0, uint32_t v1) {
                                   if constexpr (DQ == DQ_RED) {
                                       if (row < valid) {
-                                          red_add_u64(acc_tile + (int64_t)row * HS + col, v0);
-                                          red_add_u64(acc_tile + (int64_t)row * HS + col + 1, v1);
+                                          red_add_u32(acc_tile + (int64_t)row * HS + col, v0);
+                                          red_add_u32(acc_tile + (int64_t)row * HS + col + 1, v1);
                                       }
                                   } else {
-                                      *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
+                                      *reinterpret_cast<uint2 *>(sDQ + row * HS + col) = make_uint2(v0, v1);
                                   }
                               });
     if constexpr (DQ == DQ_BULK) issue_dq_bulk<HS>(acc_tile, sDQ, valid);
@@ -999,7 +1002,7 @@ template <int HS> __host__ __device__ constexpr int bwd_stream_rows() { return H
 // Two resident tiles of RT * 64 rows (RT: the kernels' row tiles per warp, below), two
 // streamed operands of [2][BS] rows, and the streamed lse and delta ([2][BS] fp32; dK/dV). The
 // dK/dV kernel with dQ by integer reduction (DQ) adds ||dO||_1 ([2][BS] fp32), dS^T
-// ([64 RT][BS + 8] bf16) and, for DQ_BULK, its staging ([BS][HS] int64).
+// ([64 RT][BS + 8] bf16) and, for DQ_BULK, its staging ([BS][HS] int32).
 template <int HS, int BS, int RT = 1> constexpr size_t backward_smem_bytes() {
     return (size_t)(2 * RT * ROWS_PER_CTA + 4 * BS) * ld<HS>() * sizeof(__nv_bfloat16) + (size_t)4 * BS * sizeof(float);
 }
@@ -1007,7 +1010,7 @@ template <int HS, int BS, int RT, int DQ> constexpr size_t backward_kv_smem_byte
     constexpr size_t staging = backward_smem_bytes<HS, BS, RT>() + (size_t)2 * BS * sizeof(float) +
                                (size_t)RT * ROWS_PER_CTA * (BS + SMEM_PAD) * sizeof(__nv_bfloat16);
     static_assert(staging % 16 == 0, "the staging is 16-byte aligned");
-    return DQ == DQ_KERNEL ? backward_smem_bytes<HS, BS, RT>() : staging + (DQ == DQ_BULK ? (size_t)BS * HS * 8 : 0);
+    return DQ == DQ_KERNEL ? backward_smem_bytes<HS, BS, RT>() : staging + (DQ == DQ_BULK ? (size_t)BS * HS * 4 : 0);
 }
 
 // The backward's per-element steps on a warp's accumulator tiles, shared by the mma.sync and wgmma
@@ -1152,7 +1155,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     float *sDelta = sLse + 2 * BQ;                               // [2][BQ]
     float *sL1 = sDelta + 2 * BQ;                                // [2][BQ] (DQ)
     __nv_bfloat16 *sDS = reinterpret_cast<__nv_bfloat16 *>(sL1 + 2 * BQ);                        // [KROWS][BQ+8] (DQ)
-    unsigned long long *sDQ = reinterpret_cast<unsigned long long *>(sDS + KROWS * (BQ + SMEM_PAD));  // [BQ][HS] (DQ_BULK)
+    uint32_t *sDQ = reinterpret_cast<uint32_t *>(sDS + KROWS * (BQ + SMEM_PAD));  // [BQ][HS] (DQ_BULK)
 
     const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
     const int k0 = blockIdx.y * KROWS;  // the first key blocks see the most queries: first
@@ -1374,7 +1377,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 // the row's bound is not finite. One warp per (b, h, t) row of acc.
 template <int HS>
 __global__ void __launch_bounds__(NTHREADS)
-attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const unsigned long long *__restrict__ acc,
+attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const uint32_t *__restrict__ acc,
                              const float *__restrict__ dout_l1, const unsigned *__restrict__ head_max, int B, int T,
                              int NH, float scale) {
     const int64_t row = (int64_t)blockIdx.x * NWARPS + threadIdx.x / 32;  // (b, h, t) flattened
@@ -1385,14 +1388,14 @@ attention_dq_finalize_kernel(__nv_bfloat16 *__restrict__ dqkv, const unsigned lo
         dq_fixed_shift(dout_l1[row], __uint_as_float(head_max[2 * bh]), __uint_as_float(head_max[2 * bh + 1]));
     __nv_bfloat16 *dst = dqkv + (b * T + tt) * 3 * NH * HS + h * HS;
 #pragma unroll
-    for (int p = 0; p < HS / 64; p++) {  // lane reads the pairs 2 lane + 64 p: 16-byte loads side by side
+    for (int p = 0; p < HS / 64; p++) {  // lane reads the pairs 2 lane + 64 p: 8-byte loads side by side
         const int i = 2 * lane + 64 * p;
-        const ulonglong2 v = *reinterpret_cast<const ulonglong2 *>(acc + row * HS + i);
+        const uint2 v = *reinterpret_cast<const uint2 *>(acc + row * HS + i);
         float x0 = __uint_as_float(0x7FC00000u), x1 = x0;  // NaN
         if (shift != DQ_SHIFT_NONFINITE) {
             const float from_fixed = pow2f(-shift);
-            x0 = __ll2float_rn((long long)v.x) * from_fixed * scale;
-            x1 = __ll2float_rn((long long)v.y) * from_fixed * scale;
+            x0 = __int2float_rn((int)v.x) * from_fixed * scale;
+            x1 = __int2float_rn((int)v.y) * from_fixed * scale;
         }
         *reinterpret_cast<__nv_bfloat162 *>(dst + i) = __floats2bfloat162_rn(x0, x1);
     }
@@ -1442,13 +1445,13 @@ template <int HS, int WG> constexpr size_t smem_bytes() {
 }
 // The dK/dV kernel with dQ by integer reduction adds, after lse and delta, ||dO||_1 ([2][TILE] fp32),
 // then from the next 1024-byte boundary the staged dS^T (a swizzled [64 WG][TILE] bf16 tile), the
-// share's int64 staging ([TILE][HS]) and, with 2 warpgroups, the rows one hands the other ([TILE][HS
+// share's int32 staging ([TILE][HS]) and, with 2 warpgroups, the rows one hands the other ([TILE][HS
 // + 8] fp32).
 template <int HS, int WG> __host__ __device__ constexpr uint32_t ds_offset() {
     return 2 * resident_bytes<HS, WG>() + 4 * tile_bytes<HS>() + wgmma::SWIZZLE_ALIGN + 1024;
 }
 template <int HS, int WG> constexpr size_t reduce_dq_smem_bytes() {
-    return wgmma::SWIZZLE_ALIGN + ds_offset<HS, WG>() + resident_rows<WG>() * TILE * 2 + (size_t)TILE * HS * 8 +
+    return wgmma::SWIZZLE_ALIGN + ds_offset<HS, WG>() + resident_rows<WG>() * TILE * 2 + (size_t)TILE * HS * 4 +
            (WG == 2 ? (size_t)TILE * (HS + 8) * 4 : 0);
 }
 
@@ -1492,7 +1495,7 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     float *sLse = tiles.lse, *sDelta = tiles.delta;
     float *sL1 = sDelta + 2 * TILE;                                                              // [2][TILE] (DQ)
     __nv_bfloat16 *sDS = reinterpret_cast<__nv_bfloat16 *>(smem + ds_offset<HS, WG>());          // (DQ)
-    unsigned long long *sDQ = reinterpret_cast<unsigned long long *>(sDS + ROWS * TILE);         // (DQ)
+    uint32_t *sDQ = reinterpret_cast<uint32_t *>(sDS + ROWS * TILE);                             // (DQ)
     constexpr int XLD = HS + 8;  // sX's row stride: a half warp's 8-byte accesses of 4 rows in 32 banks
     float *sX = reinterpret_cast<float *>(sDQ + TILE * HS);                                      // (DQ, WG 2)
     const uint32_t k_addr = tiles.resident_addr[0], v_addr = tiles.resident_addr[1];
@@ -1614,8 +1617,8 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
             // the staging, and one bulk reduction adds the tile's share into acc (integer
             // addition: the same sums in any order).
             const float *l1_tile = sL1 + buf * TILE;
-            auto stage = [&](int row, int col, unsigned long long v0, unsigned long long v1) {
-                *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
+            auto stage = [&](int row, int col, uint32_t v0, uint32_t v1) {
+                *reinterpret_cast<uint2 *>(sDQ + row * HS + col) = make_uint2(v0, v1);
             };
             if (!active) {
 #pragma unroll
@@ -1626,7 +1629,7 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
             } else {
                 // The two warpgroups' shares added in fp32 (a + b is b + a: the same bits either way),
                 // each warpgroup summing half of the rows and turning them to fixed point: half the
-                // conversions to int64 (a slow instruction) of converting both shares. Rows 0..31 are
+                // conversions, and half the bulk reduction's bytes, of converting both shares. Rows 0..31 are
                 // warpgroup 0's (its warps 0, 1), rows 32..63 warpgroup 1's (its warps 2, 3); the
                 // other warps hand theirs over through sX.
                 const bool sums = (warp < 2) == (wg == 0);
@@ -1775,7 +1778,7 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
 //   dQ of tile i: warpgroup i % 2 alone makes it, dS K over all 128 keys (one wgmma chain of 8
 //             k16 steps, A = dS and B = K read MN-major), after the other warpgroup has staged its
 //             rows (named barrier DS_READY + parity: the other arrives, this one waits); turns it to
-//             reduce_dq_tile's fixed point in its own int64 staging and adds it by one bulk
+//             reduce_dq_tile's fixed point in its own int32 staging and adds it by one bulk
 //             reduction. The other warpgroup rewrites the buffer two tiles later, after waiting at
 //             tile i + 1's DS_READY, where this one arrives only once its dQ of tile i is done. The
 //             dQ work alternates between the warpgroups: 5 products per tile pair on average, as
@@ -1788,7 +1791,7 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
 // (the launch gives each of the 384 threads 168, where the consumers spill; ptxas -v: no spills
 // with the producer's copy loops kept rolled). Shared memory from a 1024-byte
 // boundary: K, V [128][HS]; Q, dO [STAGES][64][HS] (all swizzled); dS^T [2][128][64] (swizzled);
-// the two warpgroups' dQ stagings [2][64][HS] int64; statistics [STAGES][3][64] fp32; mbarriers.
+// the two warpgroups' dQ stagings [2][64][HS] int32; statistics [STAGES][3][64] fp32; mbarriers.
 namespace bwd_ws {
 constexpr int STAGES = 3, CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), PRODUCER_WARP = 4 * CONSUMERS;
 constexpr int PRODUCER_REGISTERS = 24, CONSUMER_REGISTERS = 240;
@@ -1799,7 +1802,7 @@ static_assert(BAR_DS_READY > CONSUMERS + 1 && BAR_DS_READY + 1 < 16, "named barr
 template <int HS> struct Layout {
     static constexpr uint32_t K = 0, V = K + ROWS * HS * 2, Q = V + ROWS * HS * 2, DO = Q + STAGES * TILE * HS * 2,
                               DS = DO + STAGES * TILE * HS * 2, DQ = DS + 2 * ROWS * TILE * 2,
-                              STATS = DQ + 2 * TILE * HS * 8, BARRIERS = STATS + STAGES * 3 * TILE * 4,
+                              STATS = DQ + 2 * TILE * HS * 4, BARRIERS = STATS + STAGES * 3 * TILE * 4,
                               END = BARRIERS + (2 * STAGES + 1) * 8;
     static_assert(V % 1024 == 0 && Q % 1024 == 0 && DO % 1024 == 0 && DS % 1024 == 0 && DQ % 16 == 0 &&
                       BARRIERS % 8 == 0, "swizzled tiles on 1024-byte boundaries, the staging 16-byte aligned");
@@ -1880,7 +1883,7 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
     const int key_lo = wg_k0 + 16 * warp + g;  // key of accumulator rows 0, 1 (2, 3: key_lo + 8)
     const float max_k = __uint_as_float(reduce.head_max[2 * bh]), max_v = __uint_as_float(reduce.head_max[2 * bh + 1]);
     const uint32_t k_addr = smem_addr(sK), v_addr = smem_addr(sV);
-    unsigned long long *sDQ = reinterpret_cast<unsigned long long *>(smem + L::DQ) + wg * TILE * HS;  // this warpgroup's
+    uint32_t *sDQ = reinterpret_cast<uint32_t *>(smem + L::DQ) + wg * TILE * HS;  // this warpgroup's
     const bool bulk_thread = threadIdx.x % 128 == 0;  // issues the warpgroup's bulk reductions
 
     float dk[HS / 8][4], dv[HS / 8][4];
@@ -1959,13 +1962,13 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
             if (bulk_thread) bulk_wait_read<0>();  // this warpgroup's last share has left sDQ
             warpgroup_sync();
             dq_share_fixed<HS / 8>(dq, 16 * warp, 0, sL1, max_k, max_v, lane,
-                                   [&](int row, int col, unsigned long long v0, unsigned long long v1) {
-                                       *reinterpret_cast<ulonglong2 *>(sDQ + row * HS + col) = make_ulonglong2(v0, v1);
+                                   [&](int row, int col, uint32_t v0, uint32_t v1) {
+                                       *reinterpret_cast<uint2 *>(sDQ + row * HS + col) = make_uint2(v0, v1);
                                    });
             wgmma::fence_proxy_async_shared();  // the bulk reduction reads through the async proxy
             warpgroup_sync();
             if (bulk_thread) {
-                bulk_reduce_add_u64(reduce.acc + ((int64_t)bh * T + qt0) * HS, sDQ, (uint32_t)min(TILE, T - qt0) * HS * 8);
+                bulk_reduce_add_u32(reduce.acc + ((int64_t)bh * T + qt0) * HS, sDQ, (uint32_t)min(TILE, T - qt0) * HS * 4);
                 bulk_commit();
             }
         }
@@ -2119,18 +2122,18 @@ static inline void backward_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bf
     backward_dq_hs<HS, MIN_CTAS, BS>(dqkv, dout, qkv, lse, delta, B, T, NH, stream, codes);
 }
 
-// The scratch of the backward with dQ by integer reduction: the int64 accumulator (B, NH, T, HS),
+// The scratch of the backward with dQ by integer reduction: the int32 accumulator (B, NH, T, HS),
 // then delta and ||dO||_1 ((B, NH, T) fp32 each), then the heads' max |K|, |V| ((B, NH, 2) u32).
 struct ReduceDqScratch {
-    unsigned long long *acc;
+    uint32_t *acc;
     float *delta, *dout_l1;
     unsigned *head_max;
 };
 static inline ReduceDqScratch reduce_dq_scratch(void *scratch, int B, int T, int NH, int HS) {
     const size_t rows = (size_t)B * NH * T;
     unsigned char *p = (unsigned char *)scratch;
-    return {(unsigned long long *)p, (float *)(p + rows * HS * 8), (float *)(p + rows * HS * 8 + rows * sizeof(float)),
-            (unsigned *)(p + rows * HS * 8 + rows * 2 * sizeof(float))};
+    return {(uint32_t *)p, (float *)(p + rows * HS * 4), (float *)(p + rows * HS * 4 + rows * sizeof(float)),
+            (unsigned *)(p + rows * HS * 4 + rows * 2 * sizeof(float))};
 }
 
 // The steps of every backward with dQ by integer reduction: zero the accumulator and the heads'
@@ -2143,7 +2146,7 @@ static inline void reduce_dq_steps(__nv_bfloat16 *dqkv, void *scratch, const __n
     const ReduceDqScratch s = reduce_dq_scratch(scratch, B, T, NH, HS);
     const int64_t rows = (int64_t)B * NH * T;
     attention_cuda_check(cudaMemsetAsync(s.head_max, 0, (size_t)B * NH * 2 * sizeof(unsigned), stream));
-    attention_cuda_check(cudaMemsetAsync(s.acc, 0, (size_t)rows * HS * 8, stream));
+    attention_cuda_check(cudaMemsetAsync(s.acc, 0, (size_t)rows * HS * 4, stream));
     backward_delta<HS, true>(s.delta, dout, out, B, T, NH, stream, DqBounds{s.dout_l1, s.head_max, qkv});
     launch_kv(s.delta, DqReduce{s.acc, s.dout_l1, s.head_max});
     attention_cuda_check(cudaGetLastError());
@@ -2325,10 +2328,10 @@ static inline void attention_backward_rt2(__nv_bfloat16 *dqkv, void *scratch, co
 }
 
 // Bytes of scratch that attention_backward_reduce_dq and attention_backward_wgmma_reduce_dq need:
-// B NH T (8 HS + 8) + 8 B NH.
+// B NH T (4 HS + 8) + 8 B NH.
 static inline size_t attention_backward_reduce_dq_scratch_bytes(int B, int T, int NH, int HS) {
     const size_t rows = (size_t)B * NH * T;  // attention_detail::reduce_dq_scratch's layout
-    return rows * HS * 8 + rows * 2 * sizeof(float) + (size_t)B * NH * 2 * sizeof(unsigned);
+    return rows * HS * 4 + rows * 2 * sizeof(float) + (size_t)B * NH * 2 * sizeof(unsigned);
 }
 
 // attention_backward with dQ by integer reduction (see reduce_dq_tile): the same contract, except

@@ -112,10 +112,10 @@ struct AsyncCopy {
     bool valid;  // false: zero-fill, no read
 };
 
-// A bulk reduction (cp.reduce.async.bulk ... .add.u64): shared bytes [src, src + bytes) added as
-// u64 to global memory at dst, when the issuing thread waits for its group.
+// A bulk reduction (cp.reduce.async.bulk ... .add.u32): shared bytes [src, src + bytes) added as
+// u32 to global memory at dst, when the issuing thread waits for its group.
 struct BulkReduce {
-    uint64_t *dst;
+    uint32_t *dst;
     uint32_t src;  // shared address
     uint32_t bytes;
 };
@@ -395,13 +395,13 @@ EMU_UNCHECKED inline void cp_async_wait(int pending) {
 // reading shared memory then, so that a kernel that overwrites the
 // source before waiting adds the wrong values. The adds are relaxed atomics (CTAs' adds to one
 // element may come in any order; integer sums do not depend on it).
-EMU_UNCHECKED inline void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) {
+EMU_UNCHECKED inline void bulk_reduce_add_u32(void *dst, const void *src, uint32_t bytes) {
     const uint32_t a = shared_address(src);
     if (a % 16 || (uintptr_t)dst % 16 || bytes % 16)
         fail("cp.reduce.async.bulk of %u bytes from shared byte %u to %p: not 16-byte aligned", bytes, a, dst);
     check_range(a, bytes, "cp.reduce.async.bulk");
     race::program_read(state().smem + a, bytes);  // for race.h: the source must be published by now
-    state().cur->bulk_uncommitted.push_back({(uint64_t *)dst, a, bytes});
+    state().cur->bulk_uncommitted.push_back({(uint32_t *)dst, a, bytes});
 }
 EMU_UNCHECKED inline void bulk_commit() {
     Thread &t = *state().cur;
@@ -415,9 +415,9 @@ EMU_UNCHECKED inline void bulk_wait(int pending) {
         for (const BulkReduce &r : t.bulk_groups.front()) {
             check_read(r.src, r.bytes, 1ull << warp_of(t), true, "cp.reduce.async.bulk");
             race::program_read(s.smem + r.src, r.bytes);
-            for (uint32_t i = 0; i < r.bytes / 8; i++) {
-                uint64_t v;
-                memcpy(&v, s.smem + r.src + 8 * i, 8);
+            for (uint32_t i = 0; i < r.bytes / 4; i++) {
+                uint32_t v;
+                memcpy(&v, s.smem + r.src + 4 * i, 4);
                 __atomic_fetch_add(r.dst + i, v, __ATOMIC_RELAXED);
             }
         }
@@ -952,15 +952,14 @@ inline unsigned atomicMax(unsigned *p, unsigned v) {
 template <typename T> inline T __ldcs(const T *p) { return *p; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __int2float_rn(int i) { return (float)i; }
-// cvt.rn.f32.s64 (the host's conversion rounds to nearest even) and cvt.rni.s64.f32: to nearest
+// cvt.rn.f32.s32 (the host's conversion rounds to nearest even) and cvt.rni.s32.f32: to nearest
 // even, NaN to 0, out of range saturated.
-inline float __ll2float_rn(long long i) { return (float)i; }
-inline long long __float2ll_rn(float x) {
+inline float __int2float_rn(int i) { return (float)i; }
+inline int __float2int_rn(float x) {
     if (x != x) return 0;
-    if (x >= 0x1p63f) return INT64_MAX;
-    if (x < -0x1p63f) return INT64_MIN;
-    return (long long)nearbyintf(x);
+    if (x >= 0x1p31f) return INT32_MAX;
+    if (x < -0x1p31f) return INT32_MIN;
+    return (int)nearbyintf(x);
 }
 inline unsigned __float_as_uint(float f) {
     unsigned u;
@@ -992,9 +991,9 @@ inline uint32_t smem_addr(const void *p) { return emu::shared_address(p); }
 inline void cp_async_16(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 16, valid); }
 inline void cp_async_4(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 4, valid); }
 inline void cp_async_commit() { emu::cp_async_commit(); }
-inline void red_add_u64(unsigned long long *p, unsigned long long v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-inline void bulk_reduce_add_u64(void *dst, const void *src, uint32_t bytes) {
-    emu::bulk_reduce_add_u64(dst, src, bytes);
+inline void red_add_u32(uint32_t *p, uint32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline void bulk_reduce_add_u32(void *dst, const void *src, uint32_t bytes) {
+    emu::bulk_reduce_add_u32(dst, src, bytes);
 }
 inline void bulk_commit() { emu::bulk_commit(); }
 template <int PENDING> inline void bulk_wait_read() { emu::bulk_wait(PENDING); }

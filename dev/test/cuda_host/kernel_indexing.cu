@@ -18,8 +18,8 @@
 //   4. the fixed-point format of the attention backward's dQ by integer reduction
 //      (llmc/attention.cuh's dq_fixed_shift, pow2f): over bounds from 0 and subnormals to
 //      overflow, inf and NaN, the shift puts the exact bound 4 ||dO||_1 max|K| max|V| times 2^shift
-//      in [2^61, 2^62] (below only where a tiny bound is clamped), so that every partial sum,
-//      at most 2.05 / 4 of it, fits an int64 with 2^61 to spare; a bound beyond fp32 is flagged.
+//      in [2^29, 2^30] (below only where a tiny bound is clamped), so that every partial sum,
+//      at most 2.05 / 4 of it, fits an int32 with 2^29 to spare; a bound beyond fp32 is flagged.
 // Prints one line per check (dev/test/check.h); exits 1 if any fails.
 #include "../../../llmc/attention.cuh"
 #include "../../../llmc/quant.cuh"
@@ -211,18 +211,18 @@ static void check_dq_fixed_point(void) {
                     nonfinite_ok = nonfinite_ok && shift == DQ_SHIFT_NONFINITE;
                     continue;
                 }
-                range_ok = range_ok && shift >= -66 && shift <= 122;
+                range_ok = range_ok && shift >= -98 && shift <= 90;
                 const long double scaled = ldexpl(bound, shift);
-                fits = fits && scaled <= ldexpl(1.0L + ldexpl(1.0L, -20), 62);
-                tight = tight && (scaled >= ldexpl(1.0L, 61) * (1.0L - ldexpl(1.0L, -20)) || shift == 122);
+                fits = fits && scaled <= ldexpl(1.0L + ldexpl(1.0L, -20), 30);
+                tight = tight && (scaled >= ldexpl(1.0L, 29) * (1.0L - ldexpl(1.0L, -20)) || shift == 90);
             }
     for (float bad : {INFINITY, NAN})
         nonfinite_ok = nonfinite_ok && dq_fixed_shift(bad, 1.0f, 1.0f) == DQ_SHIFT_NONFINITE &&
                        dq_fixed_shift(1.0f, bad, 1.0f) == DQ_SHIFT_NONFINITE &&
                        dq_fixed_shift(1.0f, 1.0f, bad) == DQ_SHIFT_NONFINITE;
-    check(range_ok, "dQ fixed point: shift in -66..122 for every finite bound (%ld triples)", n);
-    check(fits, "dQ fixed point: the exact bound x 2^shift <= 2^62 (so 2.05/4 of it fits an int64 with room)");
-    check(tight, "dQ fixed point: the exact bound x 2^shift >= 2^61 unless clamped (no bits wasted)");
+    check(range_ok, "dQ fixed point: shift in -98..90 for every finite bound (%ld triples)", n);
+    check(fits, "dQ fixed point: the exact bound x 2^shift <= 2^30 (so 2.05/4 of it fits an int32 with room)");
+    check(tight, "dQ fixed point: the exact bound x 2^shift >= 2^29 unless clamped (no bits wasted)");
     check(nonfinite_ok, "dQ fixed point: a bound of 2^128 or more, infinite or NaN is flagged");
 }
 

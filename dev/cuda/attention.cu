@@ -981,10 +981,11 @@ static void time_backward_kernels(bool wgmma) {
     using namespace attention_detail;
     printf("\nbackward by kernel, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms): delta, then dK/dV and dQ of\n"
            "mma.sync, each also with 2 row tiles per warp (RT2)%s; each T's second row (codes) with dqkv's FP8\n"
-           "codes instead of dqkv\n",
+           "codes instead of dqkv; rdQ rest: what every backward with dQ by integer reduction adds around its\n"
+           "dK/dV kernel (the accumulator's memset, delta with the bounds, the finalize kernel)\n",
            wgmma ? ", dK/dV and dQ of wgmma" : "");
-    printf("%5s | %8s | %9s %9s %9s %9s%s\n", "T", "delta", "mma dK/dV", "mma dQ", "dK/dV RT2", "dQ RT2",
-           wgmma ? " | wgmma dK/dV  wgmma dQ" : "");
+    printf("%5s | %8s | %9s %9s %9s %9s | %9s%s\n", "T", "delta", "mma dK/dV", "mma dQ", "dK/dV RT2", "dQ RT2",
+           "rdQ rest", wgmma ? " | wgmma dK/dV  wgmma dQ" : "");
     for (int T : {1024, 2048}) {
         const Shape sh = {16384 / T, 32, T, 64};
         const Buffers d = buffers_alloc(sh);
@@ -993,7 +994,7 @@ static void time_backward_kernels(bool wgmma) {
         attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, 64, 0);
         const int warmup = 3, reps = 21;
         const float *delta = (const float *)d.scratch;
-        float ms[7];
+        float ms[8];
         ms[0] = time_median_ms([&] { backward_delta<64>(d.scratch, d.dout, d.out, sh.B, T, sh.NH, 0); }, warmup, reps, 0);
         ms[1] = time_median_ms([&] { backward_kv_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); },
                                warmup, reps, 0);
@@ -1005,7 +1006,13 @@ static void time_backward_kernels(bool wgmma) {
         ms[6] = time_median_ms(
             [&] { backward_dq_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); }, warmup, reps,
             0);
-        printf("%5d | %8.3f | %9.3f %9.3f %9.3f %9.3f", T, ms[0], ms[1], ms[2], ms[5], ms[6]);
+        ms[7] = time_median_ms(
+            [&] {
+                reduce_dq_steps<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, sh.B, T, sh.NH, 0,
+                                    [](const float *, DqReduce) {});
+            },
+            warmup, reps, 0);
+        printf("%5d | %8.3f | %9.3f %9.3f %9.3f %9.3f | %9.3f", T, ms[0], ms[1], ms[2], ms[5], ms[6], ms[7]);
         if (wgmma) {
             ms[3] = time_median_ms(
                 [&] { backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0); }, warmup,
@@ -1033,7 +1040,7 @@ static void time_backward_kernels(bool wgmma) {
         ms[6] = time_median_ms(
             [&] { backward_dq_hs<64, 1, 32, 2>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },
             warmup, reps, 0);
-        printf("%5s | %8s | %9.3f %9.3f %9.3f %9.3f", "codes", "", ms[1], ms[2], ms[5], ms[6]);
+        printf("%5s | %8s | %9.3f %9.3f %9.3f %9.3f | %9s", "codes", "", ms[1], ms[2], ms[5], ms[6], "");
         if (wgmma) {
             ms[3] = time_median_ms(
                 [&] { backward_kv_wgmma_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, T, sh.NH, 0, codes); },

@@ -937,7 +937,7 @@ __device__ __forceinline__ void issue_dq_bulk(uint32_t *acc_tile, const uint32_t
 // shared memory [KROWS][BQ + 8] by every warp and the resident K tile, added into acc_tile (the
 // tile's first query row of acc; valid rows of it < T). Warp w computes query rows 16 (w % M) ..
 // + 15 and HS / (4 / M) of the columns (M = BQ / 16 row tiles; the warps split the columns when
-// there are fewer than 4). sDQ: DQ_BULK's staging, [BQ][HS] int64.
+// there are fewer than 4). sDQ: DQ_BULK's staging, [BQ][HS] int32.
 template <int HS, int BQ, int KROWS, int DQ>
 __device__ __forceinline__ void reduce_dq_tile(const __nv_bfloat16 *sDS, const __nv_bfloat16 *sK,
                                                uint32_t *sDQ, uint32_t *acc_tile, int valid,
@@ -1477,6 +1477,44 @@ template <int HS, int WG> struct Tiles {
 };
 }  // namespace bwd_wgmma
 
+// A query tile's steps before dK in the wgmma dK/dV kernels, for warpgroup wg (keys wg_k0.. =
+// rows 64 wg.. of the resident K and V tiles of ROWS rows; the tile's Q and dO at qb, dob; its lse
+// and delta in lse_tile, delta_tile): S^T and dP^T, P^T while dP^T is on the tensor cores, dV += P^T
+// dO issued and left in flight (one group, which the caller waits for), dS^T while it runs, as
+// A fragments in dsf. pf receives P^T's A fragments, which the dV product in flight reads: the
+// caller keeps it until its wait (the CPU emulator reads them there).
+template <int HS, int ROWS>
+__device__ __forceinline__ void kv_tile_until_dk(uint32_t (*dsf)[4], uint32_t (*pf)[4], float (*dv)[4], uint32_t k_addr,
+                                                 uint32_t v_addr, int wg, uint32_t qb, uint32_t dob, int key_lo,
+                                                 int qt0, int wg_k0, int T, const float *lse_tile,
+                                                 const float *delta_tile, float scale_log2, int t) {
+    using bwd_wgmma::TILE;
+    float p[TILE / 8][4], dp[TILE / 8][4];
+    wgmma::hold_registers<TILE / 8>(p);
+    wgmma::hold_registers<TILE / 8>(dp);
+    wgmma::fence();
+    mma_rows_by_rows<HS>(p, k_addr, ROWS, 64 * wg, qb);  // S^T
+    wgmma::commit();
+    mma_rows_by_rows<HS>(dp, v_addr, ROWS, 64 * wg, dob);  // dP^T
+    wgmma::commit();
+    wgmma::wait<1>();  // S^T
+    wgmma::hold_registers<TILE / 8>(p);
+
+    const bool needs_mask = qt0 < wg_k0 + 64 || qt0 + TILE > T;
+    probs_transposed<TILE>(p, key_lo, qt0, T, needs_mask, lse_tile, scale_log2, t);
+    acc_to_a<TILE>(pf, p);
+    wgmma::hold_registers<HS / 8>(dv);
+    wgmma::hold_registers<TILE / 16>(pf);
+    wgmma::fence();
+    mma_regs_by_tile<HS, TILE>(dv, pf, dob);  // dV += P^T dO
+    wgmma::commit();
+    wgmma::wait<1>();  // dP^T (dV may still run)
+    wgmma::hold_registers<TILE / 8>(dp);
+
+    ds_transposed<TILE>(dp, p, delta_tile, t);
+    acc_to_a<TILE>(dsf, dp);
+}
+
 template <int HS, int WG, bool CODES, int DQ = DQ_KERNEL>
 __global__ void __launch_bounds__(bwd_wgmma::cta_threads<WG>(), 2 / WG)
 attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat16 *__restrict__ dout,
@@ -1564,32 +1602,9 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
 
         // Four groups in flight at most two at a time: P^T is computed while dP^T is on the tensor
         // cores, dS^T while dV is.
-        float p[TILE / 8][4], dp[TILE / 8][4];
-        wgmma::hold_registers<TILE / 8>(p);
-        wgmma::hold_registers<TILE / 8>(dp);
-        wgmma::fence();
-        mma_rows_by_rows<HS>(p, k_addr, ROWS, 64 * wg, qb);  // S^T
-        wgmma::commit();
-        mma_rows_by_rows<HS>(dp, v_addr, ROWS, 64 * wg, dob);  // dP^T
-        wgmma::commit();
-        wgmma::wait<1>();  // S^T
-        wgmma::hold_registers<TILE / 8>(p);
-
-        const bool needs_mask = qt0 < wg_k0 + 64 || qt0 + TILE > T;
-        probs_transposed<TILE>(p, key_lo, qt0, T, needs_mask, sLse + buf * TILE, scale_log2, t);
-        uint32_t pf[TILE / 16][4];
-        acc_to_a<TILE>(pf, p);
-        wgmma::hold_registers<HS / 8>(dv);
-        wgmma::hold_registers<TILE / 16>(pf);
-        wgmma::fence();
-        mma_regs_by_tile<HS, TILE>(dv, pf, dob);  // dV += P^T dO
-        wgmma::commit();
-        wgmma::wait<1>();  // dP^T (dV may still run)
-        wgmma::hold_registers<TILE / 8>(dp);
-
-        ds_transposed<TILE>(dp, p, sDelta + buf * TILE, t);
-        uint32_t dsf[TILE / 16][4];
-        acc_to_a<TILE>(dsf, dp);
+        uint32_t dsf[TILE / 16][4], pf[TILE / 16][4];
+        kv_tile_until_dk<HS, ROWS>(dsf, pf, dv, k_addr, v_addr, wg, qb, dob, key_lo, qt0, wg_k0, T, sLse + buf * TILE,
+                                   sDelta + buf * TILE, scale_log2, t);
         if constexpr (DQ != DQ_KERNEL) store_a_swizzled<TILE>(sDS, ROWS, dsf, 64 * wg + 16 * warp, lane);
         wgmma::hold_registers<HS / 8>(dk);
         wgmma::hold_registers<TILE / 16>(dsf);
@@ -1906,32 +1921,9 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
         mbar_wait(&full[stage], (j / STAGES) & 1);
 
         if (active) {
-            float p[TILE / 8][4], dp[TILE / 8][4];
-            wgmma::hold_registers<TILE / 8>(p);
-            wgmma::hold_registers<TILE / 8>(dp);
-            wgmma::fence();
-            mma_rows_by_rows<HS>(p, k_addr, ROWS, 64 * wg, qb);  // S^T
-            wgmma::commit();
-            mma_rows_by_rows<HS>(dp, v_addr, ROWS, 64 * wg, dob);  // dP^T
-            wgmma::commit();
-            wgmma::wait<1>();  // S^T
-            wgmma::hold_registers<TILE / 8>(p);
-
-            const bool needs_mask = qt0 < wg_k0 + 64 || qt0 + TILE > T;
-            probs_transposed<TILE>(p, key_lo, qt0, T, needs_mask, sLse, scale_log2, t);
-            uint32_t pf[TILE / 16][4];
-            acc_to_a<TILE>(pf, p);
-            wgmma::hold_registers<HS / 8>(dv);
-            wgmma::hold_registers<TILE / 16>(pf);
-            wgmma::fence();
-            mma_regs_by_tile<HS, TILE>(dv, pf, dob);  // dV += P^T dO
-            wgmma::commit();
-            wgmma::wait<1>();  // dP^T (dV may still run)
-            wgmma::hold_registers<TILE / 8>(dp);
-
-            ds_transposed<TILE>(dp, p, sDelta, t);
-            uint32_t dsf[TILE / 16][4];
-            acc_to_a<TILE>(dsf, dp);
+            uint32_t dsf[TILE / 16][4], pf[TILE / 16][4];
+            kv_tile_until_dk<HS, ROWS>(dsf, pf, dv, k_addr, v_addr, wg, qb, dob, key_lo, qt0, wg_k0, T, sLse, sDelta,
+                                       scale_log2, t);
             // (before dK's product: the A registers of a wgmma in flight may not even be read)
             store_a_swizzled<TILE>(ds_tile, ROWS, dsf, 64 * wg + 16 * warp, lane);
             wgmma::hold_registers<HS / 8>(dk);

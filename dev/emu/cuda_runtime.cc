@@ -300,14 +300,11 @@ cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int v
     emu::state().max_dynamic_smem[func] = value;
     return cudaSuccess;
 }
-// A kernel's attributes: the emulator has no registers to count, so every kernel has the most a
-// thread may (255), and the limits a launch checks.
-cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func) {
+// A kernel's attributes, of which only the registers a thread has are asked for
+// (attention_backward_wgmma_ws): the emulator has none to count, so the most a thread may, 255.
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *) {
     memset(attr, 0, sizeof *attr);
     attr->numRegs = 255;
-    attr->maxThreadsPerBlock = 1024;
-    const auto set = emu::state().max_dynamic_smem.find(func);
-    attr->maxDynamicSharedSizeBytes = set == emu::state().max_dynamic_smem.end() ? (int)emu::SMEM_DEFAULT_LIMIT : set->second;
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {

@@ -425,39 +425,46 @@ __device__ __forceinline__ void mask_scores(float (*s)[4], int k0, int row_lo, i
         }
 }
 
-// Online softmax in base 2 over one tile of BK scores per row: s becomes p = 2^(s log2e - m'),
-// with m' the running max of scaled scores (m, base-2 units); the running sum l (this thread's
-// share) and the output accumulator o are rescaled by 2^(m - m') when the max grows.
+// Online softmax in base 2 over one tile of BK scores per row, for the thread's row g (half 0) or
+// g + 8 (half 1): s becomes p = 2^(s log2e - m'), with m' the running max of scaled scores (m,
+// base-2 units); the running sum l (this thread's share) is rescaled by the returned
+// alpha = 2^(m - m'), and so must the output accumulator be (rescale_output: apart, so that the
+// pipelined wgmma forward can rescale once the previous tile's O += P V has landed).
+template <int BK>
+__device__ __forceinline__ float softmax_scores(float (*s)[4], int half, float m[2], float l[2], float scale_log2) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * half], s[n][2 * half + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 threads of a row
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m[half], mx * scale_log2);
+    // A row with no unmasked key yet keeps m = -inf; use 0 so no -inf - -inf appears.
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    const float alpha = exp2_ftz(m[half] - m_use);
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+        for (int e = 2 * half; e < 2 * half + 2; e++) {
+            s[n][e] = exp2_ftz(fmaf(s[n][e], scale_log2, -m_use));
+            sum += s[n][e];
+        }
+    l[half] = l[half] * alpha + sum;
+    m[half] = m_new;
+    return alpha;
+}
+template <int HS> __device__ __forceinline__ void rescale_output(float (*o)[4], int half, float alpha) {
+    if (alpha != 1.0f)  // the max did not grow (most tiles after the first few): x 1 is exact
+#pragma unroll
+        for (int n = 0; n < HS / 8; n++) {
+            o[n][2 * half] *= alpha;
+            o[n][2 * half + 1] *= alpha;
+        }
+}
 template <int BK, int HS>
 __device__ __forceinline__ void online_softmax(float (*s)[4], float (*o)[4], float m[2], float l[2], float scale_log2) {
 #pragma unroll
-    for (int half = 0; half < 2; half++) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * half], s[n][2 * half + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 threads of a row
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m[half], mx * scale_log2);
-        // A row with no unmasked key yet keeps m = -inf; use 0 so no -inf - -inf appears.
-        const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-        const float alpha = exp2_ftz(m[half] - m_use);
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-            for (int e = 2 * half; e < 2 * half + 2; e++) {
-                s[n][e] = exp2_ftz(fmaf(s[n][e], scale_log2, -m_use));
-                sum += s[n][e];
-            }
-        l[half] = l[half] * alpha + sum;
-        if (alpha != 1.0f)  // the max did not grow (most tiles after the first few): x 1 is exact
-#pragma unroll
-            for (int n = 0; n < HS / 8; n++) {
-                o[n][2 * half] *= alpha;
-                o[n][2 * half + 1] *= alpha;
-            }
-        m[half] = m_new;
-    }
+    for (int half = 0; half < 2; half++) rescale_output<HS>(o, half, softmax_scores<BK>(s, half, m, l, scale_log2));
 }
 
 // The end of a 16-row tile: the row sums l reduced over the 4 threads of a row, lse written, O / l
@@ -593,6 +600,10 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
 // warpgroup has waited for) while tile j computes.
 // Within a k16 step wgmma sums in an order of its own, so the bits may differ from the mma.sync
 // kernel's; dev/cuda/attention.cu checks this kernel against fp64 as it checks the default.
+// PIPELINED (FlashAttention-3's intra-warpgroup overlap; STATUS: NOT RUN on a GPU, 2026-11-29,
+// checked in the CPU emulator): tile j's softmax runs while the tensor cores do tile j - 1's
+// O += P V, V loaded a tile behind K so that the two buffers still suffice; the same bits.
+// The harness times it beside the default ("pipe fwd"), which it becomes if faster.
 
 // The dynamic shared memory from its first 1024-byte boundary, where wgmma's swizzled tiles must
 // start (the kernels' smem_bytes() leave room for the shift).
@@ -694,7 +705,7 @@ template <int HS, int WG> constexpr size_t smem_bytes() {
 template <int HS, int WG> __host__ __device__ constexpr int min_ctas() { return HS == 64 ? 4 / WG : 1; }
 }  // namespace fwd_wgmma
 
-template <int HS, int WG>
+template <int HS, int WG, bool PIPELINED>
 __global__ void __launch_bounds__(fwd_wgmma::cta_threads<WG>(), fwd_wgmma::min_ctas<HS, WG>())
 attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ lse,
                                const __nv_bfloat16 *__restrict__ qkv, int T, int NH, float scale) {
@@ -724,39 +735,114 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
     const int wg_last_query = min(wg_q0 + 63, T - 1);
 
     load_tile_async<QROWS, HS, true, THREADS>(sQ, q_head, row_stride, q0, T);
-    load_kv_tiles_async<KEYS, HS, true, THREADS>(sK, sV, k_head, v_head, row_stride, 0, T);
+    if constexpr (PIPELINED) load_tile_async<KEYS, HS, true, THREADS>(sK, k_head, row_stride, 0, T);  // V_0 a tile later
+    else load_kv_tiles_async<KEYS, HS, true, THREADS>(sK, sV, k_head, v_head, row_stride, 0, T);
     cp_async_commit();
 
     float o[HS / 8][4];
 #pragma unroll
     for (int n = 0; n < HS / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-
-    // A warpgroup has nothing to do where all its rows are past T or all the tile's keys come
-    // after its queries.
-    auto active = [&](int k0) { return wg_q0 < T && k0 <= wg_last_query; };
-    for_each_kv_tile<KEYS, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, [&](int k0, int buf) {
-        float s[KEYS / 8][4];
-        wgmma::hold_registers<KEYS / 8>(s);  // every accumulator wgmma writes is pinned before its fence
-        wgmma::fence();
-        mma_rows_by_rows<HS>(s, q_addr, QROWS, 64 * wg, k_addr + buf * KVB);
-        wgmma::commit();
-        wgmma::wait<0>();
-        wgmma::hold_registers<KEYS / 8>(s);
-
+    // Causal mask and the end of the sequence, in the tiles that reach past the warpgroup's first
+    // query or past T.
+    auto mask = [&](float (*s)[4], int k0) {
         if (k0 + KEYS - 1 > wg_q0 || k0 + KEYS > T) mask_scores<KEYS>(s, k0, wg_q0 + 16 * warp + g, T, t);
-        online_softmax<KEYS, HS>(s, o, m, l, scale_log2);
+    };
 
-        uint32_t pf[KEYS / 16][4];
-        acc_to_a<KEYS>(pf, s);
-        wgmma::hold_registers<HS / 8>(o);  // the rescale and the packing happen before the fence
-        wgmma::hold_registers<KEYS / 16>(pf);
-        wgmma::fence();
-        mma_regs_by_tile<HS, KEYS>(o, pf, v_addr + buf * KVB);
-        wgmma::commit();
-        wgmma::wait<0>();
-        wgmma::hold_registers<HS / 8>(o);
-    });
+    if constexpr (PIPELINED) {
+        // The warpgroup's key tiles 0..wg_tiles-1: those with a key <= its last query (none where
+        // its rows are past T). Iteration j publishes K_j and V_{j-1} (after the barrier every
+        // warpgroup is done with K_{j-1} and V_{j-2}, whose buffers take K_{j+1} and V_j now), then
+        // issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} as two groups and takes S_j's softmax
+        // while the second runs; O's rescale by alpha_j waits for it. The same operations on the
+        // same values as the loop below, so the same bits. Each case issues and waits for its
+        // wgmma within one branch: ptxas serializes wgmma left in flight across a branch.
+        const int wg_tiles = wg_q0 < T ? wg_last_query / KEYS + 1 : 0;
+        uint32_t pf[KEYS / 16][4];  // P_{j-1} packed to bf16: the A operand of the product in flight
+        auto fence = [&](float (*s)[4]) {
+            wgmma::hold_registers<KEYS / 8>(s);
+            wgmma::hold_registers<HS / 8>(o);  // the last rescale happens before the fence
+            wgmma::hold_registers<KEYS / 16>(pf);
+            wgmma::fence();
+        };
+        auto issue_scores = [&](float (*s)[4], int j) {
+            mma_rows_by_rows<HS>(s, q_addr, QROWS, 64 * wg, k_addr + (j & 1) * KVB);
+            wgmma::commit();
+        };
+        auto issue_product = [&](int j) {  // O += P_{j-1} V_{j-1}
+            mma_regs_by_tile<HS, KEYS>(o, pf, v_addr + ((j - 1) & 1) * KVB);
+            wgmma::commit();
+        };
+        auto softmax = [&](float (*s)[4], int j, float alpha[2]) {
+            wgmma::hold_registers<KEYS / 8>(s);
+            mask(s, j * KEYS);
+            for (int half = 0; half < 2; half++) alpha[half] = softmax_scores<KEYS>(s, half, m, l, scale_log2);
+        };
+        auto rescale = [&](const float alpha[2]) {
+            for (int half = 0; half < 2; half++) rescale_output<HS>(o, half, alpha[half]);
+        };
+        auto product_landed = [&] {
+            wgmma::wait<0>();
+            wgmma::hold_registers<HS / 8>(o);
+            wgmma::hold_registers<KEYS / 16>(pf);  // P_{j-1}'s registers stay untouched until here
+        };
+        for (int j = 0; j <= n_tiles; j++) {
+            publish_tiles();
+            if (j + 1 < n_tiles)
+                load_tile_async<KEYS, HS, true, THREADS>(sK + ((j + 1) & 1) * KEYS * HS, k_head, row_stride, (j + 1) * KEYS, T);
+            if (j < n_tiles) load_tile_async<KEYS, HS, true, THREADS>(sV + (j & 1) * KEYS * HS, v_head, row_stride, j * KEYS, T);
+            cp_async_commit();
+
+            float s[KEYS / 8][4], alpha[2];
+            if (j == 0 && wg_tiles > 0) {  // S_0 alone
+                fence(s);
+                issue_scores(s, j);
+                wgmma::wait<0>();
+                softmax(s, j, alpha);
+                rescale(alpha);
+                acc_to_a<KEYS>(pf, s);
+            } else if (j < wg_tiles) {  // S_j beside P_{j-1} V_{j-1}
+                fence(s);
+                issue_scores(s, j);
+                issue_product(j);
+                wgmma::wait<1>();  // S_j's group is the older
+                softmax(s, j, alpha);
+                product_landed();
+                rescale(alpha);
+                acc_to_a<KEYS>(pf, s);
+            } else if (j == wg_tiles && j > 0) {  // the last P V alone
+                fence(s);
+                issue_product(j);
+                product_landed();
+            }
+        }
+    } else {
+        // A warpgroup has nothing to do where all its rows are past T or all the tile's keys come
+        // after its queries.
+        auto active = [&](int k0) { return wg_q0 < T && k0 <= wg_last_query; };
+        for_each_kv_tile<KEYS, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, [&](int k0, int buf) {
+            float s[KEYS / 8][4];
+            wgmma::hold_registers<KEYS / 8>(s);  // every accumulator wgmma writes is pinned before its fence
+            wgmma::fence();
+            mma_rows_by_rows<HS>(s, q_addr, QROWS, 64 * wg, k_addr + buf * KVB);
+            wgmma::commit();
+            wgmma::wait<0>();
+            wgmma::hold_registers<KEYS / 8>(s);
+
+            mask(s, k0);
+            online_softmax<KEYS, HS>(s, o, m, l, scale_log2);
+
+            uint32_t pf[KEYS / 16][4];
+            acc_to_a<KEYS>(pf, s);
+            wgmma::hold_registers<HS / 8>(o);  // the rescale and the packing happen before the fence
+            wgmma::hold_registers<KEYS / 16>(pf);
+            wgmma::fence();
+            mma_regs_by_tile<HS, KEYS>(o, pf, v_addr + buf * KVB);
+            wgmma::commit();
+            wgmma::wait<0>();
+            wgmma::hold_registers<HS / 8>(o);
+        });
+    }
 
     finish_forward_rows<HS>(out + (int64_t)b * T * C + h * HS, C, lse + (int64_t)bh * T, wg_q0 + 16 * warp, T, o, m,
                             l, lane);
@@ -2013,14 +2099,14 @@ static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat1
     attention_cuda_check(cudaGetLastError());
 }
 
-template <int HS, int WG = fwd_wgmma::DEFAULT_WG>
+template <int HS, int WG = fwd_wgmma::DEFAULT_WG, bool PIPELINED = false>
 static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int NH,
                                     cudaStream_t stream) {
     const size_t smem = fwd_wgmma::smem_bytes<HS, WG>();
-    launch_config(attention_forward_wgmma_kernel<HS, WG>, smem);
+    launch_config(attention_forward_wgmma_kernel<HS, WG, PIPELINED>, smem);
     constexpr int QROWS = fwd_wgmma::query_rows<WG>();
     const dim3 grid(B * NH, (T + QROWS - 1) / QROWS);
-    LLMC_LAUNCH(grid, fwd_wgmma::cta_threads<WG>(), smem, stream, attention_forward_wgmma_kernel<HS, WG>)(
+    LLMC_LAUNCH(grid, fwd_wgmma::cta_threads<WG>(), smem, stream, attention_forward_wgmma_kernel<HS, WG, PIPELINED>)(
         out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
 }

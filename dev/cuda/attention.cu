@@ -22,13 +22,13 @@
 // out, lse (and dq, dk, dv) against fp64 with the same tolerances, and row by row (each
 // tensor's worst row against TOL_ROW or twice the default kernels' worst row), no NaN/Inf or
 // unwritten element, identical bits over 2 runs, and the same bits from the variant with one
-// warpgroup per CTA; at HS 64 the wgmma backward with dQ by integer reduction
-// (attention_backward_wgmma_reduce_dq, and with one warpgroup per CTA: dK and dV with the wgmma
-// backward's bits, dQ the same bits over 2 runs and within the same bound of fp64;
-// check_wgmma_reduce_dq);
+// warpgroup per CTA and from the pipelined forward (2 and 1 warpgroups); at HS 64 the wgmma
+// backward with dQ by integer reduction (attention_backward_wgmma_reduce_dq, and with one
+// warpgroup per CTA: dK and dV with the wgmma backward's bits, dQ the same bits over 2 runs and
+// within the same bound of fp64; check_wgmma_reduce_dq);
 // the many-heads case; the NaN case; the benchmark table with their times (and the one-warpgroup
-// variants', and the wgmma rdQ backward's with 2 and 1 warpgroups per CTA) beside the default
-// kernels'. It exits 1 on a GPU or build without sm_90a. With --wgmma --ws, also the
+// variants', the pipelined forward's, and the wgmma rdQ backward's with 2 and 1 warpgroups per
+// CTA) beside the default kernels'. It exits 1 on a GPU or build without sm_90a. With --wgmma --ws, also the
 // warp-specialized wgmma rdQ backward (attention_backward_wgmma_ws: mbarriers; a protocol fault
 // there hangs rather than fails, so the GPU bundle runs it as a step of its own) in each of those.
 // Benchmark: median time of forward and backward with CUDA events, in TFLOP/s, at T = 1024, 2048,
@@ -41,7 +41,7 @@
 // With --profile-once, no checks and no timing: each HS 64 kernel of the benchmark's T 1024 shape
 // runs once (forward; backward delta, dK/dV, dQ, and those two with 2 row tiles per warp; the
 // backward with dQ by integer reduction, bulk and red.global at RT 2; with
-// --wgmma the wgmma forward, dK/dV and dQ, and the wgmma backward with dQ by integer reduction
+// --wgmma the wgmma forward (and pipelined), dK/dV and dQ, and the wgmma backward with dQ by integer reduction
 // with 2 and 1 warpgroups per CTA too, and with --ws warp-specialized), for Nsight Compute to profile
 // (scripts/gpu_run_bundle.sh, phase profile: stall reasons, pipe use and occupancy of each).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
@@ -315,6 +315,28 @@ static Outputs run_wgmma_one_warpgroup_poisoned(const Buffers &b, const Shape &s
     wgmma_forward_one_warpgroup(b, sh);
     if (sh.HS == 64) wgmma_backward_one_warpgroup(b, sh);
     return wgmma_outputs(b, sh);
+}
+
+// The pipelined wgmma forward (its softmax beside the previous tile's O += P V) with WG warpgroups
+// per CTA, which must give the wgmma forward's bits.
+template <int WG> static void wgmma_forward_pipelined(const Buffers &b, const Shape &sh) {
+    using namespace attention_detail;
+    if (sh.HS == 64) forward_wgmma_hs<64, WG, true>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
+    else forward_wgmma_hs<128, WG, true>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
+}
+// Whether it does, with 2 and 1 warpgroups, into NaN-filled outputs (want: the wgmma forward's).
+static bool same_pipelined_forward(const Buffers &b, const Shape &sh, const Outputs &want) {
+    bool same = true;
+    for (auto forward : {wgmma_forward_pipelined<2>, wgmma_forward_pipelined<1>}) {
+        poison_outputs(b, sh);
+        forward(b, sh);
+        cuda_check(cudaDeviceSynchronize());
+        const std::vector<bf16> out = to_host(b.out, sh.out_count());
+        const std::vector<float> lse = to_host(b.lse, sh.lse_count());
+        same = same && !memcmp(out.data(), want.out.data(), out.size() * sizeof(bf16)) &&
+               !memcmp(lse.data(), want.lse.data(), lse.size() * sizeof(float));
+    }
+    return same;
 }
 
 // The HS 64 backward with KV_RT and DQ_RT row tiles per warp in its dK/dV and dQ kernels
@@ -653,6 +675,7 @@ static bool check_case(const Case &c, bool wgmma) {
         Outputs runs[2];
         for (Outputs &r : runs) r = run_wgmma_poisoned(d, sh);
         const bool same_wg1 = identical(run_wgmma_one_warpgroup_poisoned(d, sh), runs[0]);
+        const bool same_pipelined = same_pipelined_forward(d, sh, runs[0]);
         auto wgmma_backward = [&](const QuantCodesOut &codes) {
             attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0, codes);
         };
@@ -664,8 +687,9 @@ static bool check_case(const Case &c, bool wgmma) {
         const Outputs baseline = run_poisoned(d, sh);
         buffers_free(d);
         printf("    %-5s %-30s %s\n", "all", "wgmma: 1 warpgroup, same bits", same_wg1 ? "ok" : "FAIL");
+        printf("    %-5s %-30s %s\n", "fwd", "wgmma pipelined: same bits", same_pipelined ? "ok" : "FAIL");
         const Reference ref = reference_attention(sh, qkv, dout);
-        bool ok = check_wgmma(sh, ref, runs, baseline) && same_wg1 && codes && reduce_ok;
+        bool ok = check_wgmma(sh, ref, runs, baseline) && same_wg1 && same_pipelined && codes && reduce_ok;
         // dQ of each variant: against fp64, tensor-wide and row by row (against the wgmma
         // backward's worst row, as check_wgmma does)
         for (size_t v = 0; v < reduce_dqkv.size(); v++) {
@@ -858,6 +882,7 @@ static bool check_rejections() {
 struct BenchRow {
     int T, HS, B, NH;
     float fwd_ms, bwd_ms, wgmma_fwd_ms, wgmma_bwd_ms, wg1_fwd_ms, wg1_bwd_ms;  // < 0: not timed (wg1: 1 warpgroup per CTA)
+    float pipelined_fwd_ms;  // the wgmma forward pipelined (2 warpgroups per CTA)
     float reduce_dq_bwd_ms;  // attention_backward_reduce_dq, or with wgmma attention_backward_wgmma_reduce_dq
     float wg1_reduce_dq_bwd_ms;  // the latter with one warpgroup per CTA
     float ws_reduce_dq_bwd_ms;   // and warp-specialized (backward_reduce_dq_wgmma_ws_hs)
@@ -866,7 +891,7 @@ struct BenchRow {
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
 static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
-    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1, -1, -1};
+    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1};
     const Shape sh = {row.B, row.NH, T, HS};
     const Buffers d = buffers_alloc(sh);
     fill_uniform_bf16(d.qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
@@ -887,6 +912,7 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
         row.wgmma_fwd_ms = time_median_ms(
             [&] { attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); }, warmup, reps, 0);
         row.wg1_fwd_ms = time_median_ms([&] { wgmma_forward_one_warpgroup(d, sh); }, warmup, reps, 0);
+        row.pipelined_fwd_ms = time_median_ms([&] { wgmma_forward_pipelined<2>(d, sh); }, warmup, reps, 0);
         if (HS == 64) {
             row.wgmma_bwd_ms = time_median_ms(
                 [&] { attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); },
@@ -1095,9 +1121,9 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
     printf("%5s %4s %3s %3s | %8s %7s | %8s %7s", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
     if (wgmma)
-        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd", "TFLOP/s",
-               "wgmma bwd", "TFLOP/s", "1-WG fwd", "TFLOP/s", "1-WG bwd", "TFLOP/s", "wg rdQ bwd", "TFLOP/s", "1-WG rdQ",
-               "TFLOP/s", "ws rdQ", "TFLOP/s");
+        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd",
+               "TFLOP/s", "wgmma bwd", "TFLOP/s", "1-WG fwd", "TFLOP/s", "1-WG bwd", "TFLOP/s", "pipe fwd", "TFLOP/s",
+               "wg rdQ bwd", "TFLOP/s", "1-WG rdQ", "TFLOP/s", "ws rdQ", "TFLOP/s");
     else printf(" | %9s %7s", "rdQ bwd", "TFLOP/s");
     printf("\n");
     auto cell = [](float ms, double flops) {
@@ -1112,6 +1138,7 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
         if (wgmma) {
             cell(r.wgmma_fwd_ms, fwd_flops), cell(r.wgmma_bwd_ms, bwd_flops);
             cell(r.wg1_fwd_ms, fwd_flops), cell(r.wg1_bwd_ms, bwd_flops);
+            cell(r.pipelined_fwd_ms, fwd_flops);
         }
         cell(r.reduce_dq_bwd_ms, bwd_flops);
         if (wgmma) cell(r.wg1_reduce_dq_bwd_ms, bwd_flops), cell(r.ws_reduce_dq_bwd_ms, bwd_flops);
@@ -1127,7 +1154,10 @@ static void profile_once(bool wgmma) {
     fill_uniform_bf16(d.qkv, sh.qkv_count(), 4000, -1.0f, 1.0f);
     fill_uniform_bf16(d.dout, sh.out_count(), 4001, -1.0f, 1.0f);
     const float *delta = (const float *)d.scratch;
-    if (wgmma) attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 64, 0);
+    if (wgmma) {
+        attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 64, 0);
+        forward_wgmma_hs<64, fwd_wgmma::DEFAULT_WG, true>(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 0);
+    }
     attention_forward(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 64, 0);
     backward_delta<64>(d.scratch, d.dout, d.out, sh.B, sh.T, sh.NH, 0);
     backward_kv_hs<64>(d.dqkv, d.dout, d.qkv, d.lse, delta, sh.B, sh.T, sh.NH, 0);

@@ -30,7 +30,10 @@ __global__ void serialized_wgmma_kernel(float *out, uint64_t desc_a, uint64_t de
 #endif
 
 const void *const wgmma_kernels[] = {
-    (const void *)attention_forward_wgmma_kernel<64, 1>,
+    (const void *)attention_forward_wgmma_kernel<64, 1, false>,
+    (const void *)attention_forward_wgmma_kernel<64, 1, true>,
+    (const void *)attention_forward_wgmma_kernel<64, 2, true>,
+    (const void *)attention_forward_wgmma_kernel<128, 2, true>,
     (const void *)attention_backward_kv_wgmma_kernel<64, 1, false>,
     (const void *)attention_backward_kv_wgmma_kernel<64, 1, true>,
     (const void *)attention_backward_kv_wgmma_kernel<64, 1, false, DQ_BULK>,

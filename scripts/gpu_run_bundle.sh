@@ -174,6 +174,12 @@ if wants sanitize; then  # compute-sanitizer's short runs first, then the d12 ch
         step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check-small
         wgmma_step memcheck_attention_wgmma 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
         wgmma_step racecheck_attention_wgmma 150 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
+        # the warp-specialized backward (mbarriers), only after its harness passed in this call's checks
+        for tool in memcheck racecheck; do
+            if [ -e "$work/ws_passed" ]; then
+                wgmma_step ${tool}_attention_wgmma_ws 150 "$sanitizer" --tool $tool --error-exitcode 1 $bin/attention --wgmma --ws --check-small
+            else skipped ${tool}_attention_wgmma_ws "attention_wgmma_ws has not passed in this call (phase checks first)"; fi
+        done
     else
         echo "| compute-sanitizer | not found | 0 |" >> "$summary"
     fi

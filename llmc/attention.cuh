@@ -53,6 +53,7 @@
 #include <float.h>
 #include <limits.h>
 #include <string.h>
+#include <algorithm>
 #include <type_traits>
 #include "launch.cuh"
 #include "quant.cuh"
@@ -91,6 +92,12 @@ constexpr int NTHREADS = 32 * NWARPS;
 constexpr int ROWS_PER_CTA = 16 * NWARPS;  // rows of the operand that stays resident (64)
 constexpr int SMEM_PAD = 8;                // bf16 of padding per shared-memory row, see below
 constexpr float LOG2E = 1.4426950408889634f;
+
+// The (b, h) of this CTA, in a grid of cta_grid() (below): blockIdx.x the head within its group,
+// blockIdx.y the block of rows (each kernel puts its block of most work at y 0), blockIdx.z the
+// group.
+__device__ __forceinline__ int cta_head() { return blockIdx.z * gridDim.x + blockIdx.x; }
+__device__ __forceinline__ int grid_heads() { return gridDim.z * gridDim.x; }  // B NH
 
 // Resident CTAs per SM that each kernel asks the register allocator for (__launch_bounds__'s
 // second argument). 1 leaves the compiler free (HS 64: 168 registers forward with 1 row tile, 243
@@ -486,7 +493,7 @@ __device__ __forceinline__ void finish_forward_rows(__nv_bfloat16 *out_head, int
 }
 
 // ---------------------------------------------------------------------------------------------
-// Forward. Grid (B * NH, ceil(T / (64 RT))); CTA = 64 RT queries of one (b, h); warp w owns the
+// Forward. Grid cta_grid(B * NH, ceil(T / (64 RT))); CTA = 64 RT queries of one (b, h); warp w owns the
 // 16 RT queries q0 + 16 RT w .. (RT row tiles of 16, see mma_scores) and keeps their Q fragments,
 // the O accumulators (16 x HS fp32 per tile) and the running max m and sum l of the two rows per
 // thread and tile (g and g + 8) in registers.
@@ -517,7 +524,7 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
     __nv_bfloat16 *sK = sQ + QROWS * LD;  // [2][BK][LD]
     __nv_bfloat16 *sV = sK + 2 * BK * LD; // [2][BK][LD]
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int bh = cta_head(), b = bh / NH, h = bh % NH;
     const int q0 = (gridDim.y - 1 - blockIdx.y) * QROWS;  // longest rows first
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int C = NH * HS;
@@ -582,7 +589,7 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
 
 // ---------------------------------------------------------------------------------------------
 // Forward with wgmma (sm_90a; STATUS: verified on an H200 at c95ef56, 2026-11-27; the trainer's
-// --attention wgmma). Grid (B * NH, ceil(T / (64 WG))); CTA = WG warpgroups of 4 warps (WG 2;
+// --attention wgmma). Grid cta_grid(B * NH, ceil(T / (64 WG))); CTA = WG warpgroups of 4 warps (WG 2;
 // the variant WG 1 has the same per-row arithmetic, so the same bits). Warpgroup w owns the 64
 // queries q0 + 64 w .. (wgmma's M), warp i of it rows 16 i..16 i+15 of those, in the accumulator
 // layout of the mma.sync kernel above, so mask_scores, online_softmax and finish_forward_rows
@@ -720,7 +727,7 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
     __nv_bfloat16 *sV = reinterpret_cast<__nv_bfloat16 *>(smem + QB + 2 * KVB);  // [2] tiles
     const uint32_t q_addr = smem_addr(sQ), k_addr = smem_addr(sK), v_addr = smem_addr(sV);
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int bh = cta_head(), b = bh / NH, h = bh % NH;
     const int q0 = (gridDim.y - 1 - blockIdx.y) * QROWS;  // longest rows first
     const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane >> 2, t = lane & 3;
@@ -788,9 +795,12 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
         };
         for (int j = 0; j <= n_tiles; j++) {
             publish_tiles();
+            constexpr int TILE_ELEMS = KEYS * HS;
             if (j + 1 < n_tiles)
-                load_tile_async<KEYS, HS, true, THREADS>(sK + ((j + 1) & 1) * KEYS * HS, k_head, row_stride, (j + 1) * KEYS, T);
-            if (j < n_tiles) load_tile_async<KEYS, HS, true, THREADS>(sV + (j & 1) * KEYS * HS, v_head, row_stride, j * KEYS, T);
+                load_tile_async<KEYS, HS, true, THREADS>(sK + ((j + 1) & 1) * TILE_ELEMS, k_head, row_stride,
+                                                         (j + 1) * KEYS, T);
+            if (j < n_tiles)
+                load_tile_async<KEYS, HS, true, THREADS>(sV + (j & 1) * TILE_ELEMS, v_head, row_stride, j * KEYS, T);
             cp_async_commit();
 
             float s[KEYS / 8][4], alpha[2];
@@ -820,7 +830,7 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
         // A warpgroup has nothing to do where all its rows are past T or all the tile's keys come
         // after its queries.
         auto active = [&](int k0) { return wg_q0 < T && k0 <= wg_last_query; };
-        for_each_kv_tile<KEYS, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, [&](int k0, int buf) {
+        auto tile = [&](int k0, int buf) {
             float s[KEYS / 8][4];
             wgmma::hold_registers<KEYS / 8>(s);  // every accumulator wgmma writes is pinned before its fence
             wgmma::fence();
@@ -841,7 +851,8 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
             wgmma::commit();
             wgmma::wait<0>();
             wgmma::hold_registers<HS / 8>(o);
-        });
+        };
+        for_each_kv_tile<KEYS, HS, THREADS>(n_tiles, sK, sV, k_head, v_head, row_stride, T, active, tile);
     }
 
     finish_forward_rows<HS>(out + (int64_t)b * T * C + h * HS, C, lse + (int64_t)bh * T, wg_q0 + 16 * warp, T, o, m,
@@ -861,7 +872,7 @@ template <int HS, int THREADS, int PARTS>
 __device__ __forceinline__ void staged_dqkv_codes(const QuantCodesOut &codes,
                                                   const __nv_bfloat16 *const (&stage)[PARTS], int ld, int valid,
                                                   int row0, int first, int h, int NH, int T) {
-    const int C = NH * HS, N = gridDim.x / NH * T;
+    const int C = NH * HS, N = grid_heads() / NH * T;
     unsigned int bits = 0;
 #pragma unroll
     for (int p = 0; p < PARTS; p++)
@@ -1063,7 +1074,7 @@ __device__ __forceinline__ void reduce_dq_tile(const __nv_bfloat16 *sDS, const _
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward, step 2: dK and dV. Grid (B * NH, ceil(T / (64 RT))); CTA = 64 RT keys of one (b, h),
+// Backward, step 2: dK and dV. Grid cta_grid(B * NH, ceil(T / (64 RT))); CTA = 64 RT keys of one (b, h),
 // warp w owns keys k0 + 16 RT w .. + 16 RT - 1 (RT row tiles of 16) and their dK, dV accumulators
 // (2 x 16 x HS fp32 a tile). Loops over the query tiles that can see these keys (queries >= k0),
 // BQ queries at a time (64 for HS 64, 32 for HS 128 to stay within registers). Per tile,
@@ -1243,7 +1254,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     __nv_bfloat16 *sDS = reinterpret_cast<__nv_bfloat16 *>(sL1 + 2 * BQ);                        // [KROWS][BQ+8] (DQ)
     uint32_t *sDQ = reinterpret_cast<uint32_t *>(sDS + KROWS * (BQ + SMEM_PAD));  // [BQ][HS] (DQ_BULK)
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int bh = cta_head(), b = bh / NH, h = bh % NH;
     const int k0 = blockIdx.y * KROWS;  // the first key blocks see the most queries: first
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int C = NH * HS;
@@ -1350,7 +1361,7 @@ attention_backward_kv_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward, step 3: dQ. Grid (B * NH, ceil(T / (64 RT))); CTA = 64 RT queries of one (b, h), warp
+// Backward, step 3: dQ. Grid cta_grid(B * NH, ceil(T / (64 RT))); CTA = 64 RT queries of one (b, h), warp
 // w owns 16 RT of them (RT row tiles of 16, as the forward's) with their Q and dO fragments and the
 // dQ accumulators (16 x HS fp32 a tile) in registers. Loops over the key tiles at or below the
 // diagonal, BK keys at a time (64 for HS 64, 32 for HS 128):  S = Q K^T,
@@ -1377,7 +1388,7 @@ attention_backward_dq_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_bfloat
     __nv_bfloat16 *sK = sdO + QROWS * LD;  // [2][BK][LD]
     __nv_bfloat16 *sV = sK + 2 * BK * LD;  // [2][BK][LD]
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int bh = cta_head(), b = bh / NH, h = bh % NH;
     const int q0 = (gridDim.y - 1 - blockIdx.y) * QROWS;  // longest rows first
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int C = NH * HS;
@@ -1625,7 +1636,7 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     const uint32_t k_addr = tiles.resident_addr[0], v_addr = tiles.resident_addr[1];
     const uint32_t q_addr = tiles.streamed_addr[0], do_addr = tiles.streamed_addr[1];
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int bh = cta_head(), b = bh / NH, h = bh % NH;
     const int k0 = blockIdx.y * ROWS;  // the first key blocks see the most queries: first
     const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane >> 2, t = lane & 3;
@@ -1789,7 +1800,7 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     const uint32_t q_addr = tiles.resident_addr[0], do_addr = tiles.resident_addr[1];
     const uint32_t k_addr = tiles.streamed_addr[0], v_addr = tiles.streamed_addr[1];
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int bh = cta_head(), b = bh / NH, h = bh % NH;
     const int q0 = (gridDim.y - 1 - blockIdx.y) * ROWS;  // longest rows first
     const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane >> 2, t = lane & 3;
@@ -1927,7 +1938,7 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
     float *sStats = reinterpret_cast<float *>(smem + L::STATS);  // [stage][lse, delta, ||dO||_1][TILE]
     uint64_t *full = reinterpret_cast<uint64_t *>(smem + L::BARRIERS), *empty = full + STAGES, *kv_full = empty + STAGES;
 
-    const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int bh = cta_head(), b = bh / NH, h = bh % NH;
     const int k0 = blockIdx.y * ROWS;  // the first key blocks see the most queries: first
     const int warp_id = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int C = NH * HS;
@@ -2070,6 +2081,33 @@ static inline void launch_config(Kernel kernel, size_t smem_bytes) {
     attention_cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes));
 }
 
+// The grid of an attention kernel over BH = B NH heads of `blocks` CTAs each. CTAs start in the
+// order of their linear index (x fastest, then y, then z), so the grid (G, blocks, BH / G) runs a
+// group of G heads block by block from the one of most work (longest first keeps the SMs busy to
+// the group's end), then the next group. Within a group the heads' blocks read the same tiles
+// again (K and V in the forward, Q and dO in the backward: 256 KB a head at T 1024, HS 64), which
+// then still sit in L2; with every head in one group (the order before 2026-11-29) a head's next
+// block came after all the others', by when L2 (50 MB) had long dropped them. G: the largest
+// divisor of BH up to about 4 SMs' worth of CTAs per group (a few waves, so that the longest-first
+// order still balances), head_group_override where set (the harness's comparison; BH: the old order).
+inline int head_group_override = 0;
+static inline int multiprocessors() {
+    static int sms = 0;  // one device per process, as the trainers run
+    if (!sms) {
+        int device;
+        attention_cuda_check(cudaGetDevice(&device));
+        attention_cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    }
+    return sms;
+}
+static inline dim3 cta_grid(int BH, int blocks) {
+    int G = head_group_override > 0 ? std::min(head_group_override, BH)
+                                    : std::max(1, std::min(BH, (4 * multiprocessors() + blocks - 1) / blocks));
+    while (BH % G) G--;
+    if (BH / G > 65535) G = BH;  // gridDim.z's limit (a BH with no divisor near the target): the old order
+    return dim3(G, blocks, BH / G);
+}
+
 // A tensor argument and the alignment its accesses need.
 struct TensorArg {
     const void *ptr;
@@ -2094,7 +2132,7 @@ static inline void forward_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat1
                               cudaStream_t stream) {
     const size_t smem = forward_smem_bytes<HS, RT>();
     launch_config(attention_forward_kernel<HS, MIN_CTAS, RT>, smem);
-    const dim3 grid(B * NH, (T + RT * ROWS_PER_CTA - 1) / (RT * ROWS_PER_CTA));
+    const dim3 grid = cta_grid(B * NH, (T + RT * ROWS_PER_CTA - 1) / (RT * ROWS_PER_CTA));
     LLMC_LAUNCH(grid, NTHREADS, smem, stream, attention_forward_kernel<HS, MIN_CTAS, RT>)(out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
 }
@@ -2105,7 +2143,7 @@ static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_b
     const size_t smem = fwd_wgmma::smem_bytes<HS, WG>();
     launch_config(attention_forward_wgmma_kernel<HS, WG, PIPELINED>, smem);
     constexpr int QROWS = fwd_wgmma::query_rows<WG>();
-    const dim3 grid(B * NH, (T + QROWS - 1) / QROWS);
+    const dim3 grid = cta_grid(B * NH, (T + QROWS - 1) / QROWS);
     LLMC_LAUNCH(grid, fwd_wgmma::cta_threads<WG>(), smem, stream, attention_forward_wgmma_kernel<HS, WG, PIPELINED>)(
         out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
@@ -2147,7 +2185,7 @@ static inline void backward_kv_wgmma_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16
                                         cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
     constexpr int ROWS = bwd_wgmma::resident_rows<WG>();
     launch_backward(attention_backward_kv_wgmma_kernel<HS, WG, false>, attention_backward_kv_wgmma_kernel<HS, WG, true>,
-                    dim3(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), bwd_wgmma::smem_bytes<HS, WG>(),
+                    cta_grid(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), bwd_wgmma::smem_bytes<HS, WG>(),
                     dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
 }
 template <int HS, int WG = bwd_wgmma::DEFAULT_WG>
@@ -2156,7 +2194,7 @@ static inline void backward_dq_wgmma_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16
                                         cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
     constexpr int ROWS = bwd_wgmma::resident_rows<WG>();
     launch_backward(attention_backward_dq_wgmma_kernel<HS, WG, false>, attention_backward_dq_wgmma_kernel<HS, WG, true>,
-                    dim3(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), bwd_wgmma::smem_bytes<HS, WG>(),
+                    cta_grid(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), bwd_wgmma::smem_bytes<HS, WG>(),
                     dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), codes, stream);
 }
 template <int HS, int MIN_CTAS = backward_min_ctas<HS>(), int BS = bwd_stream_rows<HS>(), int RT = 1>
@@ -2165,7 +2203,7 @@ static inline void backward_kv_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout
                                   cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
     constexpr int KROWS = RT * ROWS_PER_CTA;
     launch_backward(attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, false>,
-                    attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, true>, dim3(B * NH, (T + KROWS - 1) / KROWS),
+                    attention_backward_kv_kernel<HS, MIN_CTAS, BS, RT, true>, cta_grid(B * NH, (T + KROWS - 1) / KROWS),
                     NTHREADS, backward_smem_bytes<HS, BS, RT>(), dqkv, dout, qkv, lse, delta, T, NH,
                     1.0f / sqrtf((float)HS), codes, stream);
 }
@@ -2175,7 +2213,7 @@ static inline void backward_dq_hs(__nv_bfloat16 *dqkv, const __nv_bfloat16 *dout
                                   cudaStream_t stream, const QuantCodesOut &codes = QuantCodesOut{}) {
     constexpr int QROWS = RT * ROWS_PER_CTA;
     launch_backward(attention_backward_dq_kernel<HS, MIN_CTAS, BS, RT, false>,
-                    attention_backward_dq_kernel<HS, MIN_CTAS, BS, RT, true>, dim3(B * NH, (T + QROWS - 1) / QROWS),
+                    attention_backward_dq_kernel<HS, MIN_CTAS, BS, RT, true>, cta_grid(B * NH, (T + QROWS - 1) / QROWS),
                     NTHREADS, backward_smem_bytes<HS, BS, RT>(), dqkv, dout, qkv, lse, delta, T, NH,
                     1.0f / sqrtf((float)HS), codes, stream);
 }
@@ -2244,7 +2282,7 @@ static inline void backward_reduce_dq_hs(__nv_bfloat16 *dqkv, void *scratch, con
     reduce_dq_steps<HS>(dqkv, scratch, dout, qkv, out, B, T, NH, stream, [&](const float *delta, DqReduce reduce) {
         const size_t smem = backward_kv_smem_bytes<HS, BS, RT, DQ>();
         launch_config(kernel, smem);
-        LLMC_LAUNCH(dim3(B * NH, (T + KROWS - 1) / KROWS), NTHREADS, smem, stream, kernel)(
+        LLMC_LAUNCH(cta_grid(B * NH, (T + KROWS - 1) / KROWS), NTHREADS, smem, stream, kernel)(
             dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), reduce);
     });
 }
@@ -2260,7 +2298,7 @@ static inline void backward_reduce_dq_wgmma_hs(__nv_bfloat16 *dqkv, void *scratc
     reduce_dq_steps<HS>(dqkv, scratch, dout, qkv, out, B, T, NH, stream, [&](const float *delta, DqReduce reduce) {
         const size_t smem = bwd_wgmma::reduce_dq_smem_bytes<HS, WG>();
         launch_config(kernel, smem);
-        LLMC_LAUNCH(dim3(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), smem, stream, kernel)(
+        LLMC_LAUNCH(cta_grid(B * NH, (T + ROWS - 1) / ROWS), bwd_wgmma::cta_threads<WG>(), smem, stream, kernel)(
             dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), reduce);
     });
 }
@@ -2288,7 +2326,7 @@ static inline void backward_reduce_dq_wgmma_ws_hs(__nv_bfloat16 *dqkv, void *scr
     reduce_dq_steps<HS>(dqkv, scratch, dout, qkv, out, B, T, NH, stream, [&](const float *delta, DqReduce reduce) {
         const size_t smem = bwd_ws::smem_bytes<HS>();
         launch_config(kernel, smem);
-        LLMC_LAUNCH(dim3(B * NH, (T + bwd_ws::ROWS - 1) / bwd_ws::ROWS), bwd_ws::THREADS, smem, stream, kernel)(
+        LLMC_LAUNCH(cta_grid(B * NH, (T + bwd_ws::ROWS - 1) / bwd_ws::ROWS), bwd_ws::THREADS, smem, stream, kernel)(
             dqkv, dout, qkv, lse, delta, T, NH, 1.0f / sqrtf((float)HS), reduce);
     });
 }

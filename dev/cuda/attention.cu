@@ -451,6 +451,15 @@ static bool identical(const Outputs &a, const Outputs &b) {
            !memcmp(a.dqkv.data(), b.dqkv.data(), a.dqkv.size() * sizeof(bf16));
 }
 
+// run() with every head in one group of CTAs (llmc/attention.cuh's cta_grid; the launch order
+// before 2026-11-29), which must give want's bits: no CTA's result depends on when it runs.
+template <typename Run> static bool same_in_old_grid_order(const Shape &sh, const Outputs &want, Run run) {
+    attention_detail::head_group_override = sh.B * sh.NH;
+    const bool same = identical(run(), want);
+    attention_detail::head_group_override = 0;
+    return same;
+}
+
 static const char *wgmma_unavailable_reason(void) {
     int device, major;
     cuda_check(cudaGetDevice(&device));
@@ -676,6 +685,7 @@ static bool check_case(const Case &c, bool wgmma) {
         for (Outputs &r : runs) r = run_wgmma_poisoned(d, sh);
         const bool same_wg1 = identical(run_wgmma_one_warpgroup_poisoned(d, sh), runs[0]);
         const bool same_pipelined = same_pipelined_forward(d, sh, runs[0]);
+        const bool same_order = same_in_old_grid_order(sh, runs[0], [&] { return run_wgmma_poisoned(d, sh); });
         auto wgmma_backward = [&](const QuantCodesOut &codes) {
             attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0, codes);
         };
@@ -688,8 +698,9 @@ static bool check_case(const Case &c, bool wgmma) {
         buffers_free(d);
         printf("    %-5s %-30s %s\n", "all", "wgmma: 1 warpgroup, same bits", same_wg1 ? "ok" : "FAIL");
         printf("    %-5s %-30s %s\n", "fwd", "wgmma pipelined: same bits", same_pipelined ? "ok" : "FAIL");
+        printf("    %-5s %-30s %s\n", "all", "wgmma old grid order: same bits", same_order ? "ok" : "FAIL");
         const Reference ref = reference_attention(sh, qkv, dout);
-        bool ok = check_wgmma(sh, ref, runs, baseline) && same_wg1 && same_pipelined && codes && reduce_ok;
+        bool ok = check_wgmma(sh, ref, runs, baseline) && same_wg1 && same_pipelined && same_order && codes && reduce_ok;
         // dQ of each variant: against fp64, tensor-wide and row by row (against the wgmma
         // backward's worst row, as check_wgmma does)
         for (size_t v = 0; v < reduce_dqkv.size(); v++) {
@@ -709,6 +720,7 @@ static bool check_case(const Case &c, bool wgmma) {
 
     Outputs runs[3];
     for (Outputs &r : runs) r = run_poisoned(d, sh);
+    const bool same_order = same_in_old_grid_order(sh, runs[0], [&] { return run_poisoned(d, sh); });
     // HS 64: the forward with the other number of row tiles per warp (llmc/attention.cuh's RT, 1 or
     // 2), separately the backward with the other streamed tile height (BS, 64 or 32), and the
     // backward with 2 row tiles per warp in both its kernels, must give the defaults' bits on this
@@ -744,7 +756,8 @@ static bool check_case(const Case &c, bool wgmma) {
 
     buffers_free(d);
 
-    bool ok = same_rt && same_bs && same_bwd_rt && codes && reduce_ok;
+    bool ok = same_rt && same_bs && same_bwd_rt && same_order && codes && reduce_ok;
+    printf("    %-5s %-30s %s\n", "all", "old grid order: same bits", same_order ? "ok" : "FAIL");
     if (sh.HS == 64) {
         printf("    %-5s %-30s %s\n", "all", "other RT: same bits", same_rt ? "ok" : "FAIL");
         printf("    %-5s %-30s %s\n", "all", "other BS: same bits", same_bs ? "ok" : "FAIL");
@@ -941,6 +954,57 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
 
     buffers_free(d);
     return row;
+}
+
+// The launch order of llmc/attention.cuh's cta_grid (heads in groups of G, each group's blocks
+// longest first) against all heads in one group (head_group_override = B NH: the order before
+// 2026-11-29), at the benchmark's shapes: the default forward and backward, and with --wgmma the
+// wgmma forward and, at HS 64, the wgmma backward and the warp-specialized one (with --ws).
+static void time_grid_order(bool wgmma) {
+    int device, sms;
+    cuda_check(cudaGetDevice(&device));
+    cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    printf("\ngrid order, B*T = 16384, NH*HS = 2048, median of 21 runs (ms): heads in groups (G: the largest divisor\n"
+           "of B NH up to 4 x %d SMs / blocks per head) against all heads in one group (\"old\")\n", sms);
+    printf("%5s %4s | %9s %9s | %9s %9s", "T", "HS", "fwd", "fwd old", "bwd", "bwd old");
+    if (wgmma) printf(" | %9s %9s | %9s %9s | %9s %9s", "wgmma fwd", "old", "wgmma bwd", "old", "ws rdQ", "old");
+    printf("\n");
+    uint64_t seed = 5000;
+    for (int HS : {64, 128})
+        for (int T : {1024, 2048, 4096}) {
+            const Shape sh = {16384 / T, 2048 / HS, T, HS};
+            const Buffers d = buffers_alloc(sh);
+            fill_uniform_bf16(d.qkv, sh.qkv_count(), seed += 2, -1.0f, 1.0f);
+            fill_uniform_bf16(d.dout, sh.out_count(), seed + 1, -1.0f, 1.0f);
+            attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0);
+            auto both = [&](auto launch) {  // {grouped, old} ms
+                float ms[2];
+                for (int old = 0; old < 2; old++) {
+                    attention_detail::head_group_override = old ? sh.B * sh.NH : 0;
+                    ms[old] = time_median_ms(launch, 3, 21, 0);
+                }
+                attention_detail::head_group_override = 0;
+                printf(" | %9.3f %9.3f", ms[0], ms[1]);
+            };
+            printf("%5d %4d", T, HS);
+            both([&] { attention_forward(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); });
+            both([&] { attention_backward(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0); });
+            if (wgmma) {
+                both([&] { attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, T, sh.NH, HS, 0); });
+                if (HS == 64) {
+                    both([&] {
+                        attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, T, sh.NH, HS, 0);
+                    });
+                    if (g_ws) both([&] {
+                        attention_detail::backward_reduce_dq_wgmma_ws_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out,
+                                                                             d.lse, sh.B, T, sh.NH, 0);
+                    });
+                    else printf(" | %9s %9s", "-", "-");
+                } else printf(" | %9s %9s | %9s %9s", "-", "-", "-", "-");
+            }
+            printf("\n");
+            buffers_free(d);
+        }
 }
 
 // Kernel variants side by side at HS 64 (llmc/attention.cuh: forward_min_ctas, backward_min_ctas,
@@ -1261,6 +1325,7 @@ int main(int argc, char **argv) {
             for (int T : Ts) rows.push_back(bench(T, HS, seed += 2, wgmma));
         print_bench_table(rows, wgmma);
         time_backward_kernels(wgmma);
+        time_grid_order(wgmma);
         if (!wgmma) {
             failed += !tune_occupancy();
             time_reduce_dq();

@@ -145,9 +145,10 @@ if wants checks; then
     wgmma_step test_gptcu_tiny_wgmma_rdq 90 $bin/test_gptcu tiny wgmma-rdq
     # the same warp-specialized (--attention wgmma-ws: a producer warp, two consumer warpgroups,
     # mbarriers), never run on a GPU: the harness first, in a run of its own (a fault in its
-    # protocol hangs until the step's limit), whose failure skips only the steps of this kernel
+    # protocol hangs until the step's limit), whose failure skips only the steps of this kernel;
+    # the pipelined wgmma forward (harness only, never run on a GPU) in the same run
     ws_why=
-    wgmma_step attention_wgmma_ws 150 $bin/attention --wgmma --ws || ws_why="attention_wgmma_ws did not pass"
+    wgmma_step attention_wgmma_ws 150 $bin/attention --wgmma --ws --pipelined || ws_why="attention_wgmma_ws did not pass"
     [ -z "$ws_why" ] && [ -s "$work/logs/attention_wgmma_ws.log" ] && ! grep -q '^SKIPPED' "$work/logs/attention_wgmma_ws.log" &&
         touch "$work/ws_passed"  # profile's ncu looks at it then
     if [ -z "$ws_why" ]; then wgmma_step test_gptcu_tiny_wgmma_ws 90 $bin/test_gptcu tiny wgmma-ws
@@ -174,10 +175,12 @@ if wants sanitize; then  # compute-sanitizer's short runs first, then the d12 ch
         step racecheck_attention 120 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --check-small
         wgmma_step memcheck_attention_wgmma 150 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/attention --wgmma --check
         wgmma_step racecheck_attention_wgmma 150 "$sanitizer" --tool racecheck --error-exitcode 1 $bin/attention --wgmma --check-small
-        # the warp-specialized backward (mbarriers), only after its harness passed in this call's checks
+        # the warp-specialized backward (mbarriers) and the pipelined forward, only after their harness
+        # passed in this call's checks
         for tool in memcheck racecheck; do
             if [ -e "$work/ws_passed" ]; then
-                wgmma_step ${tool}_attention_wgmma_ws 150 "$sanitizer" --tool $tool --error-exitcode 1 $bin/attention --wgmma --ws --check-small
+                wgmma_step ${tool}_attention_wgmma_ws 150 "$sanitizer" --tool $tool --error-exitcode 1 \
+                    $bin/attention --wgmma --ws --pipelined --check-small
             else skipped ${tool}_attention_wgmma_ws "attention_wgmma_ws has not passed in this call (phase checks first)"; fi
         done
     else
@@ -334,7 +337,8 @@ if wants profile; then  # GPU time per kernel over two steps (ncu serializes ker
         # T 1024 HS 64: where their time goes (stall reasons, pipe use, occupancy, shared-memory
         # traffic), into $out/profile_attention.txt. About half a minute.
         wg=--wgmma; { [ "${WGMMA:-1}" = 0 ] || [ -e "$wgmma_gate" ]; } && wg=
-        [ -n "$wg" ] && [ -e "$work/ws_passed" ] && wg="$wg --ws"  # the warp-specialized kernel, once it passed here
+        # the warp-specialized backward and the pipelined forward, once their harness passed here
+        [ -n "$wg" ] && [ -e "$work/ws_passed" ] && wg="$wg --ws --pipelined"
         step profile_attention 150 "$ncu" --clock-control none --kernel-name regex:attention_ --section SpeedOfLight \
             --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
             --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis $bin/attention --profile-once $wg

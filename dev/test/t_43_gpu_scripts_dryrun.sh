@@ -111,7 +111,7 @@ check "profile: the three kernel tables are returned in profile.md" \
     test "$(grep -c "matmul_kernel.* | 1 | 0.013 |" "$d/out_profile/profile.md")" = 3
 check "profile: ncu's raw CSVs come back" returned profile profile_d48_fp8.csv
 check "profile: the attention kernels' report, with the wgmma ones and (its harness passed in checks) the warp-specialized one" \
-    grep -q "^attention (dry run): --profile-once --wgmma --ws$" "$d/out_profile/profile_attention.txt"
+    grep -q "^attention (dry run): --profile-once --wgmma --ws --pipelined$" "$d/out_profile/profile_attention.txt"
 phase curves curves
 check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curves/curves.csv")" = 1001
 # The wgmma gate: once attention --wgmma fails, the later wgmma steps of this call and of later

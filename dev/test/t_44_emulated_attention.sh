@@ -4,7 +4,7 @@
 # (--check-small: T = 1 .. 1000, HS 64 and 128, against fp64, identical bits over runs and across
 # the variants) for the default mma.sync kernels and for the wgmma kernels (their building blocks
 # first, exactly), both of which passed on an H200 (2026-11-27), with --ws the warp-specialized
-# wgmma backward too (never run on a GPU). The emulator also checks the kernels' synchronization
+# wgmma backward and with --pipelined the pipelined wgmma forward too (never run on a GPU). The emulator also checks the kernels' synchronization
 # (cp.async waits, barriers, fence.proxy.async, wgmma.fence, collectives, mbarriers; shared memory
 # starts as NaN bytes); first its self-test shows each of those checks firing on a kernel with that fault
 # (and its AddressSanitizer build a plain store past the dynamic shared memory), what its stream
@@ -102,8 +102,8 @@ done
 # each, in this order: 40 s).
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-runs=("emu/race|--check-short|13|forward" "emu/race|--wgmma --ws --check-short|14|forward" "emu|--check-small|15|reverse"
-      "emu|--wgmma --ws --check-small|16|reverse")
+runs=("emu/race|--check-short|13|forward" "emu/race|--wgmma --ws --pipelined --check-short|14|forward"
+      "emu|--check-small|15|reverse" "emu|--wgmma --ws --pipelined --check-small|16|reverse")
 for i in "${!runs[@]}"; do
     IFS='|' read -r build args expected schedule <<<"${runs[$i]}"
     [ "$i" -lt 2 ] || wait -n || true  # a run's status is in its .rc file

@@ -763,7 +763,8 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
         // issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} as two groups and takes S_j's softmax
         // while the second runs; O's rescale by alpha_j waits for it. The same operations on the
         // same values as the loop below, so the same bits. Each case issues and waits for its
-        // wgmma within one branch: ptxas serializes wgmma left in flight across a branch.
+        // wgmma within one branch: ptxas serializes wgmma issued in a branch and still in flight
+        // where the branch ends (t_42).
         const int wg_tiles = wg_q0 < T ? wg_last_query / KEYS + 1 : 0;
         uint32_t pf[KEYS / 16][4];  // P_{j-1} packed to bf16: the A operand of the product in flight
         auto fence = [&](float (*s)[4]) {

@@ -34,6 +34,7 @@ const void *const wgmma_kernels[] = {
     (const void *)attention_forward_wgmma_kernel<64, 1, true>,
     (const void *)attention_forward_wgmma_kernel<64, 2, true>,
     (const void *)attention_forward_wgmma_kernel<128, 2, true>,
+    (const void *)attention_forward_wgmma_kernel<128, 1, true>,
     (const void *)attention_backward_kv_wgmma_kernel<64, 1, false>,
     (const void *)attention_backward_kv_wgmma_kernel<64, 1, true>,
     (const void *)attention_backward_kv_wgmma_kernel<64, 1, false, DQ_BULK>,

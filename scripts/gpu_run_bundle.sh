@@ -129,6 +129,43 @@ d48_b=8; (( ${gpu_mib:-0} >= 120 * 1024 )) && d48_b=16
 trap '(cd "$work" && find logs zero profile_*.csv \( -name "*.log" -o -name "*.out" -o -name "*.csv" \) 2>/dev/null |
       tar -czf "$out/logs.tar.gz" -T -)' EXIT
 trap 'exit 143' TERM
+# attention_table: each --attention mode's kernels at T 1024, HS 64 (issue 5's goal) as the harness
+# timed them in this call (its "attention_ms T HS NAME MS" lines; a mode's forward and backward are
+# read from one run where they can be), PyTorch's SDPA rows beside them (torch_sdpa, same call), and
+# d12's step with each mode (bench_d12_quick*): the figures the next defaults are chosen by, into
+# summary.md. "-": not measured in this call.
+harness_ms() {  # harness_ms STEP NAME: NAME's time at T 1024, HS 64 in STEP's log
+    awk -v n="$2" '$1 == "attention_ms" && $2 == 1024 && $3 == 64 && $4 == n { v = $5 } END { if (v != "") print v }' \
+        "$work/logs/$1.log" 2>/dev/null
+}
+sum_ms() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a + b; else print "-" }'; }
+attention_table() {
+    local sdpa base row f b t
+    sdpa=$(awk '$1 == 1024 && $2 == 64 && $5 == "default" && $7 ~ /^[0-9.]+$/ { print $7 + $10; exit }' \
+        "$work/logs/torch_sdpa.log" 2>/dev/null)
+    base=$(tokens_per_s bench_d12_quick)
+    { echo; echo "| --attention, T 1024 HS 64 | forward ms | backward ms | fwd+bwd ms | speed vs SDPA default | d12 B 16 tokens/s | vs mma |"
+      echo "|---|---|---|---|---|---|---|"
+      # MODE FORWARD BACKWARD BENCH: FORWARD and BACKWARD as STEP:NAME
+      for row in "mma attention:mma_fwd attention:mma_bwd bench_d12_quick" \
+                 "mma-rt2 attention:mma_fwd attention:mma_rt2_bwd bench_d12_quick_rt2" \
+                 "mma-rdq attention:mma_fwd attention:mma_rdq_bwd bench_d12_quick_rdq" \
+                 "wgmma attention_wgmma:wgmma_fwd attention_wgmma:wgmma_bwd bench_d12_quick_wgmma" \
+                 "wgmma-fwd attention_wgmma:wgmma_fwd attention_wgmma:mma_bwd bench_d12_quick_wgmma_fwd" \
+                 "wgmma-rdq attention_wgmma:wgmma_fwd attention_wgmma:wgmma_rdq_bwd bench_d12_quick_wgmma_rdq" \
+                 "wgmma-ws attention_wgmma_ws:wgmma_fwd attention_wgmma_ws:wgmma_ws_bwd bench_d12_quick_wgmma_ws" \
+                 "(pipelined-wgmma-forward) attention_wgmma_ws:wgmma_pipelined_fwd - -"; do
+          set -- $row
+          f=$(harness_ms "${2%%:*}" "${2#*:}")
+          b=; [ "$3" = - ] || b=$(harness_ms "${3%%:*}" "${3#*:}")
+          t=; [ "$4" = - ] || t=$(tokens_per_s "$4")
+          echo "| $1 | ${f:--} | ${b:--} | $(sum_ms "$f" "$b") | $(ratio "$sdpa" "$(sum_ms "$f" "$b")") | ${t:--} | $(ratio "$t" "$base") |"
+      done
+      awk -v sdpa="$sdpa" '$1 == 1024 && $2 == 64 && $7 ~ /^[0-9.]+$/ {
+          r = (sdpa > 0 && $13 > 0) ? sprintf("%.3f", sdpa / $13) : "-"
+          printf "| SDPA %s | %s | %s | %s | %s | - | - |\n", $5, $7, $10, $13, r }' "$work/logs/torch_sdpa.log" 2>/dev/null
+    } >> "$summary"
+}
 if wants checks; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
@@ -165,6 +202,7 @@ if wants checks; then
     if [ -z "$ws_why" ]; then
         wgmma_step bench_d12_quick_wgmma_ws 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma-ws
     else skipped bench_d12_quick_wgmma_ws "$ws_why"; fi
+    attention_table
 fi
 if wants sanitize; then  # compute-sanitizer's short runs first, then the d12 checks (minutes each)
     if [ -n "$sanitizer" ]; then

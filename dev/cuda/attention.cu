@@ -910,6 +910,12 @@ struct BenchRow {
 
 static double tflops(double flops, float ms) { return flops / (ms * 1e-3) / 1e12; }
 
+// One timing as a line for scripts (scripts/gpu_run_bundle.sh's attention table): "attention_ms T
+// HS NAME MS", NAME the kernels as the trainer's --attention modes pair them; nothing if not timed.
+static void print_ms_line(int T, int HS, const char *name, float ms) {
+    if (ms >= 0) printf("attention_ms %d %d %s %.4f\n", T, HS, name, ms);
+}
+
 static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
     BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1};
     const Shape sh = {row.B, row.NH, T, HS};
@@ -1023,6 +1029,7 @@ static void time_grid_order(bool wgmma) {
 static bool tune_occupancy(void) {
     using namespace attention_detail;
     bool identical = true;
+    float rt2_ms[2] = {-1.0f, -1.0f};  // RT2 at T 1024 and 2048
     printf("\nvariants, HS 64, B*T = 16384, NH = 32, median of 21 runs (ms): forward with 1 row tile per warp\n"
            "(free registers; capped for 4 CTAs/SM) and 2 row tiles; backward with 64-row streamed tiles (free;\n"
            "capped for 3 CTAs/SM), 32-row ones (free; capped for 3 CTAs/SM, 164 registers, no spills), and 2 row\n"
@@ -1065,8 +1072,11 @@ static bool tune_occupancy(void) {
         identical = identical && same;
         printf("%5d | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f | %s\n", T, ms[0], ms[1], ms[2],
                ms[3], ms[4], ms[5], ms[6], ms[7], ms[8], ms[9], same ? "identical" : "DIFFER (FAIL)");
+        rt2_ms[T == 2048] = ms[9];
         buffers_free(d);
     }
+    print_ms_line(1024, 64, "mma_rt2_bwd", rt2_ms[0]);  // the backward of --attention mma-rt2
+    print_ms_line(2048, 64, "mma_rt2_bwd", rt2_ms[1]);
     return identical;
 }
 
@@ -1214,6 +1224,15 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
         cell(r.reduce_dq_bwd_ms, bwd_flops);
         if (wgmma) cell(r.wg1_reduce_dq_bwd_ms, bwd_flops), cell(r.ws_reduce_dq_bwd_ms, bwd_flops);
         printf("\n");
+    }
+    for (const BenchRow &r : rows) {
+        print_ms_line(r.T, r.HS, "mma_fwd", r.fwd_ms);
+        print_ms_line(r.T, r.HS, "mma_bwd", r.bwd_ms);
+        print_ms_line(r.T, r.HS, wgmma ? "wgmma_rdq_bwd" : "mma_rdq_bwd", r.reduce_dq_bwd_ms);
+        print_ms_line(r.T, r.HS, "wgmma_fwd", r.wgmma_fwd_ms);
+        print_ms_line(r.T, r.HS, "wgmma_bwd", r.wgmma_bwd_ms);
+        print_ms_line(r.T, r.HS, "wgmma_pipelined_fwd", r.pipelined_fwd_ms);
+        print_ms_line(r.T, r.HS, "wgmma_ws_bwd", r.ws_reduce_dq_bwd_ms);
     }
 }
 

@@ -22,7 +22,12 @@ check() {  # check NAME COMMAND...
 # the repository's own files.
 cp -R -H scripts dev "$d/repo/"
 echo 'print("PyTorch (dry run) d12 B=16 T=1024: 23456 tokens/s (median step 1.0 ms)")' > "$d/repo/dev/bench/torch_gpu_baseline.py"
-echo 'print("PyTorch (dry run) SDPA table")' > "$d/repo/dev/bench/torch_sdpa_bench.py"
+cat > "$d/repo/dev/bench/torch_sdpa_bench.py" <<'EOF'
+print("PyTorch (dry run) SDPA table")
+print(" 1024   64  16  32 default       |    0.200   343.6 |    0.800   214.7 |    1.000")
+print(" 1024   64  16  32 cudnn         |    0.180   381.8 |    0.700   245.4 |    0.880")
+print(" 1024   64  16  32 deterministic | n/a: no deterministic backward")
+EOF
 for t in nvidia-smi compute-sanitizer ncu; do cp dev/test/gpu_dryrun/tool "$d/tools/$t"; done
 for p in test_gptcu attention encoder layernorm gelu classifier optimizer matmul quant matmul_lowp; do
     cp dev/test/gpu_dryrun/tool "$d/carry/bin/$p"
@@ -70,6 +75,11 @@ phase checks test_gptcu_tiny test_gptcu_small test_gptcu_tiny_rt2 test_gptcu_tin
     harness_layernorm harness_gelu harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp \
     bench_d12_quick bench_d12_quick_rt2 bench_d12_quick_rdq bench_d12_quick_wgmma bench_d12_quick_wgmma_fwd \
     bench_d12_quick_wgmma_rdq bench_d12_quick_wgmma_ws
+check "checks: the attention table pairs each mode's kernels and divides by SDPA's" bash -c "
+    grep -q '^| wgmma-ws | 0.25 | 0.75 | 1.000 | 1.000 | 12345 | 1.000 |' '$d/out_checks/summary.md' &&
+    grep -q '^| mma-rt2 | 0.3 | 1.1 | 1.400 | 0.714 | 12345 | 1.000 |' '$d/out_checks/summary.md' &&
+    grep -q '^| (pipelined-wgmma-forward) | 0.22 | - | - | - | - | - |' '$d/out_checks/summary.md' &&
+    grep -q '^| SDPA cudnn | 0.180 | 0.700 | 0.880 | 1.136 | - | - |' '$d/out_checks/summary.md'"
 # (the warp-specialized kernel's sanitizer steps run: its harness passed in checks, same work directory)
 phase sanitize test_gptcu_d12 test_gptcu_d12_wgmma memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
     racecheck_attention_wgmma memcheck_attention_wgmma_ws racecheck_attention_wgmma_ws initcheck_test_tiny

@@ -610,7 +610,8 @@ attention_forward_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ ls
 // PIPELINED (FlashAttention-3's intra-warpgroup overlap; STATUS: NOT RUN on a GPU, 2026-11-29,
 // checked in the CPU emulator): tile j's softmax runs while the tensor cores do tile j - 1's
 // O += P V, V loaded a tile behind K so that the two buffers still suffice; the same bits.
-// The harness times it beside the default ("pipe fwd"), which it becomes if faster.
+// `dev/cuda/attention --wgmma --pipelined` checks its bits and times it beside the default ("pipe
+// fwd"), which it becomes if faster.
 
 // The dynamic shared memory from its first 1024-byte boundary, where wgmma's swizzled tiles must
 // start (the kernels' smem_bytes() leave room for the shift).

@@ -17,8 +17,8 @@
 # build/gpu_run) receives at most 7 files (the device tool returns 8):
 # device.txt (the GPU, the bundle's commit, the machine's kernel and torch), summary.md (a row per
 # step, and the tables: the checks phase's attention table pairs each --attention mode's kernels
-# at T 1024 HS 64 with SDPA's and d12's tokens/s), logs.tar.gz (every step's log, the ZeRO runs' outputs and logs, ncu's raw
-# CSVs), and the phases' results (profile_attention.txt, profile.md, curves.csv, curves.png). Bulky work (ZeRO
+# at T 1024 HS 64 with SDPA's and d12's tokens/s), logs.tar.gz (every step's log, the ZeRO runs'
+# outputs and logs, ncu's raw CSVs), and the phases' results (profile_attention.txt, profile.md, curves.csv, curves.png). Bulky work (ZeRO
 # checkpoints, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work). WGMMA=0 skips the
 # steps of the wgmma attention (see wgmma_step below).
 # The script keeps its own deadline, BUNDLE_SECONDS (default 570) after it starts: no step runs

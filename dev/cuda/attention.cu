@@ -330,19 +330,16 @@ template <int WG> static void wgmma_forward_pipelined(const Buffers &b, const Sh
     if (sh.HS == 64) forward_wgmma_hs<64, WG, true>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
     else forward_wgmma_hs<128, WG, true>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
 }
-// Whether it does, with 2 and 1 warpgroups, into NaN-filled outputs (want: the wgmma forward's).
-static bool same_pipelined_forward(const Buffers &b, const Shape &sh, const Outputs &want) {
-    bool same = true;
-    for (auto forward : {wgmma_forward_pipelined<2>, wgmma_forward_pipelined<1>}) {
-        poison_outputs(b, sh);
-        forward(b, sh);
-        cuda_check(cudaDeviceSynchronize());
-        const std::vector<bf16> out = to_host(b.out, sh.out_count());
-        const std::vector<float> lse = to_host(b.lse, sh.lse_count());
-        same = same && !memcmp(out.data(), want.out.data(), out.size() * sizeof(bf16)) &&
-               !memcmp(lse.data(), want.lse.data(), lse.size() * sizeof(float));
-    }
-    return same;
+// Whether forward() writes want's out and lse bit for bit into NaN-filled outputs.
+template <typename Forward>
+static bool same_forward(const Buffers &b, const Shape &sh, const Outputs &want, Forward forward) {
+    poison_outputs(b, sh);
+    forward();
+    cuda_check(cudaDeviceSynchronize());
+    const std::vector<bf16> out = to_host(b.out, sh.out_count());
+    const std::vector<float> lse = to_host(b.lse, sh.lse_count());
+    return !memcmp(out.data(), want.out.data(), out.size() * sizeof(bf16)) &&
+           !memcmp(lse.data(), want.lse.data(), lse.size() * sizeof(float));
 }
 
 // The HS 64 backward with KV_RT and DQ_RT row tiles per warp in its dK/dV and dQ kernels
@@ -691,7 +688,10 @@ static bool check_case(const Case &c, bool wgmma) {
         Outputs runs[2];
         for (Outputs &r : runs) r = run_wgmma_poisoned(d, sh);
         const bool same_wg1 = identical(run_wgmma_one_warpgroup_poisoned(d, sh), runs[0]);
-        const bool same_pipelined = !g_pipelined || same_pipelined_forward(d, sh, runs[0]);
+        auto pipelined_wg2 = [&] { wgmma_forward_pipelined<2>(d, sh); };
+        auto pipelined_wg1 = [&] { wgmma_forward_pipelined<1>(d, sh); };
+        const bool same_pipelined = !g_pipelined || (same_forward(d, sh, runs[0], pipelined_wg2) &&
+                                                     same_forward(d, sh, runs[0], pipelined_wg1));
         const bool same_order = same_in_old_grid_order(sh, runs[0], [&] { return run_wgmma_poisoned(d, sh); });
         auto wgmma_backward = [&](const QuantCodesOut &codes) {
             attention_backward_wgmma(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse, sh.B, sh.T, sh.NH, sh.HS, 0, codes);
@@ -735,13 +735,9 @@ static bool check_case(const Case &c, bool wgmma) {
     bool same_rt = true, same_bs = true, same_bwd_rt = true;
     if (sh.HS == 64) {
         using namespace attention_detail;
-        cuda_check(cudaMemset(d.out, 0xFF, sh.out_count() * sizeof(bf16)));
-        cuda_check(cudaMemset(d.lse, 0xFF, sh.lse_count() * sizeof(float)));
-        forward_hs<64, forward_min_ctas<64>(), 3 - forward_row_tiles<64>()>(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 0);
-        const std::vector<bf16> o = to_host(d.out, sh.out_count());
-        const std::vector<float> l = to_host(d.lse, sh.lse_count());
-        same_rt = !memcmp(o.data(), runs[0].out.data(), o.size() * sizeof(bf16)) &&
-                  !memcmp(l.data(), runs[0].lse.data(), l.size() * sizeof(float));
+        same_rt = same_forward(d, sh, runs[0], [&] {
+            forward_hs<64, forward_min_ctas<64>(), 3 - forward_row_tiles<64>()>(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 0);
+        });
         cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
         backward_hs<64, backward_min_ctas<64>(), 96 - bwd_stream_rows<64>()>(d.dqkv, d.scratch, d.dout, d.qkv, d.out,
                                                                              d.lse, sh.B, sh.T, sh.NH, 0);

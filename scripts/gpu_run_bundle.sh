@@ -7,8 +7,9 @@
 # every block-matmul precision, and bf16's MFU, at d12 and d48, d48 with 4 micro-steps per step
 # (bf16 against all-FP8), with where a step's time goes in bf16 and FP8 by train_gptcu --profile
 # (phase bench), the same at d24 and d36 (phase bench3), d48 at B 8 (bf16 against all-FP8), and
-# --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 16, 32 and 64, also
-# with --attention wgmma-fwd, and with it and PyTorch's optimizer (no clipping) (phase torch), where a training step's time goes, kernel by kernel, under
+# --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 64, 16 and 32, also
+# with the fastest --attention mode whose checks passed, and with it and PyTorch's optimizer (no
+# clipping) (phase torch), where a training step's time goes, kernel by kernel, under
 # Nsight Compute (phase profile: first the attention kernels' stall reasons and pipe use at T 1024
 # HS 64, $OUT/profile_attention.txt, then $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
 # curves of bf16, fp8 and int8 over 1000 steps of the nlp-corpus shards (phase curves:
@@ -48,6 +49,12 @@ for p in $phases; do
        exit 2 ;;
     esac
 done
+# ATTENTION: the --attention mode of the phases after checks (below, attention_mode), instead of
+# the one this machine's checks chose.
+attention_modes=" mma mma-rt2 mma-rdq wgmma wgmma-fwd wgmma-rdq wgmma-ws "
+if [ -n "${ATTENTION:-}" ] && [[ $attention_modes != *" $ATTENTION "* ]]; then
+    echo "gpu_run_bundle.sh: ATTENTION=$ATTENTION is not an --attention mode (${attention_modes# })" >&2; exit 2
+fi
 deadline=${BUNDLE_SECONDS:-570}
 [[ $deadline =~ ^[0-9]+$ ]] || { echo "gpu_run_bundle.sh: BUNDLE_SECONDS=$deadline is not a number of seconds" >&2; exit 2; }
 wants() { [[ $phases == *" $1 "* || $phases == *" all "* ]]; }  # wants PHASE
@@ -167,6 +174,32 @@ attention_table() {
           printf "| SDPA %s | %s | %s | %s | %s | - | - |\n", $5, $7, $10, $13, r }' "$work/logs/torch_sdpa.log" 2>/dev/null
     } >> "$summary"
 }
+# choose_attention_mode: of the --attention modes whose checks passed in this call (the trainer
+# against the CPU reference, test_gptcu tiny MODE, and the harness of its kernels against fp64),
+# the one of most d12 B 16 tokens/s (bench_d12_quick*), into $work/attention_mode for the later
+# phases of this call and of later calls on this machine, and into summary.md. A mode that failed
+# or did not run in this call is never chosen; none measured: nothing is written.
+passed() { grep -q "^| $1 | PASS |" "$summary"; }  # passed STEP: STEP passed in this call
+choose_attention_mode() {
+    local row s t ok best= best_t=0
+    # MODE BENCH_STEP CHECK_STEPS...
+    for row in "mma bench_d12_quick test_gptcu_tiny attention" \
+               "mma-rt2 bench_d12_quick_rt2 test_gptcu_tiny_rt2 attention" \
+               "mma-rdq bench_d12_quick_rdq test_gptcu_tiny_rdq attention" \
+               "wgmma bench_d12_quick_wgmma test_gptcu_tiny_wgmma attention_wgmma" \
+               "wgmma-fwd bench_d12_quick_wgmma_fwd test_gptcu_tiny_wgmma_fwd attention_wgmma" \
+               "wgmma-rdq bench_d12_quick_wgmma_rdq test_gptcu_tiny_wgmma_rdq attention_wgmma" \
+               "wgmma-ws bench_d12_quick_wgmma_ws test_gptcu_tiny_wgmma_ws attention_wgmma_ws"; do
+        set -- $row
+        ok=1; for s in "${@:2}"; do passed "$s" || ok=0; done
+        t=$(tokens_per_s "$2")
+        if (( ok )) && [ -n "$t" ] && awk -v a="$t" -v b="$best_t" 'BEGIN { exit !(a > b) }'; then best=$1 best_t=$t; fi
+    done
+    if [ -n "$best" ]; then
+        echo "$best" > "$work/attention_mode"
+        { echo; echo "attention mode of the later phases: $best (d12 B 16: $best_t tokens/s, $(ratio "$best_t" "$(tokens_per_s bench_d12_quick)") x mma; checks passed in this call)"; } >> "$summary"
+    fi
+}
 if wants checks; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
@@ -178,6 +211,8 @@ if wants checks; then
     wgmma_step attention_wgmma 150 $bin/attention --wgmma || touch "$wgmma_gate"  # the wgmma kernels (sm_90a) alone
     # the trainer with them (--attention wgmma) against the CPU reference, and recompute's bits
     wgmma_step test_gptcu_tiny_wgmma 90 $bin/test_gptcu tiny wgmma
+    # the wgmma forward with the mma.sync backward (--attention wgmma-fwd): each ran here, the pair not yet
+    wgmma_step test_gptcu_tiny_wgmma_fwd 90 $bin/test_gptcu tiny wgmma-fwd
     wgmma_step test_gptcu_tiny_recompute_wgmma 150 $bin/test_gptcu tiny recompute wgmma
     # the wgmma backward with dQ by integer reduction (--attention wgmma-rdq), never run on a GPU
     wgmma_step test_gptcu_tiny_wgmma_rdq 90 $bin/test_gptcu tiny wgmma-rdq
@@ -204,7 +239,17 @@ if wants checks; then
         wgmma_step bench_d12_quick_wgmma_ws 60 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --attention wgmma-ws
     else skipped bench_d12_quick_wgmma_ws "$ws_why"; fi
     attention_table
+    choose_attention_mode
 fi
+# The --attention mode of the phases below (ours beside PyTorch, the precision and --profile
+# tables, Nsight Compute): $ATTENTION, else the one this machine's checks chose (in this call or an
+# earlier one), else mma (the trainer's default). A wgmma mode's steps pass the wgmma gate.
+attention_mode=${ATTENTION:-$(cat "$work/attention_mode" 2>/dev/null)}
+attention_mode=${attention_mode:-mma}
+att=(--attention "$attention_mode")
+attention_step() {  # attention_step NAME LIMIT COMMAND...: a step that runs with $att
+    if [[ $attention_mode == wgmma* ]]; then wgmma_step "$@"; else step "$@"; fi
+}
 if wants sanitize; then  # compute-sanitizer's short runs first, then the d12 checks (minutes each)
     if [ -n "$sanitizer" ]; then
         step memcheck_test_tiny 300 "$sanitizer" --tool memcheck --error-exitcode 1 $bin/test_gptcu tiny
@@ -250,23 +295,23 @@ precision_table() {
     local sizes=("$@") run m
     for run in "${sizes[@]}"; do
         set -- $run
-        for m in bf16 fp8 int8; do step "bench_$1_$m" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul $m; done
+        for m in bf16 fp8 int8; do attention_step "bench_$1_$m" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 "${att[@]}" --matmul $m; done
         # delayed scaling: the cast records the amax, so no separate amax pass reads each operand
-        step "bench_$1_fp8delayed" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 --amax-history 16
+        attention_step "bench_$1_fp8delayed" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 "${att[@]}" --matmul fp8 --amax-history 16
         # and the weight gradient in FP8 too: three of the three block matmuls (issue 8's 1.3x goal
         # cannot be reached with the bf16 weight gradient's third left at bf16 speed)
-        step "bench_$1_fp8wgrad" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 --amax-history 16 --fp8-wgrad 1
+        attention_step "bench_$1_fp8wgrad" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 "${att[@]}" --matmul fp8 --amax-history 16 --fp8-wgrad 1
         # and every FP8 GEMM without promoting its partial sums (cuBLASLt's fast accumulation)
-        step "bench_$1_fp8fast" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 --amax-history 16 \
+        attention_step "bench_$1_fp8fast" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 "${att[@]}" --matmul fp8 --amax-history 16 \
             --fp8-wgrad 1 --fp8-fast-accum 2
         # and the GELU in FP8 GEMMs' epilogues: its backward (level 1, bf16's default), then the fc
         # forward's too (level 2); fp8's default stays 0 until these columns are measured
         for f in 1 2; do
-            step "bench_$1_fp8gelu$f" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 --matmul fp8 \
+            attention_step "bench_$1_fp8gelu$f" 90 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 12 "${att[@]}" --matmul fp8 \
                 --amax-history 16 --fp8-wgrad 1 --fp8-fast-accum 2 --gelu-fusion $f
         done
     done
-    { echo; echo "| model | B | bf16 tokens/s | bf16 MFU | fp8 tokens/s | int8 tokens/s | fp8, --amax-history 16 | fp8, history 16, --fp8-wgrad 1 | the same, --fp8-fast-accum 2 | the same, --gelu-fusion 1 | the same, --gelu-fusion 2 |"
+    { echo; echo "| model (--attention $attention_mode) | B | bf16 tokens/s | bf16 MFU | fp8 tokens/s | int8 tokens/s | fp8, --amax-history 16 | fp8, history 16, --fp8-wgrad 1 | the same, --fp8-fast-accum 2 | the same, --gelu-fusion 1 | the same, --gelu-fusion 2 |"
       echo "|---|---|---|---|---|---|---|---|---|---|---|"
       for run in "${sizes[@]}"; do
           set -- $run
@@ -282,12 +327,12 @@ precision_table() {
 # fastest FP8 setting measured (--amax-history 16 --fp8-wgrad 1). Separate runs from the
 # precision table's, whose tokens/s stay free of the events' cost.
 profile_table() {
-    local run logs=() header="| ms per step |" rule="|---|"
+    local run logs=() header="| ms per step (--attention $attention_mode) |" rule="|---|"
     for run in "$@"; do
         set -- $run
         local flags=(--matmul $3)
         [ $3 = fp8 ] && flags+=(--amax-history 16 --fp8-wgrad 1)
-        step "profile_events_$1_$3" 120 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 10 --profile "${flags[@]}"
+        attention_step "profile_events_$1_$3" 120 $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 10 --profile "${att[@]}" "${flags[@]}"
         logs+=("$work/logs/profile_events_$1_$3.log") header+=" $1 B $2 $3 |" rule+="---|"
     done
     { echo; echo "$header"; echo "$rule"
@@ -310,11 +355,11 @@ d48_ratio_table() {
         fp8wgrad) flags="--matmul fp8 --amax-history 16 --fp8-wgrad 1" ;;
         fp8fast) flags="--matmul fp8 --amax-history 16 --fp8-wgrad 1 --fp8-fast-accum 2" ;;
         esac
-        step "bench_d48_${run}_$m" 150 $bin/train_gptcu --bench -e d48 -t 1024 "$@" $flags
+        attention_step "bench_d48_${run}_$m" 150 $bin/train_gptcu --bench -e d48 -t 1024 "${att[@]}" "$@" $flags
     done
     local a=$(tokens_per_s "bench_d48_${run}_bf16") b=$(tokens_per_s "bench_d48_${run}_fp8wgrad") \
           c=$(tokens_per_s "bench_d48_${run}_fp8fast")
-    { echo; echo "| d48 | bf16 tokens/s | fp8, history 16, --fp8-wgrad 1 | ratio | the same, --fp8-fast-accum 2 | ratio |"
+    { echo; echo "| d48 (--attention $attention_mode) | bf16 tokens/s | fp8, history 16, --fp8-wgrad 1 | ratio | the same, --fp8-fast-accum 2 | ratio |"
       echo "|---|---|---|---|---|---|"
       echo "| $label | $a | $b | $(ratio "$b" "$a") | $c | $(ratio "$c" "$a") |"; } >> "$summary"
 }
@@ -333,8 +378,10 @@ if wants bench2; then  # d48 at B 8; GELU fusion at d12
     # FP8 kernels stay furthest from their peak; both precisions at the same B.
     d48_ratio_table b8 "B 8" -b 8 -x 8
     # GELU in the cuBLASLt epilogues (--gelu-fusion: 0 off, 1 backward (the default), 2 both; see README)
-    for f in 0 1 2; do step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 --gelu-fusion $f; done
-    { echo; echo "| d12 B16 bf16 | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"
+    for f in 0 1 2; do
+        attention_step "bench_d12_bf16_gelu$f" 90 $bin/train_gptcu --bench -e d12 -b 16 -t 1024 -x 12 "${att[@]}" --gelu-fusion $f
+    done
+    { echo; echo "| d12 B16 bf16 (--attention $attention_mode) | --gelu-fusion 0 | 1 | 2 |"; echo "|---|---|---|---|"
       row="| tokens/s |"
       for f in 0 1 2; do row+=" $(tokens_per_s "bench_d12_bf16_gelu$f") |"; done
       echo "$row"; } >> "$summary"
@@ -344,24 +391,28 @@ if wants bench3; then  # issue 8 asks for d12, d24, d36 and d48
     profile_table "d24 16 bf16" "d24 16 fp8" "d36 8 bf16" "d36 8 fp8"
 fi
 if wants torch; then  # issue 4's comparison: PyTorch on the same GPU in the same call
-    # up to B 64: issue 4 asks for the largest micro-batch that fits; with the output head in chunks
-    # d12 B 64 should keep about 19 GB of activations here (a failed step shows which side ran out)
-    for B in 16 32 64; do
+    # up to B 64: issue 4 asks for the largest micro-batch that fits (first, before a deadline can
+    # cut it); with the output head in chunks d12 B 64 should keep about 19 GB of activations here
+    # (a failed step shows which side ran out). Ours with the default attention (mma), with
+    # $attention_mode (not again where that is mma), and with it and the baseline's optimizer:
+    # AdamW without gradient or update clipping (one pass, llmc/adamw.cuh).
+    for B in 64 16 32; do
         step "bench_d12_bf16_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12
-        wgmma_step "bench_d12_wgmma_fwd_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 --attention wgmma-fwd
-        # the baseline's optimizer: AdamW without gradient or update clipping (one pass, llmc/adamw.cuh)
-        wgmma_step "bench_d12_wgmma_fwd_noclip_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 --attention wgmma-fwd \
+        if [ "$attention_mode" != mma ]; then
+            attention_step "bench_d12_attention_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 "${att[@]}"
+        else skipped "bench_d12_attention_b$B" "the attention mode is mma: the column before"; fi
+        attention_step "bench_d12_attention_noclip_b$B" 90 $bin/train_gptcu --bench -e d12 -b $B -t 1024 -x 12 "${att[@]}" \
             --grad-clip 0 --update-clip 0
         step "torch_d12_b$B" 300 env B=$B python3 dev/bench/torch_gpu_baseline.py
     done
-    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s (MFU) | --attention wgmma-fwd (MFU) | wgmma-fwd, no clipping (MFU) | PyTorch (torch.compile, SDPA, no clipping) tokens/s | ratio | wgmma-fwd ratio | no clipping ratio |"
+    { echo; echo "| d12 bf16 T 1024 | train_gptcu tokens/s (MFU) | --attention $attention_mode (MFU) | $attention_mode, no clipping (MFU) | PyTorch (torch.compile, SDPA, no clipping) tokens/s | ratio | $attention_mode ratio | no clipping ratio |"
       echo "|---|---|---|---|---|---|---|---|"
       for B in 16 32 64; do
-          ours=$(tokens_per_s "bench_d12_bf16_b$B") wg=$(tokens_per_s "bench_d12_wgmma_fwd_b$B")
-          nc=$(tokens_per_s "bench_d12_wgmma_fwd_noclip_b$B")
+          ours=$(tokens_per_s "bench_d12_bf16_b$B") mode=$(tokens_per_s "bench_d12_attention_b$B")
+          nc=$(tokens_per_s "bench_d12_attention_noclip_b$B")
           theirs=$(sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/logs/torch_d12_b$B.log")
-          echo "| B $B | $(with_mfu "bench_d12_bf16_b$B") | $(with_mfu "bench_d12_wgmma_fwd_b$B") |" \
-               "$(with_mfu "bench_d12_wgmma_fwd_noclip_b$B") | ${theirs:--} | $(ratio "$ours" "$theirs") | $(ratio "$wg" "$theirs") |" \
+          echo "| B $B | $(with_mfu "bench_d12_bf16_b$B") | $(with_mfu "bench_d12_attention_b$B") |" \
+               "$(with_mfu "bench_d12_attention_noclip_b$B") | ${theirs:--} | $(ratio "$ours" "$theirs") | $(ratio "$mode" "$theirs") |" \
                "$(ratio "$nc" "$theirs") |"
       done; } >> "$summary"
     # (issue 4's d24, d36 and d48 tokens/s and MFU: phases bench and bench3)
@@ -386,10 +437,10 @@ if wants profile; then  # GPU time per kernel over two steps (ncu serializes ker
         for run in "d12 16 bf16" "d48 $d48_b bf16" "d48 $d48_b fp8"; do
             set -- $run
             name="$1_$3" flags=(--matmul $3); [ $3 = fp8 ] && flags+=(--amax-history 16 --fp8-wgrad 1)
-            step "profile_$name" 280 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
-                --log-file "$work/profile_$name.csv" $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 2 "${flags[@]}"
+            attention_step "profile_$name" 280 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
+                --log-file "$work/profile_$name.csv" $bin/train_gptcu --bench -e "$1" -b "$2" -t 1024 -x 2 "${att[@]}" "${flags[@]}"
             step "profile_summary_$name" 60 bash -c "python3 dev/bench/ncu_summary.py '$work/profile_$name.csv' > '$work/profile_$name.md'"
-            { echo "## $1 B $2 $3 ${flags[*]}, two steps"; echo; cat "$work/profile_$name.md"; echo; } >> "$out/profile.md"
+            { echo "## $1 B $2 $3 ${flags[*]} ${att[*]}, two steps"; echo; cat "$work/profile_$name.md"; echo; } >> "$out/profile.md"
             head -n 30 "$work/profile_$name.md"
         done
     else

@@ -61,6 +61,14 @@ phase() {
     check "$name: device.txt names the bundle's commit" grep -q "^bundle built from: dryrun-commit$" "$out/device.txt"
 }
 returned() { tar -tzf "$d/out_$1/logs.tar.gz" | grep -q -x "$2"; }  # returned PHASE PATH: PATH is in logs.tar.gz
+with_mode() {  # with_mode PHASE MODE: how many of PHASE's train_gptcu runs ran with --attention MODE (none if one did not)
+    local s n=0
+    for s in $(sed -n 's/^| \(bench_[a-z0-9_]*\|profile_events_[a-z0-9_]*\) | PASS .*/\1/p' "$d/out_$1/summary.md"); do
+        tar -xzOf "$d/out_$1/logs.tar.gz" "logs/$s.log" | grep -q "^train_gptcu (dry run): .*--attention $2" || { echo 0; return; }
+        n=$((n + 1))
+    done
+    echo $n
+}
 # The deadline: a step that outlasts BUNDLE_SECONDS is cut there, the steps after it are skipped,
 # and the logs still come back, well before a device call's limit. It mostly sleeps, so it runs
 # beside the phases below, in a work directory of its own (checked at the end).
@@ -70,13 +78,15 @@ returned() { tar -tzf "$d/out_$1/logs.tar.gz" | grep -q -x "$2"; }  # returned P
  WORK=$d/work_deadline DRYRUN_SLEEP=60 BUNDLE_SECONDS=30 bundle "$d/out_deadline" checks > "$d/deadline.log" 2>&1
  echo $((SECONDS - t0)) > "$d/deadline.seconds") &
 deadline_pid=$!
-phase checks test_gptcu_tiny test_gptcu_small test_gptcu_tiny_rt2 test_gptcu_tiny_rdq attention attention_wgmma \
-    test_gptcu_tiny_wgmma test_gptcu_tiny_recompute_wgmma test_gptcu_tiny_wgmma_rdq attention_wgmma_ws test_gptcu_tiny_wgmma_ws torch_sdpa harness_encoder \
+# (wgmma-rdq the fastest mode: the later phases in this work directory run with it)
+DRYRUN_ATTENTION_TOKENS="wgmma-rdq=13000 mma-rdq=12500" phase checks test_gptcu_tiny test_gptcu_small test_gptcu_tiny_rt2 \
+    test_gptcu_tiny_rdq attention attention_wgmma test_gptcu_tiny_wgmma test_gptcu_tiny_wgmma_fwd test_gptcu_tiny_recompute_wgmma test_gptcu_tiny_wgmma_rdq attention_wgmma_ws test_gptcu_tiny_wgmma_ws torch_sdpa harness_encoder \
     harness_layernorm harness_gelu harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp \
     bench_d12_quick bench_d12_quick_rt2 bench_d12_quick_rdq bench_d12_quick_wgmma bench_d12_quick_wgmma_fwd \
     bench_d12_quick_wgmma_rdq bench_d12_quick_wgmma_ws
 check "checks: the attention table pairs each mode's kernels and divides by SDPA's" bash -c "
     grep -q '^| wgmma-ws | 0.25 | 0.75 | 1.000 | 1.000 | 12345 | 1.000 |' '$d/out_checks/summary.md' &&
+    grep -q '^| wgmma-rdq | 0.25 | 0.9 | 1.150 | 0.870 | 13000 | 1.053 |' '$d/out_checks/summary.md' &&
     grep -q '^| mma-rt2 | 0.3 | 1.1 | 1.400 | 0.714 | 12345 | 1.000 |' '$d/out_checks/summary.md' &&
     grep -q '^| (pipelined-wgmma-forward) | 0.22 | - | - | - | - | - |' '$d/out_checks/summary.md' &&
     grep -q '^| SDPA cudnn | 0.180 | 0.700 | 0.880 | 1.136 | - | - |' '$d/out_checks/summary.md'"
@@ -99,22 +109,30 @@ DRYRUN_GPU_MIB=143771 phase bench bench_d12_bf16 bench_d12_fp8 bench_d12_int8 be
     profile_events_d12_fp8 profile_events_d48_bf16 profile_events_d48_fp8
 check "bench: the d48 accumulation ratios are computed" grep -q "^| B 4, 4 micro-steps per step | 12345 | 12345 | 1.000 |" "$d/out_bench/summary.md"
 check "bench: the precision table has its figures (d48 B 16 on an H200's memory)" grep -q "^| d48 | 16 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench/summary.md"
+check "bench: its 23 runs with the mode checks chose" test "$(with_mode bench wgmma-rdq)" = 23
 check "bench: the --profile table has the parts of each run" \
-    bash -c "grep -q '^| ms per step | d12 B 16 bf16 | d12 B 16 fp8 | d48 B 16 bf16 | d48 B 16 fp8 |' '$d/out_bench/summary.md' &&
+    bash -c "grep -q '^| ms per step (--attention wgmma-rdq) | d12 B 16 bf16 | d12 B 16 fp8 | d48 B 16 bf16 | d48 B 16 fp8 |' '$d/out_bench/summary.md' &&
              grep -q '^| quantize | 0.000 | 1.000 | 0.000 | 1.000 |' '$d/out_bench/summary.md' &&
              grep -q '^| all parts | 10.000 | 10.000 | 10.000 | 10.000 |' '$d/out_bench/summary.md'"
 phase bench2 bench_d48_b8_bf16 bench_d48_b8_fp8wgrad bench_d48_b8_fp8fast \
     bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
 check "bench2: the d48 ratios are computed" grep -q "^| B 8 | 12345 | 12345 | 1.000 |" "$d/out_bench2/summary.md"
+check "bench2: its 6 runs with the mode checks chose" test "$(with_mode bench2 wgmma-rdq)" = 6
 phase bench3 bench_d24_bf16 bench_d24_fp8 bench_d24_int8 bench_d24_fp8delayed bench_d24_fp8wgrad bench_d36_bf16 \
     bench_d36_fp8 bench_d36_int8 bench_d36_fp8delayed bench_d36_fp8wgrad profile_events_d24_bf16 \
     profile_events_d24_fp8 profile_events_d36_bf16 profile_events_d36_fp8
 check "bench3: the sizes' MFU is computed" grep -q "^| d36 | 8 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench3/summary.md"
-phase torch bench_d12_bf16_b16 bench_d12_wgmma_fwd_b16 bench_d12_wgmma_fwd_noclip_b16 torch_d12_b16 bench_d12_bf16_b32 \
-    bench_d12_wgmma_fwd_b32 bench_d12_wgmma_fwd_noclip_b32 torch_d12_b32 bench_d12_bf16_b64 bench_d12_wgmma_fwd_b64 \
-    bench_d12_wgmma_fwd_noclip_b64 torch_d12_b64
-check "torch: the ratios are computed" \
-    grep -q "^| B 32 | 12345 (1.2%) | 12345 (1.2%) | 12345 (1.2%) | 23456 | 0.526 | 0.526 | 0.526 |" "$d/out_torch/summary.md"
+check "bench3: its 20 runs with the mode checks chose" test "$(with_mode bench3 wgmma-rdq)" = 20
+phase torch bench_d12_bf16_b16 bench_d12_attention_b16 bench_d12_attention_noclip_b16 torch_d12_b16 bench_d12_bf16_b32 \
+    bench_d12_attention_b32 bench_d12_attention_noclip_b32 torch_d12_b32 bench_d12_bf16_b64 bench_d12_attention_b64 \
+    bench_d12_attention_noclip_b64 torch_d12_b64
+check "torch: the ratios are computed, with the mode checks chose" \
+    bash -c "grep -q '^| d12 bf16 T 1024 | train_gptcu tokens/s (MFU) | --attention wgmma-rdq (MFU) |' '$d/out_torch/summary.md' &&
+             grep -q '^| B 32 | 12345 (1.2%) | 12345 (1.2%) | 12345 (1.2%) | 23456 | 0.526 | 0.526 | 0.526 |' '$d/out_torch/summary.md'"
+check "torch: its attention columns ran with that mode" \
+    bash -c "tar -xzOf '$d/out_torch/logs.tar.gz' logs/bench_d12_attention_b16.log logs/bench_d12_attention_noclip_b64.log |
+             grep -c '^train_gptcu (dry run): .*--attention wgmma-rdq' | grep -qx 2"
+check "torch: B 64 first" bash -c "grep -m1 '^| [a-z_0-9]*_b[0-9]* |' '$d/out_torch/summary.md' | grep -q '^| bench_d12_bf16_b64 |'"
 phase profile profile_attention profile_d12_bf16 profile_summary_d12_bf16 profile_d48_bf16 profile_summary_d48_bf16 profile_d48_fp8 \
     profile_summary_d48_fp8
 check "profile: the three kernel tables are returned in profile.md" \
@@ -128,9 +146,24 @@ check "curves: curves.csv returned with 1000 steps" test "$(wc -l < "$d/out_curv
 # calls on the same machine are skipped, not run; WGMMA=0 skips them all.
 DRYRUN_FAIL_WGMMA=1 bundle "$d/out_gate" checks torch > "$d/gate.log" 2>&1
 check "wgmma gate: attention_wgmma's failure is recorded" grep -q "^| attention_wgmma | FAIL (exit 1) |" "$d/out_gate/summary.md"
-check "wgmma gate: the other 15 wgmma steps of checks and torch are skipped" \
-    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 15
-check "wgmma gate: the torch table shows the skipped column as -" grep -q "^| B 64 | 12345 (1.2%) | - | - | 23456 | 0.526 | - | - |" "$d/out_gate/summary.md"
+check "wgmma gate: the other 10 wgmma steps of checks are skipped" \
+    test "$(grep -c "^| [a-z0-9_]*wgmma[a-z0-9_]* | SKIPPED (attention_wgmma did not pass on this machine) |" "$d/out_gate/summary.md")" = 10
+check "wgmma gate: checks choose mma again; torch runs it once, and no wgmma mode" \
+    bash -c "grep -q '^attention mode of the later phases: mma ' '$d/out_gate/summary.md' &&
+             grep -q '^| B 64 | 12345 (1.2%) | - | 12345 (1.2%) | 23456 | 0.526 | - | 0.526 |' '$d/out_gate/summary.md'"
+# The choice: never a mode whose checks failed in the call (wgmma-rdq, the fastest, here); ATTENTION
+# overrides it, and must be a mode.
+WORK=$d/work_choice DRYRUN_ATTENTION_TOKENS="wgmma-rdq=30000 wgmma-ws=20000" DRYRUN_FAIL_TEST="tiny wgmma-rdq" \
+    bundle "$d/out_choice" checks > "$d/choice.log" 2>&1
+check "attention mode: not one whose test failed" \
+    grep -q "^attention mode of the later phases: wgmma-ws (d12 B 16: 20000 tokens/s, 1.620 x mma" "$d/out_choice/summary.md"
+WORK=$d/work_choice ATTENTION=mma-rt2 bundle "$d/out_override" torch > "$d/override.log" 2>&1
+check "attention mode: ATTENTION overrides the choice" \
+    grep -q "^| d12 bf16 T 1024 | train_gptcu tokens/s (MFU) | --attention mma-rt2 (MFU) |" "$d/out_override/summary.md"
+WORK=$d/work_choice ATTENTION=flash bundle "$d/out_bad" torch > "$d/bad.log" 2>&1
+bad_rc=$?
+check "attention mode: ATTENTION=flash refused (exit 2, got $bad_rc)" \
+    bash -c "test $bad_rc -eq 2 && grep -q 'ATTENTION=flash is not an --attention mode' '$d/bad.log'"
 rm -f "$d/work/wgmma_did_not_pass"
 WGMMA=0 bundle "$d/out_nowgmma" sanitize > "$d/nowgmma.log" 2>&1
 check "WGMMA=0: sanitize's 5 wgmma steps are skipped, its 5 others pass" \
@@ -138,7 +171,7 @@ check "WGMMA=0: sanitize's 5 wgmma steps are skipped, its 5 others pass" \
 wait "$deadline_pid"
 check "deadline: the call ends at BUNDLE_SECONDS (took $(cat "$d/deadline.seconds") s of 30)" test "$(cat "$d/deadline.seconds")" -lt 40
 check "deadline: the step in progress is cut" grep -qE "^\| test_gptcu_tiny \| TIMEOUT \((2[0-9]|30)s\) \|" "$d/out_deadline/summary.md"
-check "deadline: the 26 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 26
+check "deadline: the 27 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 27
 check "deadline: logs.tar.gz returned" returned deadline logs/test_gptcu_tiny.log
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

@@ -9,9 +9,10 @@
 # (phase bench), the same at d24 and d36 (phase bench3), d48 at B 8 (bf16 against all-FP8), and
 # --gelu-fusion 0/1/2 at d12 (phase bench2), train_gptcu beside PyTorch at d12 B 64, 16 and 32, also
 # with the fastest --attention mode whose checks passed, and with it and PyTorch's optimizer (no
-# clipping) (phase torch), where a training step's time goes, kernel by kernel, under
-# Nsight Compute (phase profile: first the attention kernels' stall reasons and pipe use at T 1024
-# HS 64, $OUT/profile_attention.txt, then $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
+# clipping) (phase torch), the attention kernels' stall reasons and pipe use at T 1024 HS 64 under
+# Nsight Compute ($OUT/profile_attention.txt: at the end of phase checks, else of profile), where a
+# training step's time goes, kernel by kernel, under Nsight Compute (phase profile:
+# $OUT/profile.md, d12 bf16 and d48 bf16/fp8), and the d12 loss
 # curves of bf16, fp8 and int8 over 1000 steps of the nlp-corpus shards (phase curves:
 # $OUT/curves.csv, and .png when the machine's python3 has matplotlib; else
 # dev/bench/plot_curves.py makes it from the CSV). Each step has a time limit. $OUT (or
@@ -76,6 +77,7 @@ else
 fi
 ldd $bin/train_gptcu | grep -q 'libnccl.so.2 => not found' && echo "warning: libnccl.so.2 not found: train_gptcu and test_gptcu cannot start"
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 summary="$out/summary.md"
 { echo "| step | result | seconds |"; echo "|---|---|---|"; } > "$summary"
 step() {  # step NAME LIMIT_SECONDS COMMAND...: LIMIT_SECONDS, or what is left before the deadline
@@ -200,6 +202,22 @@ choose_attention_mode() {
         { echo; echo "attention mode of the later phases: $best (d12 B 16: $best_t tokens/s, $(ratio "$best_t" "$(tokens_per_s bench_d12_quick)") x mma; checks passed in this call)"; } >> "$summary"
     fi
 }
+# The attention kernels (issue 5: the backward is most of the gap to SDPA) under Nsight Compute,
+# each once at T 1024 HS 64: where their time goes (stall reasons, pipe use, occupancy,
+# shared-memory traffic), into $out/profile_attention.txt; about half a minute. At the end of
+# checks (a call that runs checks always returns it: the figures a session without a GPU can
+# work from), else in phase profile.
+profile_attention_step() {
+    if [ -z "$ncu" ]; then echo "| ncu | not found | 0 |" >> "$summary"; return 0; fi
+    local wg=--wgmma
+    { [ "${WGMMA:-1}" = 0 ] || [ -e "$wgmma_gate" ]; } && wg=
+    # the warp-specialized backward and the pipelined forward, once their harness passed here
+    [ -n "$wg" ] && [ -e "$work/ws_passed" ] && wg="$wg --ws --pipelined"
+    step profile_attention 120 "$ncu" --clock-control none --kernel-name regex:attention_ --section SpeedOfLight \
+        --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
+        --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis $bin/attention --profile-once $wg
+    cp "$work/logs/profile_attention.log" "$out/profile_attention.txt"
+}
 if wants checks; then
     step test_gptcu_tiny 90 $bin/test_gptcu tiny
     step test_gptcu_small 120 $bin/test_gptcu small
@@ -240,6 +258,7 @@ if wants checks; then
     else skipped bench_d12_quick_wgmma_ws "$ws_why"; fi
     attention_table
     choose_attention_mode
+    profile_attention_step
 fi
 # The --attention mode of the phases below (ours beside PyTorch, the precision and --profile
 # tables, Nsight Compute): $ATTENTION, else the one this machine's checks chose (in this call or an
@@ -421,18 +440,8 @@ if wants profile; then  # GPU time per kernel over two steps (ncu serializes ker
     # d12 B 16 bf16, issue 4's comparison with PyTorch; d48 at the bench phase's B, where issue 8's goal (fp8 1.3x
     # bf16) is set: bf16 against the fastest FP8 setting measured (delayed scaling, the weight
     # gradient in FP8 too: 1.05x on 2026-11-23).
-    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+    wants checks || profile_attention_step  # (the attention kernels first, unless checks did it)
     if [ -n "$ncu" ]; then
-        # First the attention kernels (issue 5: the backward is most of the gap to SDPA), each once at
-        # T 1024 HS 64: where their time goes (stall reasons, pipe use, occupancy, shared-memory
-        # traffic), into $out/profile_attention.txt. About half a minute.
-        wg=--wgmma; { [ "${WGMMA:-1}" = 0 ] || [ -e "$wgmma_gate" ]; } && wg=
-        # the warp-specialized backward and the pipelined forward, once their harness passed here
-        [ -n "$wg" ] && [ -e "$work/ws_passed" ] && wg="$wg --ws --pipelined"
-        step profile_attention 150 "$ncu" --clock-control none --kernel-name regex:attention_ --section SpeedOfLight \
-            --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
-            --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis $bin/attention --profile-once $wg
-        cp "$work/logs/profile_attention.log" "$out/profile_attention.txt"
         : > "$out/profile.md"
         for run in "d12 16 bf16" "d48 $d48_b bf16" "d48 $d48_b fp8"; do
             set -- $run
@@ -443,9 +452,7 @@ if wants profile; then  # GPU time per kernel over two steps (ncu serializes ker
             { echo "## $1 B $2 $3 ${flags[*]} ${att[*]}, two steps"; echo; cat "$work/profile_$name.md"; echo; } >> "$out/profile.md"
             head -n 30 "$work/profile_$name.md"
         done
-    else
-        echo "| ncu | not found | 0 |" >> "$summary"
-    fi
+    fi  # (no ncu: profile_attention_step said so)
 fi
 if wants curves; then  # d12 loss curves, 1000 steps, bf16 / fp8 / int8 (about 3 minutes)
     # the shards travel xz-compressed (the carried tree's 64 MiB limit); tarfile reads xz without the xz tool

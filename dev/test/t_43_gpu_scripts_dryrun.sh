@@ -83,7 +83,9 @@ DRYRUN_ATTENTION_TOKENS="wgmma-rdq=13000 mma-rdq=12500" phase checks test_gptcu_
     test_gptcu_tiny_rdq attention attention_wgmma test_gptcu_tiny_wgmma test_gptcu_tiny_wgmma_fwd test_gptcu_tiny_recompute_wgmma test_gptcu_tiny_wgmma_rdq attention_wgmma_ws test_gptcu_tiny_wgmma_ws torch_sdpa harness_encoder \
     harness_layernorm harness_gelu harness_classifier harness_optimizer harness_matmul harness_quant harness_matmul_lowp \
     bench_d12_quick bench_d12_quick_rt2 bench_d12_quick_rdq bench_d12_quick_wgmma bench_d12_quick_wgmma_fwd \
-    bench_d12_quick_wgmma_rdq bench_d12_quick_wgmma_ws
+    bench_d12_quick_wgmma_rdq bench_d12_quick_wgmma_ws profile_attention
+check "checks: the attention kernels' ncu report returned (ws and pipelined: their harness passed)" \
+    grep -q "^attention (dry run): --profile-once --wgmma --ws --pipelined$" "$d/out_checks/profile_attention.txt"
 check "checks: the attention table pairs each mode's kernels and divides by SDPA's" bash -c "
     grep -q '^| wgmma-ws | 0.25 | 0.75 | 1.000 | 1.000 | 12345 | 1.000 |' '$d/out_checks/summary.md' &&
     grep -q '^| wgmma-rdq | 0.25 | 0.9 | 1.150 | 0.870 | 13000 | 1.053 |' '$d/out_checks/summary.md' &&
@@ -171,7 +173,7 @@ check "WGMMA=0: sanitize's 5 wgmma steps are skipped, its 5 others pass" \
 wait "$deadline_pid"
 check "deadline: the call ends at BUNDLE_SECONDS (took $(cat "$d/deadline.seconds") s of 30)" test "$(cat "$d/deadline.seconds")" -lt 40
 check "deadline: the step in progress is cut" grep -qE "^\| test_gptcu_tiny \| TIMEOUT \((2[0-9]|30)s\) \|" "$d/out_deadline/summary.md"
-check "deadline: the 27 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 27
+check "deadline: the 28 steps after it are skipped" test "$(grep -c "| SKIPPED (call deadline) |" "$d/out_deadline/summary.md")" = 28
 check "deadline: logs.tar.gz returned" returned deadline logs/test_gptcu_tiny.log
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

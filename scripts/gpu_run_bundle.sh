@@ -383,14 +383,16 @@ d48_ratio_table() {
       echo "| $label | $a | $b | $(ratio "$b" "$a") | $c | $(ratio "$c" "$a") |"; } >> "$summary"
 }
 if wants bench; then
-    # d48 first: issue 8's goal is set there, and a call's deadline may cut what comes last
-    precision_table "d48 $d48_b" "d12 16"
+    # d48 first, all of it: issue 8's goal is set there, and a call's deadline cuts what comes last
+    precision_table "d48 $d48_b"
     # With 4 micro-steps per optimizer step (-d 4 B T), as real training accumulates (GPT-2's 0.5 M
     # tokens a step are 128 micro-steps of d48 B 4): one step's AdamW and gradient norm (about 30
     # bytes per parameter, ~15 ms at d48) otherwise dilute whatever the matmul precision changes,
     # and the micro-steps after the first keep the weights' FP8 codes (llmc/matmul_lowp.cuh).
     d48_ratio_table accum4 "B 4, 4 micro-steps per step" -b 4 -d 16384 -x 6
-    profile_table "d12 16 bf16" "d12 16 fp8" "d48 $d48_b bf16" "d48 $d48_b fp8"
+    profile_table "d48 $d48_b bf16" "d48 $d48_b fp8"  # where FP8's time goes, for the next change
+    precision_table "d12 16"
+    profile_table "d12 16 bf16" "d12 16 fp8"
 fi
 if wants bench2; then  # d48 at B 8; GELU fusion at d12
     # d48 at B 8 (one micro-step of 8192 rows): B 4's GEMMs (N 4096 rows, K = C = 1600) are where

@@ -112,10 +112,13 @@ DRYRUN_GPU_MIB=143771 phase bench bench_d12_bf16 bench_d12_fp8 bench_d12_int8 be
 check "bench: the d48 accumulation ratios are computed" grep -q "^| B 4, 4 micro-steps per step | 12345 | 12345 | 1.000 |" "$d/out_bench/summary.md"
 check "bench: the precision table has its figures (d48 B 16 on an H200's memory)" grep -q "^| d48 | 16 | 12345 | 1.2% | 12345 | 12345 | 12345 | 12345 |" "$d/out_bench/summary.md"
 check "bench: its 23 runs with the mode checks chose" test "$(with_mode bench wgmma-rdq)" = 23
-check "bench: the --profile table has the parts of each run" \
-    bash -c "grep -q '^| ms per step (--attention wgmma-rdq) | d12 B 16 bf16 | d12 B 16 fp8 | d48 B 16 bf16 | d48 B 16 fp8 |' '$d/out_bench/summary.md' &&
-             grep -q '^| quantize | 0.000 | 1.000 | 0.000 | 1.000 |' '$d/out_bench/summary.md' &&
-             grep -q '^| all parts | 10.000 | 10.000 | 10.000 | 10.000 |' '$d/out_bench/summary.md'"
+check "bench: the --profile tables have the parts of each run, d48's first" \
+    bash -c "grep '^| ms per step ' '$d/out_bench/summary.md' | tr '\n' '/' |
+                 grep -qx '| ms per step (--attention wgmma-rdq) | d48 B 16 bf16 | d48 B 16 fp8 |/| ms per step (--attention wgmma-rdq) | d12 B 16 bf16 | d12 B 16 fp8 |/' &&
+             test \$(grep -c '^| quantize | 0.000 | 1.000 |$' '$d/out_bench/summary.md') = 2 &&
+             test \$(grep -c '^| all parts | 10.000 | 10.000 |$' '$d/out_bench/summary.md') = 2"
+check "bench: d48's precision row before d12's" \
+    bash -c "grep -E '^\| d(12|48) \| 16 \|' '$d/out_bench/summary.md' | cut -c1-5 | tr '\n' ' ' | grep -qx '| d48 | d12 '"
 phase bench2 bench_d48_b8_bf16 bench_d48_b8_fp8wgrad bench_d48_b8_fp8fast \
     bench_d12_bf16_gelu0 bench_d12_bf16_gelu1 bench_d12_bf16_gelu2
 check "bench2: the d48 ratios are computed" grep -q "^| B 8 | 12345 | 12345 | 1.000 |" "$d/out_bench2/summary.md"

@@ -2072,6 +2072,182 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
     store_rows<HS>(dk_head + C, row_stride, wg_k0 + 16 * warp, T, dv, 1.0f, 1.0f, lane);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The wgmma forward, warp-specialized (attention_forward_wgmma_ws; HS 64, sm_90a; NOT RUN on a GPU,
+// 2026-11-29): FlashAttention-3's forward. A producer warp (the CTA's ninth) does all the loading;
+// two consumer warpgroups of 64 queries each compute at their own pace, synchronized with the
+// producer by mbarriers only (no CTA-wide barrier in the loop, where the other wgmma forward meets
+// at one per tile):
+//   producer: the consumers' Q rows once (q_full); then key tile j's K and V (128 keys) into stage
+//             j % STAGES once every consumer has released the tile STAGES before it (empty, 128
+//             arrivals per active warpgroup); a tile is published (copies complete, fenced for
+//             wgmma, full[stage], 32 arrivals) once the next tile's copies are issued, so two are
+//             in flight. Publishing one behind needs STAGES >= 3: tile j is released in the
+//             iteration that waits for tile j + 1.
+//   consumer: the pipelined wgmma forward's loop over 128-key tiles (S_j = Q K_j^T beside
+//             O += P_{j-1} V_{j-1}; S_j's softmax while the product runs); it releases tile j - 1
+//             once O += P_{j-1} V_{j-1} has landed. The first warpgroup's queries may end a tile
+//             before the CTA's last; it leaves that tile alone (the producer never refills its
+//             stage, so it need not be released).
+// 128 keys a tile (FlashAttention-3's at head size 64): the scores' A operand (Q) is read once for
+// 128 columns, and the softmax's row maxima and O's rescale come once per 128 keys; so the online
+// softmax's rescaling points differ from the other forwards' (64 keys), and so do the bits (within
+// the same bound of fp64). Blocks of 128 queries end at T rounded up to 64: block 0 (started
+// first) is the one of most keys, and only the last, the shortest, can have an idle warpgroup
+// (one wholly before query 0), which leaves at once.
+// 384 threads, 1 CTA per SM, up to 168 registers a thread (ptxas -v, nvcc 13: 157, no spills; S 64,
+// O 32 and P 32 of them). Three consumer warpgroups (FlashAttention-3's 192 x 128 tile at head size
+// 64) could have 160 each with setmaxnreg, and ptxas spilled 328 bytes there; two need no
+// registers from the producer's warpgroup.
+// Shared memory from a 1024-byte boundary: Q [2][64][HS], K and V [STAGES][128][HS] (swizzled),
+// mbarriers.
+namespace fwd_ws {
+constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), PRODUCER_WARP = 4 * CONSUMERS;
+constexpr int ROWS = 64 * CONSUMERS, KEYS = 128, STAGES = 3;
+static_assert(STAGES >= 3, "a tile is published once the next is issued, and released while the next is in use");
+static_assert(ROWS - 64 < KEYS, "a warpgroup's last tile is the CTA's or the one before, never refilled");
+template <int HS> struct Layout {
+    static constexpr uint32_t Q = 0, K = Q + ROWS * HS * 2, V = K + STAGES * KEYS * HS * 2,
+                              BARRIERS = V + STAGES * KEYS * HS * 2, END = BARRIERS + (2 * STAGES + 1) * 8;
+    static_assert(K % 1024 == 0 && V % 1024 == 0 && (KEYS * HS * 2) % 1024 == 0 && BARRIERS % 8 == 0,
+                  "swizzled tiles on 1024-byte boundaries");
+};
+template <int HS> constexpr size_t smem_bytes() { return wgmma::SWIZZLE_ALIGN + Layout<HS>::END; }
+// Blocks of ROWS queries, aligned to end at T rounded up to 64 (so that each warpgroup's 64 rows
+// are all before query 0 or all from it on).
+__host__ __device__ constexpr int padded_rows(int T) { return (T + 63) / 64 * 64; }
+__host__ __device__ constexpr int blocks(int T) { return (padded_rows(T) + ROWS - 1) / ROWS; }
+}  // namespace fwd_ws
+
+template <int HS>
+__global__ void __launch_bounds__(fwd_ws::THREADS, 1)
+attention_forward_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restrict__ lse,
+                                  const __nv_bfloat16 *__restrict__ qkv, int T, int NH, float scale) {
+    using namespace fwd_ws;
+    using L = Layout<HS>;
+    static_assert(HS == 64, "registers: S, O and P of 128 keys at head size 64");
+    constexpr uint32_t Q_TILE = 64 * HS * 2, KV_TILE = KEYS * HS * 2;  // bytes
+    LLMC_DYNAMIC_SMEM(smem_raw);
+    unsigned char *smem = swizzle_aligned(smem_raw);
+    __nv_bfloat16 *sQ = reinterpret_cast<__nv_bfloat16 *>(smem + L::Q);
+    __nv_bfloat16 *sK = reinterpret_cast<__nv_bfloat16 *>(smem + L::K), *sV = reinterpret_cast<__nv_bfloat16 *>(smem + L::V);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + L::BARRIERS), *empty = full + STAGES, *q_full = empty + STAGES;
+
+    const int bh = cta_head(), b = bh / NH, h = bh % NH;
+    const int q0 = padded_rows(T) - ROWS * (blockIdx.y + 1);  // block 0: the most keys; < 0 in the last
+    const int warp_id = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int C = NH * HS;
+    const int64_t row_stride = 3 * (int64_t)C;
+    const __nv_bfloat16 *q_head = qkv + (int64_t)b * T * row_stride + h * HS;
+    const __nv_bfloat16 *k_head = q_head + C, *v_head = q_head + 2 * C;
+    const int n_tiles = (min(q0 + ROWS, T) - 1) / KEYS + 1;  // key tiles that any query here sees
+    const int first_active = q0 < 0 ? -q0 / 64 : 0;          // warpgroups before it have no query
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 32), mbar_init(&empty[s], 128 * (CONSUMERS - first_active));
+        mbar_init(q_full, 32);
+    }
+    __syncthreads();  // the mbarriers exist before anyone arrives; from here on no CTA-wide barrier
+
+    if (threadIdx.x >= 128 * CONSUMERS) {
+        if (warp_id != PRODUCER_WARP) return;  // the warpgroup's other three warps have nothing to do
+        for (int w = first_active; w < CONSUMERS; w++)
+            load_tile_async<64, HS, true, 32, 1>(sQ + w * 64 * HS, q_head, row_stride, q0 + 64 * w, T, lane);
+        cp_async_commit();
+        uint64_t *oldest = q_full;  // the barrier that publishes the oldest group in flight
+        for (int j = 0; j < n_tiles; j++) {
+            const int stage = j % STAGES;
+            if (j >= STAGES) mbar_wait(&empty[stage], (j / STAGES - 1) & 1);  // tile j - STAGES released
+            load_tile_async<KEYS, HS, true, 32, 1>(sK + stage * KEYS * HS, k_head, row_stride, j * KEYS, T, lane);
+            load_tile_async<KEYS, HS, true, 32, 1>(sV + stage * KEYS * HS, v_head, row_stride, j * KEYS, T, lane);
+            cp_async_commit();
+            cp_async_wait<1>();                 // the group before this one has landed:
+            wgmma::fence_proxy_async_shared();  // visible to wgmma,
+            mbar_arrive(oldest);                // and published
+            oldest = &full[stage];
+        }
+        cp_async_wait<0>();
+        wgmma::fence_proxy_async_shared();
+        mbar_arrive(oldest);
+        return;
+    }
+    const int wg = threadIdx.x / 128, warp = warp_id % 4;
+    if (wg < first_active) return;  // rows before query 0 (the last block's): not counted in empty
+
+    const int g = lane >> 2, t = lane & 3;
+    const int wg_q0 = q0 + 64 * wg;
+    const int wg_tiles = min(wg_q0 + 63, T - 1) / KEYS + 1;  // its key tiles: n_tiles or n_tiles - 1
+    const float scale_log2 = scale * LOG2E;
+    const uint32_t q_addr = smem_addr(sQ) + wg * Q_TILE, k_addr = smem_addr(sK), v_addr = smem_addr(sV);
+
+    float o[HS / 8][4];
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    uint32_t pf[KEYS / 16][4];  // P_{j-1} packed to bf16: the A operand of the product in flight
+    // The pipelined wgmma forward's steps (see attention_forward_wgmma_kernel's PIPELINED loop),
+    // at 128 keys a tile and with the stages of the mbarriers instead of two buffers.
+    auto fence = [&](float (*s)[4]) {
+        wgmma::hold_registers<KEYS / 8>(s);
+        wgmma::hold_registers<HS / 8>(o);  // the last rescale happens before the fence
+        wgmma::hold_registers<KEYS / 16>(pf);
+        wgmma::fence();
+    };
+    auto issue_scores = [&](float (*s)[4], int j) {
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++)
+            wgmma::mma_ss_n128(s, wgmma::desc_k_major(q_addr, 64, 0, kk),
+                               wgmma::desc_k_major(k_addr + (j % STAGES) * KV_TILE, KEYS, 0, kk), kk > 0);
+        wgmma::commit();
+    };
+    auto issue_product = [&](int j) {  // O += P_{j-1} V_{j-1}
+        mma_regs_by_tile<HS, KEYS>(o, pf, v_addr + ((j - 1) % STAGES) * KV_TILE);
+        wgmma::commit();
+    };
+    auto softmax = [&](float (*s)[4], int j, float alpha[2]) {
+        wgmma::hold_registers<KEYS / 8>(s);
+        if (j * KEYS + KEYS - 1 > wg_q0 || j * KEYS + KEYS > T) mask_scores<KEYS>(s, j * KEYS, wg_q0 + 16 * warp + g, T, t);
+        for (int half = 0; half < 2; half++) alpha[half] = softmax_scores<KEYS>(s, half, m, l, scale_log2);
+    };
+    auto rescale = [&](const float alpha[2]) {
+        for (int half = 0; half < 2; half++) rescale_output<HS>(o, half, alpha[half]);
+    };
+    auto product_landed = [&](int j) {  // and tile j - 1 released
+        wgmma::wait<0>();
+        wgmma::hold_registers<HS / 8>(o);
+        wgmma::hold_registers<KEYS / 16>(pf);  // P_{j-1}'s registers stay untouched until here
+        mbar_arrive(&empty[(j - 1) % STAGES]);
+    };
+    mbar_wait(q_full, 0);
+    for (int j = 0; j <= wg_tiles; j++) {
+        float s[KEYS / 8][4], alpha[2];
+        if (j < wg_tiles) mbar_wait(&full[j % STAGES], (j / STAGES) & 1);
+        if (j == 0) {  // S_0 alone
+            fence(s);
+            issue_scores(s, j);
+            wgmma::wait<0>();
+            softmax(s, j, alpha);
+            rescale(alpha);
+            acc_to_a<KEYS>(pf, s);
+        } else if (j < wg_tiles) {  // S_j beside P_{j-1} V_{j-1}
+            fence(s);
+            issue_scores(s, j);
+            issue_product(j);
+            wgmma::wait<1>();  // S_j's group is the older
+            softmax(s, j, alpha);
+            product_landed(j);
+            rescale(alpha);
+            acc_to_a<KEYS>(pf, s);
+        } else {  // the last P V alone
+            fence(s);
+            issue_product(j);
+            product_landed(j);
+        }
+    }
+    finish_forward_rows<HS>(out + (int64_t)b * T * C + h * HS, C, lse + (int64_t)bh * T, wg_q0 + 16 * warp, T, o, m,
+                            l, lane);
+}
+
 // Writes 1 where the kernels above were built with wgmma (sm_90a), 0 where they compile to nothing.
 __global__ void wgmma_probe_kernel(int *compiled_in) { *compiled_in = wgmma::wgmma_compiled_in(); }
 
@@ -2148,6 +2324,18 @@ static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_b
     const dim3 grid = cta_grid(B * NH, (T + QROWS - 1) / QROWS);
     LLMC_LAUNCH(grid, fwd_wgmma::cta_threads<WG>(), smem, stream, attention_forward_wgmma_kernel<HS, WG, PIPELINED>)(
         out, lse, qkv, T, NH, 1.0f / sqrtf((float)HS));
+    attention_cuda_check(cudaGetLastError());
+}
+
+// The warp-specialized wgmma forward (HS 64, sm_90a): a producer warp and two consumer warpgroups.
+template <int HS>
+static inline void forward_wgmma_ws_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int NH,
+                                       cudaStream_t stream) {
+    const auto kernel = attention_forward_ws_wgmma_kernel<HS>;
+    const size_t smem = fwd_ws::smem_bytes<HS>();
+    launch_config(kernel, smem);
+    LLMC_LAUNCH(cta_grid(B * NH, fwd_ws::blocks(T)), fwd_ws::THREADS, smem, stream, kernel)(out, lse, qkv, T, NH,
+                                                                                             1.0f / sqrtf((float)HS));
     attention_cuda_check(cudaGetLastError());
 }
 

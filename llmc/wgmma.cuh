@@ -154,6 +154,18 @@ __device__ __forceinline__ void mma_ss_n64(float (*d)[4], uint64_t desc_a, uint6
 #endif
 }
 
+// d (64 x 128 fp32) = A B (+ d if accumulate): A 64 x 16 and B 16 x 128, bf16 in shared memory, both
+// K-major (the warp-specialized forward's scores over 128 keys: A is read once for twice the
+// columns of two n64 products).
+__device__ __forceinline__ void mma_ss_n128(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+#ifdef LLMC_WGMMA_DEVICE
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " LLMC_WGMMA_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : LLMC_WGMMA_ACC64
+                 : "l"(desc_a), "l"(desc_b), "r"((int)accumulate));
+#endif
+}
+
 // d (64 x N fp32) += A B: A 64 x 16 bf16 in registers, B 16 x N bf16 MN-major in shared memory
 // (transposed read), N = 64 or 128.
 template <int N> __device__ __forceinline__ void mma_rs_mn_major_b(float (*d)[4], const uint32_t a[4], uint64_t desc_b);

@@ -164,7 +164,8 @@ attention_table() {
                  "wgmma-fwd attention_wgmma:wgmma_fwd attention_wgmma:mma_bwd bench_d12_quick_wgmma_fwd" \
                  "wgmma-rdq attention_wgmma:wgmma_fwd attention_wgmma:wgmma_rdq_bwd bench_d12_quick_wgmma_rdq" \
                  "wgmma-ws attention_wgmma_ws:wgmma_fwd attention_wgmma_ws:wgmma_ws_bwd bench_d12_quick_wgmma_ws" \
-                 "(pipelined-wgmma-forward) attention_wgmma_ws:wgmma_pipelined_fwd - -"; do
+                 "(pipelined-wgmma-forward) attention_wgmma_ws:wgmma_pipelined_fwd - -" \
+                 "(warp-specialized-wgmma-forward) attention_wgmma_ws:wgmma_ws_fwd - -"; do
           set -- $row
           f=$(harness_ms "${2%%:*}" "${2#*:}")
           b=; [ "$3" = - ] || b=$(harness_ms "${3%%:*}" "${3#*:}")
@@ -211,7 +212,7 @@ profile_attention_step() {
     if [ -z "$ncu" ]; then echo "| ncu | not found | 0 |" >> "$summary"; return 0; fi
     local wg=--wgmma
     { [ "${WGMMA:-1}" = 0 ] || [ -e "$wgmma_gate" ]; } && wg=
-    # the warp-specialized backward and the pipelined forward, once their harness passed here
+    # the warp-specialized backward and forward and the pipelined forward, once their harness passed here
     [ -n "$wg" ] && [ -e "$work/ws_passed" ] && wg="$wg --ws --pipelined"
     step profile_attention 120 "$ncu" --clock-control none --kernel-name regex:attention_ --section SpeedOfLight \
         --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
@@ -237,7 +238,8 @@ if wants checks; then
     # the same warp-specialized (--attention wgmma-ws: a producer warp, two consumer warpgroups,
     # mbarriers), never run on a GPU: the harness first, in a run of its own (a fault in its
     # protocol hangs until the step's limit), whose failure skips only the steps of this kernel;
-    # the pipelined wgmma forward (harness only, never run on a GPU) in the same run
+    # the pipelined and the warp-specialized wgmma forwards (harness only, never run on a GPU) in the
+    # same run
     ws_why=
     wgmma_step attention_wgmma_ws 150 $bin/attention --wgmma --ws --pipelined || ws_why="attention_wgmma_ws did not pass"
     [ -z "$ws_why" ] && [ -s "$work/logs/attention_wgmma_ws.log" ] && ! grep -q '^SKIPPED' "$work/logs/attention_wgmma_ws.log" &&

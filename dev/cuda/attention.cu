@@ -30,7 +30,9 @@
 // variants', and the wgmma rdQ backward's with 2 and 1 warpgroups per CTA) beside the default
 // kernels'. It exits 1 on a GPU or build without sm_90a. With --wgmma --ws, also the
 // warp-specialized wgmma rdQ backward (attention_backward_wgmma_ws: mbarriers; a protocol fault
-// there hangs rather than fails, so the GPU bundle runs it as a step of its own) in each of those;
+// there hangs rather than fails, so the GPU bundle runs it as a step of its own) in each of those,
+// and the warp-specialized wgmma forward (forward_wgmma_ws_hs, HS 64: out and lse against fp64 as
+// the wgmma forward's, the same bits twice and in the old grid order; its time in the table);
 // with --wgmma --pipelined, the pipelined wgmma forward (its out and lse with the wgmma forward's
 // bits, 2 and 1 warpgroups per CTA; its time in the table), also in that step, so that a fault of
 // these kernels, never run on a GPU, cannot close the bundle's wgmma gate.
@@ -47,8 +49,8 @@
 // runs once (forward; backward delta, dK/dV, dQ, and those two with 2 row tiles per warp; the
 // backward with dQ by integer reduction, bulk and red.global at RT 2; with
 // --wgmma the wgmma forward, dK/dV and dQ, and the wgmma backward with dQ by integer reduction
-// with 2 and 1 warpgroups per CTA too, with --ws warp-specialized, with --pipelined the pipelined
-// forward), for Nsight Compute to profile
+// with 2 and 1 warpgroups per CTA too, with --ws the warp-specialized forward and backward, with
+// --pipelined the pipelined forward), for Nsight Compute to profile
 // (scripts/gpu_run_bundle.sh, phase profile: stall reasons, pipe use and occupancy of each).
 // The same-run baseline of PyTorch's SDPA comes from dev/bench/torch_sdpa_bench.py on the GPU
 // machine (issue 5 asks for the ratio).
@@ -330,6 +332,17 @@ template <int WG> static void wgmma_forward_pipelined(const Buffers &b, const Sh
     if (sh.HS == 64) forward_wgmma_hs<64, WG, true>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
     else forward_wgmma_hs<128, WG, true>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
 }
+// The warp-specialized wgmma forward (HS 64; its 128-key tiles round otherwise than the wgmma
+// forward's 64) into NaN-filled outputs: its out and lse.
+static Outputs run_ws_forward_poisoned(const Buffers &b, const Shape &sh) {
+    poison_outputs(b, sh);
+    attention_detail::forward_wgmma_ws_hs<64>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
+    cuda_check(cudaDeviceSynchronize());
+    Outputs o;
+    o.out = to_host(b.out, sh.out_count());
+    o.lse = to_host(b.lse, sh.lse_count());
+    return o;
+}
 // Whether forward() writes want's out and lse bit for bit into NaN-filled outputs.
 template <typename Forward>
 static bool same_forward(const Buffers &b, const Shape &sh, const Outputs &want, Forward forward) {
@@ -605,17 +618,19 @@ static bool check_wgmma_units(void) {
 // The wgmma kernels' two runs (run_wgmma_poisoned): out, lse and (HS 64) dq, dk, dv against the
 // fp64 reference with the default's tolerances, tensor-wide and row by row (against the default
 // kernels' worst row on the same inputs, baseline), and the same bits twice.
-static bool check_wgmma(const Shape &sh, const Reference &ref, const Outputs runs[2], const Outputs &baseline) {
+static bool check_wgmma(const Shape &sh, const Reference &ref, const Outputs runs[2], const Outputs &baseline,
+                        const char *who = "wgmma") {
     auto bf_at = [](const std::vector<bf16> &v) { return [&v](size_t i) { return (double)__bfloat162float(v[i]); }; };
+    const std::string rel_l2 = std::string(who) + ": rel L2 error vs fp64", worst_row = std::string(who) + ": worst row vs fp64";
     auto check_tensor = [&](const char *name, const std::vector<double> &r, const std::vector<bf16> &x,
                             const std::vector<bf16> &base, size_t slot, int which) {
         const ErrorStat e = relative_error(r, bf_at(x), slot, which);
-        bool ok = report(name, "wgmma: rel L2 error vs fp64", e.rel_l2, TOL_BF16, e.non_finite);
+        bool ok = report(name, rel_l2.c_str(), e.rel_l2, TOL_BF16, e.non_finite);
         if (e.non_finite) return false;
         const double worst = worst_row_error(r, bf_at(x), sh.HS, slot, which);
         const double base_worst = worst_row_error(r, bf_at(base), sh.HS, slot, which);
         printf("          worst row %.3e, default kernels' worst row %.3e\n", worst, base_worst);
-        return report(name, "wgmma: worst row vs fp64", worst, std::max(TOL_ROW, 2.0 * base_worst), 0) && ok;
+        return report(name, worst_row.c_str(), worst, std::max(TOL_ROW, 2.0 * base_worst), 0) && ok;
     };
     bool ok = check_tensor("out", ref.out, runs[0].out, baseline.out, 0, -1);
     ok = report_lse("lse", ref, runs[0].lse) && ok;
@@ -625,7 +640,7 @@ static bool check_wgmma(const Shape &sh, const Reference &ref, const Outputs run
             ok = check_tensor(names[which], ref.dqkv, runs[0].dqkv, baseline.dqkv, (size_t)sh.NH * sh.HS, which) && ok;
     }
     const bool same = identical(runs[0], runs[1]);
-    printf("    %-5s %-30s %s\n", "all", "wgmma: same bits twice", same ? "ok" : "FAIL");
+    printf("    %-5s %-30s %s\n", "all", (std::string(who) + ": same bits twice").c_str(), same ? "ok" : "FAIL");
     return ok && same;
 }
 
@@ -701,13 +716,23 @@ static bool check_case(const Case &c, bool wgmma) {
         bool reduce_ok = true;
         const std::vector<std::vector<bf16>> reduce_dqkv =
             sh.HS == 64 ? check_wgmma_reduce_dq(d, sh, runs[0].dqkv, &reduce_ok) : std::vector<std::vector<bf16>>();
+        // the warp-specialized forward (--ws, HS 64): twice, and in the old grid order, the same bits
+        const bool ws_forward = g_ws && sh.HS == 64;
+        Outputs ws_runs[2];
+        bool ws_same_order = true;
+        if (ws_forward) {
+            for (Outputs &r : ws_runs) r = run_ws_forward_poisoned(d, sh);
+            ws_same_order = same_in_old_grid_order(sh, ws_runs[0], [&] { return run_ws_forward_poisoned(d, sh); });
+        }
         const Outputs baseline = run_poisoned(d, sh);
         buffers_free(d);
         printf("    %-5s %-30s %s\n", "all", "wgmma: 1 warpgroup, same bits", same_wg1 ? "ok" : "FAIL");
         if (g_pipelined) printf("    %-5s %-30s %s\n", "fwd", "wgmma pipelined: same bits", same_pipelined ? "ok" : "FAIL");
         printf("    %-5s %-30s %s\n", "all", "wgmma old grid order: same bits", same_order ? "ok" : "FAIL");
+        if (ws_forward) printf("    %-5s %-30s %s\n", "fwd", "ws fwd old grid order: same bits", ws_same_order ? "ok" : "FAIL");
         const Reference ref = reference_attention(sh, qkv, dout);
         bool ok = check_wgmma(sh, ref, runs, baseline) && same_wg1 && same_pipelined && same_order && codes && reduce_ok;
+        if (ws_forward) ok = check_wgmma(sh, ref, ws_runs, baseline, "ws fwd") && ws_same_order && ok;
         // dQ of each variant: against fp64, tensor-wide and row by row (against the wgmma
         // backward's worst row, as check_wgmma does)
         for (size_t v = 0; v < reduce_dqkv.size(); v++) {
@@ -823,7 +848,9 @@ static bool check_many_heads(bool wgmma) {
                 r.dqkv = to_host(d.dqkv, sh.qkv_count());
             }
             case_ok = written_and_identical("reduce dQ: ", reduced[0], reduced[1]) && case_ok;
-            if (wgmma && g_ws) {  // and warp-specialized
+            if (wgmma && g_ws) {  // and warp-specialized, the forward too
+                const Outputs ws_fwd[2] = {run_ws_forward_poisoned(d, sh), run_ws_forward_poisoned(d, sh)};
+                case_ok = written_and_identical("ws forward: ", ws_fwd[0], ws_fwd[1]) && case_ok;
                 for (Outputs &r : reduced) {
                     cuda_check(cudaMemset(d.dqkv, 0xFF, sh.qkv_count() * sizeof(bf16)));
                     attention_detail::backward_reduce_dq_wgmma_ws_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse,
@@ -899,6 +926,7 @@ struct BenchRow {
     int T, HS, B, NH;
     float fwd_ms, bwd_ms, wgmma_fwd_ms, wgmma_bwd_ms, wg1_fwd_ms, wg1_bwd_ms;  // < 0: not timed (wg1: 1 warpgroup per CTA)
     float pipelined_fwd_ms;  // the wgmma forward pipelined (2 warpgroups per CTA)
+    float ws_fwd_ms;         // the wgmma forward warp-specialized (forward_wgmma_ws_hs)
     float reduce_dq_bwd_ms;  // attention_backward_reduce_dq, or with wgmma attention_backward_wgmma_reduce_dq
     float wg1_reduce_dq_bwd_ms;  // the latter with one warpgroup per CTA
     float ws_reduce_dq_bwd_ms;   // and warp-specialized (backward_reduce_dq_wgmma_ws_hs)
@@ -913,7 +941,7 @@ static void print_ms_line(int T, int HS, const char *name, float ms) {
 }
 
 static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
-    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1};
+    BenchRow row = {T, HS, 16384 / T, 2048 / HS, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1};
     const Shape sh = {row.B, row.NH, T, HS};
     const Buffers d = buffers_alloc(sh);
     fill_uniform_bf16(d.qkv, sh.qkv_count(), seed, -1.0f, 1.0f);
@@ -952,6 +980,10 @@ static BenchRow bench(int T, int HS, uint64_t seed, bool wgmma) {
                                                                          sh.B, T, sh.NH, 0);
                 },
                 warmup, reps, 0);
+            if (g_ws)
+                row.ws_fwd_ms = time_median_ms(
+                    [&] { attention_detail::forward_wgmma_ws_hs<64>(d.out, d.lse, d.qkv, sh.B, T, sh.NH, 0); }, warmup,
+                    reps, 0);
             if (g_ws) row.ws_reduce_dq_bwd_ms = time_median_ms(
                 [&] {
                     attention_detail::backward_reduce_dq_wgmma_ws_hs<64>(d.dqkv, d.scratch, d.dout, d.qkv, d.out, d.lse,
@@ -1198,9 +1230,9 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
            "2 B NH T^2 HS (causal), backward = 2.5 x forward\n");
     printf("%5s %4s %3s %3s | %8s %7s | %8s %7s", "T", "HS", "B", "NH", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
     if (wgmma)
-        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s", "wgmma fwd",
-               "TFLOP/s", "wgmma bwd", "TFLOP/s", "1-WG fwd", "TFLOP/s", "1-WG bwd", "TFLOP/s", "pipe fwd", "TFLOP/s",
-               "wg rdQ bwd", "TFLOP/s", "1-WG rdQ", "TFLOP/s", "ws rdQ", "TFLOP/s");
+        printf(" | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s | %9s %7s",
+               "wgmma fwd", "TFLOP/s", "wgmma bwd", "TFLOP/s", "1-WG fwd", "TFLOP/s", "1-WG bwd", "TFLOP/s", "pipe fwd",
+               "TFLOP/s", "ws fwd", "TFLOP/s", "wg rdQ bwd", "TFLOP/s", "1-WG rdQ", "TFLOP/s", "ws rdQ", "TFLOP/s");
     else printf(" | %9s %7s", "rdQ bwd", "TFLOP/s");
     printf("\n");
     auto cell = [](float ms, double flops) {
@@ -1215,7 +1247,7 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
         if (wgmma) {
             cell(r.wgmma_fwd_ms, fwd_flops), cell(r.wgmma_bwd_ms, bwd_flops);
             cell(r.wg1_fwd_ms, fwd_flops), cell(r.wg1_bwd_ms, bwd_flops);
-            cell(r.pipelined_fwd_ms, fwd_flops);
+            cell(r.pipelined_fwd_ms, fwd_flops), cell(r.ws_fwd_ms, fwd_flops);
         }
         cell(r.reduce_dq_bwd_ms, bwd_flops);
         if (wgmma) cell(r.wg1_reduce_dq_bwd_ms, bwd_flops), cell(r.ws_reduce_dq_bwd_ms, bwd_flops);
@@ -1228,6 +1260,7 @@ static void print_bench_table(const std::vector<BenchRow> &rows, bool wgmma) {
         print_ms_line(r.T, r.HS, "wgmma_fwd", r.wgmma_fwd_ms);
         print_ms_line(r.T, r.HS, "wgmma_bwd", r.wgmma_bwd_ms);
         print_ms_line(r.T, r.HS, "wgmma_pipelined_fwd", r.pipelined_fwd_ms);
+        print_ms_line(r.T, r.HS, "wgmma_ws_fwd", r.ws_fwd_ms);
         print_ms_line(r.T, r.HS, "wgmma_ws_bwd", r.ws_reduce_dq_bwd_ms);
     }
 }
@@ -1243,6 +1276,7 @@ static void profile_once(bool wgmma) {
     if (wgmma) {
         attention_forward_wgmma(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 64, 0);
         if (g_pipelined) forward_wgmma_hs<64, fwd_wgmma::DEFAULT_WG, true>(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 0);
+        if (g_ws) forward_wgmma_ws_hs<64>(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 0);
     }
     attention_forward(d.out, d.lse, d.qkv, sh.B, sh.T, sh.NH, 64, 0);
     backward_delta<64>(d.scratch, d.dout, d.out, sh.B, sh.T, sh.NH, 0);
@@ -1281,7 +1315,7 @@ int main(int argc, char **argv) {
                    "  --wgmma        the wgmma kernels (sm_90a; backward at HS 64 only) instead of the default ones:\n"
                    "                 their checks, and their times beside the default's (a run of its own, so\n"
                    "                 that a failure of these unverified kernels cannot cut the default's checks short)\n"
-                   "  --ws           with --wgmma, the warp-specialized rdQ backward too\n"
+                   "  --ws           with --wgmma, the warp-specialized forward and rdQ backward too\n"
                    "  --pipelined    with --wgmma, the pipelined wgmma forward too\n"
                    "  --check        correctness checks only, no benchmark\n"
                    "  --check-small  only the small cases (for compute-sanitizer's racecheck, which slows kernels\n"
@@ -1313,14 +1347,16 @@ int main(int argc, char **argv) {
     // T = 1 and T not a multiple of the 64-row tiles (or of the 32-row backward tiles of HS 128),
     // several batches and heads so that (b, h) indexing is exercised; sharp-softmax cases. Two run
     // at HS 64 with T beyond one 128-query CTA of the wgmma kernels: T 256 two full CTAs, T 300 a
-    // third CTA whose second warpgroup has no rows (the wgmma forward skips its tiles). Where
-    // T % 64 == 0 (T 64 and 256 at HS 64, the last case at HS 128) the backward's FP8 codes too.
+    // third CTA whose second warpgroup has no rows (the wgmma forward skips its tiles); T 400 at HS
+    // 64 has the warp-specialized forward refill its stages (4 tiles of 128 keys in 3) within the
+    // short cases, which the race build runs. Where T % 64 == 0 (T 64 and 256 at HS 64, the last
+    // case at HS 128) the backward's FP8 codes too.
     const Case cases[] = {
         {{1, 1, 1, 64}, 1.0f, 101},   {{1, 1, 1, 128}, 1.0f, 102},  {{2, 3, 37, 64}, 1.0f, 103},
         {{1, 2, 64, 64}, 1.0f, 104},  {{2, 2, 65, 128}, 1.0f, 105}, {{1, 3, 127, 128}, 1.0f, 106},
         {{2, 4, 200, 64}, 1.0f, 107}, {{1, 2, 333, 128}, 1.0f, 108}, {{1, 2, 1000, 64}, 1.0f, 109},
         {{1, 2, 1000, 128}, 3.0f, 110}, {{2, 2, 256, 64}, 1.0f, 111}, {{1, 2, 300, 64}, 3.0f, 112},
-        {{2, 1, 128, 128}, 1.0f, 113},
+        {{2, 1, 128, 128}, 1.0f, 113}, {{1, 1, 400, 64}, 1.0f, 114},
     };
     int failed = 0, n_checks = 0;
     if (wgmma) {  // first: where they fail, the attention cases below fail too

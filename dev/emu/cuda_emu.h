@@ -1021,6 +1021,9 @@ inline void fence_proxy_async_shared() { emu::fence_proxy_async(); }
 template <bool MN_MAJOR = false> inline void mma_ss_n64(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
     emu::wgmma_issue(64, false, MN_MAJOR, MN_MAJOR, accumulate, desc_a, desc_b, d, nullptr);
 }
+inline void mma_ss_n128(float (*d)[4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+    emu::wgmma_issue(128, false, false, false, accumulate, desc_a, desc_b, d, nullptr);
+}
 template <int N> inline void mma_rs_mn_major_b(float (*d)[4], const uint32_t a[4], uint64_t desc_b) {
     emu::wgmma_issue(N, true, false, true, true, 0, desc_b, d, a);
 }

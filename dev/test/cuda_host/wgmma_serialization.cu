@@ -41,6 +41,7 @@ const void *const wgmma_kernels[] = {
     (const void *)attention_backward_dq_wgmma_kernel<64, 1, false>,
     (const void *)attention_backward_dq_wgmma_kernel<64, 1, true>,
     (const void *)attention_backward_kv_ws_wgmma_kernel<64>,
+    (const void *)attention_forward_ws_wgmma_kernel<64>,
 #ifdef LLMC_SERIALIZED_WGMMA
     (const void *)serialized_wgmma_kernel,
 #endif

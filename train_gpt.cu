@@ -501,7 +501,8 @@ static GPUBlockActs block_buffers(const GPUModel *g, int l) {
     return a;
 }
 
-// Whether --attention runs the wgmma forward (sm_90a): wgmma, wgmma-fwd, wgmma-rdq and wgmma-ws.
+// Whether --attention runs a wgmma forward (sm_90a): wgmma, wgmma-fwd, wgmma-rdq and wgmma-ws (the
+// last its warp-specialized one).
 static bool wgmma_forward(int attention) {
     return attention == ATTENTION_WGMMA || attention == ATTENTION_WGMMA_FORWARD || attention == ATTENTION_WGMMA_RDQ ||
            attention == ATTENTION_WGMMA_WS;
@@ -900,8 +901,9 @@ static void gpu_block_forward(GPUModel *g, int l, const bf16 *residual, const GP
                      param_ptr(g, PT_QKVB, l), N, C, 3 * C, l, LINEAR_QKV);
     if (steps & RC_STEP_ATTN) {
         mark(g, PROF_ATTENTION_FORWARD);
-        (wgmma_forward(g->attention) ? attention_forward_wgmma : attention_forward)(a->atty, a->lse, a->qkv, B, T,
-                                                                                   NH, HS, st);
+        (g->attention == ATTENTION_WGMMA_WS ? attention_forward_wgmma_ws
+         : wgmma_forward(g->attention)      ? attention_forward_wgmma
+                                            : attention_forward)(a->atty, a->lse, a->qkv, B, T, NH, HS, st);
     }
     if (steps & RC_STEP_ATTPROJ) {
         block_linear(g, pass, proj, nullptr, a->atty, a->atty_t, param_ptr(g, PT_ATTPROJW, l),

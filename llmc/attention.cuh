@@ -8,7 +8,9 @@
 // c95ef56 (2026-11-27): the harness's checks against fp64, memcheck and racecheck clean, the
 // trainer's test_gptcu tiny|d12 wgmma. The wgmma forward is 1.28x the mma.sync one there, its
 // backward 0.79x; the trainer uses them under --attention wgmma, and the forward alone (with the
-// mma.sync backward) under --attention wgmma-fwd (default mma).
+// mma.sync backward) under --attention wgmma-fwd (default mma). A warp-specialized wgmma forward
+// (attention_forward_wgmma_ws: FlashAttention-3's, a producer warp and mbarriers; NOT RUN on a
+// GPU) runs under --attention wgmma-ws, with the warp-specialized backward below.
 //
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23) and, with the HS 64 defaults set
 // from that run (2 forward row tiles, backward capped for 3 CTAs per SM) and without the slower
@@ -2577,6 +2579,21 @@ static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const
     else attention_detail::forward_wgmma_hs<128>(out, lse, qkv, B, T, NH, stream);
 }
 
+// attention_forward warp-specialized through wgmma (sm_90a), head size 64 (a producer warp, two
+// consumer warpgroups, 128-key tiles: attention_forward_ws_wgmma_kernel): same inputs, outputs and
+// contract; its out and lse round otherwise than attention_forward_wgmma's (the online softmax
+// rescales per 128 keys). The trainer's --attention wgmma-ws, with attention_backward_wgmma_ws.
+// NOT RUN on a GPU (2026-11-29).
+static inline void attention_forward_wgmma_ws(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T,
+                                              int NH, int HS, cudaStream_t stream) {
+    const attention_detail::TensorArg args[] = {{out, 4}, {lse, 4}, {qkv, 16}};
+    attention_detail::check_args("attention_forward_wgmma_ws", B, T, NH, HS, args, 3);
+    if (HS != 64) die("attention_forward_wgmma_ws: head size %d; only 64 so far", HS);
+    if (!attention_wgmma_available())
+        die("attention_forward_wgmma_ws: needs a GPU of compute capability 9.0 and a build for sm_90a");
+    attention_detail::forward_wgmma_ws_hs<64>(out, lse, qkv, B, T, NH, stream);
+}
+
 // attention_backward through wgmma (sm_90a), head size 64 only so far: same inputs, outputs,
 // scratch and contract (deterministic; verified on an H200). The trainer calls it only under
 // --attention wgmma; dev/cuda/attention.cu checks and times it.
@@ -2689,7 +2706,7 @@ static inline void attention_backward_wgmma_reduce_dq(__nv_bfloat16 *dqkv, void 
 // The same backward warp-specialized (attention_backward_kv_ws_wgmma_kernel: a producer warp loads,
 // two consumer warpgroups compute at their own pace and take turns at the tiles' dQ): the contract
 // of attention_backward_wgmma_reduce_dq, dK and dV with attention_backward_wgmma's bits, dQ with its
-// own. The trainer's --attention wgmma-ws, with the wgmma forward. NOT RUN on a GPU (2026-11-29).
+// own. The trainer's --attention wgmma-ws, with attention_forward_wgmma_ws. NOT RUN on a GPU (2026-11-29).
 static inline void attention_backward_wgmma_ws(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                                const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                                int B, int T, int NH, int HS, cudaStream_t stream,

@@ -163,9 +163,8 @@ attention_table() {
                  "wgmma attention_wgmma:wgmma_fwd attention_wgmma:wgmma_bwd bench_d12_quick_wgmma" \
                  "wgmma-fwd attention_wgmma:wgmma_fwd attention_wgmma:mma_bwd bench_d12_quick_wgmma_fwd" \
                  "wgmma-rdq attention_wgmma:wgmma_fwd attention_wgmma:wgmma_rdq_bwd bench_d12_quick_wgmma_rdq" \
-                 "wgmma-ws attention_wgmma_ws:wgmma_fwd attention_wgmma_ws:wgmma_ws_bwd bench_d12_quick_wgmma_ws" \
-                 "(pipelined-wgmma-forward) attention_wgmma_ws:wgmma_pipelined_fwd - -" \
-                 "(warp-specialized-wgmma-forward) attention_wgmma_ws:wgmma_ws_fwd - -"; do
+                 "wgmma-ws attention_wgmma_ws:wgmma_ws_fwd attention_wgmma_ws:wgmma_ws_bwd bench_d12_quick_wgmma_ws" \
+                 "(pipelined-wgmma-forward) attention_wgmma_ws:wgmma_pipelined_fwd - -"; do
           set -- $row
           f=$(harness_ms "${2%%:*}" "${2#*:}")
           b=; [ "$3" = - ] || b=$(harness_ms "${3%%:*}" "${3#*:}")
@@ -235,11 +234,10 @@ if wants checks; then
     wgmma_step test_gptcu_tiny_recompute_wgmma 150 $bin/test_gptcu tiny recompute wgmma
     # the wgmma backward with dQ by integer reduction (--attention wgmma-rdq), never run on a GPU
     wgmma_step test_gptcu_tiny_wgmma_rdq 90 $bin/test_gptcu tiny wgmma-rdq
-    # the same warp-specialized (--attention wgmma-ws: a producer warp, two consumer warpgroups,
-    # mbarriers), never run on a GPU: the harness first, in a run of its own (a fault in its
-    # protocol hangs until the step's limit), whose failure skips only the steps of this kernel;
-    # the pipelined and the warp-specialized wgmma forwards (harness only, never run on a GPU) in the
-    # same run
+    # the same warp-specialized, and the forward too (--attention wgmma-ws: a producer warp, two
+    # consumer warpgroups, mbarriers), never run on a GPU: the harness first, in a run of its own (a
+    # fault in their protocol hangs until the step's limit), whose failure skips only the steps of
+    # these kernels; the pipelined wgmma forward (harness only, never run on a GPU) in the same run
     ws_why=
     wgmma_step attention_wgmma_ws 150 $bin/attention --wgmma --ws --pipelined || ws_why="attention_wgmma_ws did not pass"
     [ -z "$ws_why" ] && [ -s "$work/logs/attention_wgmma_ws.log" ] && ! grep -q '^SKIPPED' "$work/logs/attention_wgmma_ws.log" &&

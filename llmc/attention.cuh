@@ -2076,16 +2076,20 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
 
 // ---------------------------------------------------------------------------------------------
 // The wgmma forward, warp-specialized (attention_forward_wgmma_ws; HS 64, sm_90a; NOT RUN on a GPU,
-// 2026-11-29): FlashAttention-3's forward. A producer warp (the CTA's ninth) does all the loading;
-// two consumer warpgroups of 64 queries each compute at their own pace, synchronized with the
-// producer by mbarriers only (no CTA-wide barrier in the loop, where the other wgmma forward meets
-// at one per tile):
+// 2026-11-29): FlashAttention-3's forward. A producer warpgroup (the CTA's third) does all the
+// loading; two consumer warpgroups of 64 queries each compute at their own pace, synchronized with
+// the producer by mbarriers only (no CTA-wide barrier in the loop, where the other wgmma forward
+// meets at one per tile):
 //   producer: the consumers' Q rows once (q_full); then key tile j's K and V (128 keys) into stage
 //             j % STAGES once every consumer has released the tile STAGES before it (empty, 128
 //             arrivals per active warpgroup); a tile is published (copies complete, fenced for
-//             wgmma, full[stage], 32 arrivals) once the next tile's copies are issued, so two are
-//             in flight. Publishing one behind needs STAGES >= 3: tile j is released in the
-//             iteration that waits for tile j + 1.
+//             wgmma, full[stage], 128 arrivals) once the next tile's copies are issued, so two are
+//             in flight. Publishing one behind needs STAGES >= 3 (tile j is released in the
+//             iteration that waits for tile j + 1); tile j - 1 is published about STAGES - 2
+//             consumer iterations before it is needed, less the time to issue tile j's copies, so
+//             4 stages leave a margin. The whole warpgroup issues the copies (8 16-byte cp.async a
+//             thread a tile): one warp alone spent about as long issuing a tile's 64 a lane as the
+//             consumers spend computing it (a review's count of its PTX).
 //   consumer: the pipelined wgmma forward's loop over 128-key tiles (S_j = Q K_j^T beside
 //             O += P_{j-1} V_{j-1}; S_j's softmax while the product runs); it releases tile j - 1
 //             once O += P_{j-1} V_{j-1} has landed. The first warpgroup's queries may end a tile
@@ -2097,15 +2101,15 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
 // the same bound of fp64). Blocks of 128 queries end at T rounded up to 64: block 0 (started
 // first) is the one of most keys, and only the last, the shortest, can have an idle warpgroup
 // (one wholly before query 0), which leaves at once.
-// 384 threads, 1 CTA per SM, up to 168 registers a thread (ptxas -v, nvcc 13: 157, no spills; S 64,
+// 384 threads, 1 CTA per SM, up to 168 registers a thread (ptxas -v, nvcc 13: 155, no spills; S 64,
 // O 32 and P 32 of them). Three consumer warpgroups (FlashAttention-3's 192 x 128 tile at head size
 // 64) could have 160 each with setmaxnreg, and ptxas spilled 328 bytes there; two need no
 // registers from the producer's warpgroup.
 // Shared memory from a 1024-byte boundary: Q [2][64][HS], K and V [STAGES][128][HS] (swizzled),
-// mbarriers.
+// mbarriers: 145 KiB at HS 64.
 namespace fwd_ws {
-constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), PRODUCER_WARP = 4 * CONSUMERS;
-constexpr int ROWS = 64 * CONSUMERS, KEYS = 128, STAGES = 3;
+constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1);
+constexpr int ROWS = 64 * CONSUMERS, KEYS = 128, STAGES = 4;
 static_assert(STAGES >= 3, "a tile is published once the next is issued, and released while the next is in use");
 static_assert(ROWS - 64 < KEYS, "a warpgroup's last tile is the CTA's or the one before, never refilled");
 template <int HS> struct Layout {
@@ -2146,22 +2150,22 @@ attention_forward_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__rest
     const int first_active = q0 < 0 ? -q0 / 64 : 0;          // warpgroups before it have no query
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 32), mbar_init(&empty[s], 128 * (CONSUMERS - first_active));
-        mbar_init(q_full, 32);
+        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 128), mbar_init(&empty[s], 128 * (CONSUMERS - first_active));
+        mbar_init(q_full, 128);
     }
     __syncthreads();  // the mbarriers exist before anyone arrives; from here on no CTA-wide barrier
 
     if (threadIdx.x >= 128 * CONSUMERS) {
-        if (warp_id != PRODUCER_WARP) return;  // the warpgroup's other three warps have nothing to do
+        const int tid = threadIdx.x - 128 * CONSUMERS;
         for (int w = first_active; w < CONSUMERS; w++)
-            load_tile_async<64, HS, true, 32, 1>(sQ + w * 64 * HS, q_head, row_stride, q0 + 64 * w, T, lane);
+            load_tile_async<64, HS, true, 128>(sQ + w * 64 * HS, q_head, row_stride, q0 + 64 * w, T, tid);
         cp_async_commit();
         uint64_t *oldest = q_full;  // the barrier that publishes the oldest group in flight
         for (int j = 0; j < n_tiles; j++) {
             const int stage = j % STAGES;
             if (j >= STAGES) mbar_wait(&empty[stage], (j / STAGES - 1) & 1);  // tile j - STAGES released
-            load_tile_async<KEYS, HS, true, 32, 1>(sK + stage * KEYS * HS, k_head, row_stride, j * KEYS, T, lane);
-            load_tile_async<KEYS, HS, true, 32, 1>(sV + stage * KEYS * HS, v_head, row_stride, j * KEYS, T, lane);
+            load_tile_async<KEYS, HS, true, 128>(sK + stage * KEYS * HS, k_head, row_stride, j * KEYS, T, tid);
+            load_tile_async<KEYS, HS, true, 128>(sV + stage * KEYS * HS, v_head, row_stride, j * KEYS, T, tid);
             cp_async_commit();
             cp_async_wait<1>();                 // the group before this one has landed:
             wgmma::fence_proxy_async_shared();  // visible to wgmma,

@@ -697,6 +697,56 @@ __device__ __forceinline__ void store_a_swizzled(__nv_bfloat16 *tile, int rows, 
                 a[k][r];
 }
 
+// Iteration j (0..n) of the pipelined wgmma forward over a warpgroup's n >= 1 key tiles of KEYS
+// keys (FlashAttention-3's overlap within a warpgroup): j = 0 issues S_0 = Q K_0^T alone; 0 < j < n
+// issues S_j and O += P_{j-1} V_{j-1} as two groups, takes S_j's softmax while the second runs,
+// and rescales O by alpha_j once it has landed; j = n issues the last P V alone. Then P_j is
+// packed into pf, the A operand of the next product. Each case issues and waits for its wgmma
+// within one branch: ptxas serializes wgmma issued in a branch and still in flight where the
+// branch ends (t_42). The kernel supplies tile_ready(j) (returns once K_j may be read, before the
+// fence: the warp-specialized kernel's mbarrier wait), issue_scores(s, j) and issue_product(j)
+// (each issues and commits one group), softmax(s, j, alpha) (mask and softmax_scores of both row
+// halves) and product_landed(j) (wait_group 0 and whatever else the landing allows).
+template <int KEYS, int HS, typename Ready, typename Scores, typename Product, typename Softmax, typename Landed>
+__device__ __forceinline__ void pipelined_forward_iteration(int j, int n, float (*o)[4], uint32_t (*pf)[4],
+                                                            Ready tile_ready, Scores issue_scores,
+                                                            Product issue_product, Softmax softmax,
+                                                            Landed product_landed) {
+    float s[KEYS / 8][4], alpha[2];
+    auto fence = [&] {
+        wgmma::hold_registers<KEYS / 8>(s);
+        wgmma::hold_registers<HS / 8>(o);  // the last rescale happens before the fence
+        wgmma::hold_registers<KEYS / 16>(pf);
+        wgmma::fence();
+    };
+    auto rescale = [&] {
+        for (int half = 0; half < 2; half++) rescale_output<HS>(o, half, alpha[half]);
+    };
+    if (j == 0) {  // S_0 alone
+        tile_ready(j);
+        fence();
+        issue_scores(s, j);
+        wgmma::wait<0>();
+        softmax(s, j, alpha);
+        rescale();
+        acc_to_a<KEYS>(pf, s);
+    } else if (j < n) {  // S_j beside P_{j-1} V_{j-1}
+        tile_ready(j);
+        fence();
+        issue_scores(s, j);
+        issue_product(j);
+        wgmma::wait<1>();  // S_j's group is the older
+        softmax(s, j, alpha);
+        product_landed(j);
+        rescale();
+        acc_to_a<KEYS>(pf, s);
+    } else {  // the last P V alone
+        fence();
+        issue_product(j);
+        product_landed(j);
+    }
+}
+
 namespace fwd_wgmma {
 constexpr int KEYS = 64;
 // WG warpgroups per CTA (2 by default; 1 is a variant the harness times): WG * 64 queries share
@@ -763,19 +813,11 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
         // The warpgroup's key tiles 0..wg_tiles-1: those with a key <= its last query (none where
         // its rows are past T). Iteration j publishes K_j and V_{j-1} (after the barrier every
         // warpgroup is done with K_{j-1} and V_{j-2}, whose buffers take K_{j+1} and V_j now), then
-        // issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} as two groups and takes S_j's softmax
-        // while the second runs; O's rescale by alpha_j waits for it. The same operations on the
-        // same values as the loop below, so the same bits. Each case issues and waits for its
-        // wgmma within one branch: ptxas serializes wgmma issued in a branch and still in flight
-        // where the branch ends (t_42).
+        // runs pipelined_forward_iteration: S_j = Q K_j^T beside O += P_{j-1} V_{j-1}, S_j's
+        // softmax while the second runs. The same operations on the same values as the loop below,
+        // so the same bits.
         const int wg_tiles = wg_q0 < T ? wg_last_query / KEYS + 1 : 0;
         uint32_t pf[KEYS / 16][4];  // P_{j-1} packed to bf16: the A operand of the product in flight
-        auto fence = [&](float (*s)[4]) {
-            wgmma::hold_registers<KEYS / 8>(s);
-            wgmma::hold_registers<HS / 8>(o);  // the last rescale happens before the fence
-            wgmma::hold_registers<KEYS / 16>(pf);
-            wgmma::fence();
-        };
         auto issue_scores = [&](float (*s)[4], int j) {
             mma_rows_by_rows<HS>(s, q_addr, QROWS, 64 * wg, k_addr + (j & 1) * KVB);
             wgmma::commit();
@@ -789,10 +831,7 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
             mask(s, j * KEYS);
             for (int half = 0; half < 2; half++) alpha[half] = softmax_scores<KEYS>(s, half, m, l, scale_log2);
         };
-        auto rescale = [&](const float alpha[2]) {
-            for (int half = 0; half < 2; half++) rescale_output<HS>(o, half, alpha[half]);
-        };
-        auto product_landed = [&] {
+        auto product_landed = [&](int) {
             wgmma::wait<0>();
             wgmma::hold_registers<HS / 8>(o);
             wgmma::hold_registers<KEYS / 16>(pf);  // P_{j-1}'s registers stay untouched until here
@@ -806,29 +845,9 @@ attention_forward_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__restric
             if (j < n_tiles)
                 load_tile_async<KEYS, HS, true, THREADS>(sV + (j & 1) * TILE_ELEMS, v_head, row_stride, j * KEYS, T);
             cp_async_commit();
-
-            float s[KEYS / 8][4], alpha[2];
-            if (j == 0 && wg_tiles > 0) {  // S_0 alone
-                fence(s);
-                issue_scores(s, j);
-                wgmma::wait<0>();
-                softmax(s, j, alpha);
-                rescale(alpha);
-                acc_to_a<KEYS>(pf, s);
-            } else if (j < wg_tiles) {  // S_j beside P_{j-1} V_{j-1}
-                fence(s);
-                issue_scores(s, j);
-                issue_product(j);
-                wgmma::wait<1>();  // S_j's group is the older
-                softmax(s, j, alpha);
-                product_landed();
-                rescale(alpha);
-                acc_to_a<KEYS>(pf, s);
-            } else if (j == wg_tiles && j > 0) {  // the last P V alone
-                fence(s);
-                issue_product(j);
-                product_landed();
-            }
+            if (wg_tiles > 0 && j <= wg_tiles)
+                pipelined_forward_iteration<KEYS, HS>(j, wg_tiles, o, pf, [](int) {}, issue_scores, issue_product,
+                                                      softmax, product_landed);
         }
     } else {
         // A warpgroup has nothing to do where all its rows are past T or all the tile's keys come
@@ -1877,6 +1896,22 @@ attention_backward_dq_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
     }
 }
 
+// A warp-specialized kernel's producer, publishing its stages one behind (each thread of it, after
+// committing the copies of the newest stage): the group before them has landed, is fenced for
+// wgmma and published at *oldest, and the newest stage's barrier becomes the oldest.
+// publish_last: after the loop, the last group.
+__device__ __forceinline__ void publish_previous(uint64_t *&oldest, uint64_t *newest) {
+    cp_async_wait<1>();
+    wgmma::fence_proxy_async_shared();
+    mbar_arrive(oldest);
+    oldest = newest;
+}
+__device__ __forceinline__ void publish_last(uint64_t *oldest) {
+    cp_async_wait<0>();
+    wgmma::fence_proxy_async_shared();
+    mbar_arrive(oldest);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The wgmma dK/dV kernel with dQ by integer reduction, warp-specialized (attention_backward_wgmma_ws;
 // HS 64, sm_90a; NOT RUN on a GPU, 2026-11-29). In the kernels above both warpgroups of a CTA load
@@ -1980,14 +2015,9 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
                 cp_async_4(stats + 2 * TILE + r, reduce.dout_l1 + at, valid);
             }
             cp_async_commit();
-            cp_async_wait<1>();                  // the group before this one has landed:
-            wgmma::fence_proxy_async_shared();   // visible to wgmma,
-            mbar_arrive(oldest);                 // and published
-            oldest = &full[stage];
+            publish_previous(oldest, &full[stage]);
         }
-        cp_async_wait<0>();
-        wgmma::fence_proxy_async_shared();
-        mbar_arrive(oldest);
+        publish_last(oldest);
         return;
     }
     wgmma::raise_registers<CONSUMER_REGISTERS>();
@@ -2101,7 +2131,7 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
 // the same bound of fp64). Blocks of 128 queries end at T rounded up to 64: block 0 (started
 // first) is the one of most keys, and only the last, the shortest, can have an idle warpgroup
 // (one wholly before query 0), which leaves at once.
-// 384 threads, 1 CTA per SM, up to 168 registers a thread (ptxas -v, nvcc 13: 155, no spills; S 64,
+// 384 threads, 1 CTA per SM, up to 168 registers a thread (ptxas -v, nvcc 13: 157, no spills; S 64,
 // O 32 and P 32 of them). Three consumer warpgroups (FlashAttention-3's 192 x 128 tile at head size
 // 64) could have 160 each with setmaxnreg, and ptxas spilled 328 bytes there; two need no
 // registers from the producer's warpgroup.
@@ -2167,14 +2197,9 @@ attention_forward_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__rest
             load_tile_async<KEYS, HS, true, 128>(sK + stage * KEYS * HS, k_head, row_stride, j * KEYS, T, tid);
             load_tile_async<KEYS, HS, true, 128>(sV + stage * KEYS * HS, v_head, row_stride, j * KEYS, T, tid);
             cp_async_commit();
-            cp_async_wait<1>();                 // the group before this one has landed:
-            wgmma::fence_proxy_async_shared();  // visible to wgmma,
-            mbar_arrive(oldest);                // and published
-            oldest = &full[stage];
+            publish_previous(oldest, &full[stage]);
         }
-        cp_async_wait<0>();
-        wgmma::fence_proxy_async_shared();
-        mbar_arrive(oldest);
+        publish_last(oldest);
         return;
     }
     const int wg = threadIdx.x / 128, warp = warp_id % 4;
@@ -2191,14 +2216,7 @@ attention_forward_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__rest
     for (int n = 0; n < HS / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     uint32_t pf[KEYS / 16][4];  // P_{j-1} packed to bf16: the A operand of the product in flight
-    // The pipelined wgmma forward's steps (see attention_forward_wgmma_kernel's PIPELINED loop),
-    // at 128 keys a tile and with the stages of the mbarriers instead of two buffers.
-    auto fence = [&](float (*s)[4]) {
-        wgmma::hold_registers<KEYS / 8>(s);
-        wgmma::hold_registers<HS / 8>(o);  // the last rescale happens before the fence
-        wgmma::hold_registers<KEYS / 16>(pf);
-        wgmma::fence();
-    };
+    auto tile_ready = [&](int j) { mbar_wait(&full[j % STAGES], (j / STAGES) & 1); };  // published
     auto issue_scores = [&](float (*s)[4], int j) {
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++)
@@ -2215,9 +2233,6 @@ attention_forward_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__rest
         if (j * KEYS + KEYS - 1 > wg_q0 || j * KEYS + KEYS > T) mask_scores<KEYS>(s, j * KEYS, wg_q0 + 16 * warp + g, T, t);
         for (int half = 0; half < 2; half++) alpha[half] = softmax_scores<KEYS>(s, half, m, l, scale_log2);
     };
-    auto rescale = [&](const float alpha[2]) {
-        for (int half = 0; half < 2; half++) rescale_output<HS>(o, half, alpha[half]);
-    };
     auto product_landed = [&](int j) {  // and tile j - 1 released
         wgmma::wait<0>();
         wgmma::hold_registers<HS / 8>(o);
@@ -2225,31 +2240,9 @@ attention_forward_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__rest
         mbar_arrive(&empty[(j - 1) % STAGES]);
     };
     mbar_wait(q_full, 0);
-    for (int j = 0; j <= wg_tiles; j++) {
-        float s[KEYS / 8][4], alpha[2];
-        if (j < wg_tiles) mbar_wait(&full[j % STAGES], (j / STAGES) & 1);
-        if (j == 0) {  // S_0 alone
-            fence(s);
-            issue_scores(s, j);
-            wgmma::wait<0>();
-            softmax(s, j, alpha);
-            rescale(alpha);
-            acc_to_a<KEYS>(pf, s);
-        } else if (j < wg_tiles) {  // S_j beside P_{j-1} V_{j-1}
-            fence(s);
-            issue_scores(s, j);
-            issue_product(j);
-            wgmma::wait<1>();  // S_j's group is the older
-            softmax(s, j, alpha);
-            product_landed(j);
-            rescale(alpha);
-            acc_to_a<KEYS>(pf, s);
-        } else {  // the last P V alone
-            fence(s);
-            issue_product(j);
-            product_landed(j);
-        }
-    }
+    for (int j = 0; j <= wg_tiles; j++)
+        pipelined_forward_iteration<KEYS, HS>(j, wg_tiles, o, pf, tile_ready, issue_scores, issue_product, softmax,
+                                              product_landed);
     finish_forward_rows<HS>(out + (int64_t)b * T * C + h * HS, C, lse + (int64_t)bh * T, wg_q0 + 16 * warp, T, o, m,
                             l, lane);
 }

@@ -9,7 +9,7 @@
 // trainer's test_gptcu tiny|d12 wgmma. The wgmma forward is 1.28x the mma.sync one there, its
 // backward 0.79x; the trainer uses them under --attention wgmma, and the forward alone (with the
 // mma.sync backward) under --attention wgmma-fwd (default mma). A warp-specialized wgmma forward
-// (attention_forward_wgmma_ws: FlashAttention-3's, a producer warp and mbarriers; NOT RUN on a
+// (attention_forward_wgmma_ws: FlashAttention-3's, a producer warpgroup and mbarriers; NOT RUN on a
 // GPU) runs under --attention wgmma-ws, with the warp-specialized backward below.
 //
 // STATUS: verified on an H100 at commit 7c74e66 (2026-11-23) and, with the HS 64 defaults set
@@ -2326,7 +2326,7 @@ static inline void forward_wgmma_hs(__nv_bfloat16 *out, float *lse, const __nv_b
     attention_cuda_check(cudaGetLastError());
 }
 
-// The warp-specialized wgmma forward (HS 64, sm_90a): a producer warp and two consumer warpgroups.
+// The warp-specialized wgmma forward (HS 64, sm_90a): a producer warpgroup and two consumer warpgroups.
 template <int HS>
 static inline void forward_wgmma_ws_hs(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int NH,
                                        cudaStream_t stream) {
@@ -2576,7 +2576,7 @@ static inline void attention_forward_wgmma(__nv_bfloat16 *out, float *lse, const
     else attention_detail::forward_wgmma_hs<128>(out, lse, qkv, B, T, NH, stream);
 }
 
-// attention_forward warp-specialized through wgmma (sm_90a), head size 64 (a producer warp, two
+// attention_forward warp-specialized through wgmma (sm_90a), head size 64 (a producer warpgroup, two
 // consumer warpgroups, 128-key tiles: attention_forward_ws_wgmma_kernel): same inputs, outputs and
 // contract; its out and lse round otherwise than attention_forward_wgmma's (the online softmax
 // rescales per 128 keys). The trainer's --attention wgmma-ws, with attention_backward_wgmma_ws.

@@ -234,7 +234,7 @@ if wants checks; then
     wgmma_step test_gptcu_tiny_recompute_wgmma 150 $bin/test_gptcu tiny recompute wgmma
     # the wgmma backward with dQ by integer reduction (--attention wgmma-rdq), never run on a GPU
     wgmma_step test_gptcu_tiny_wgmma_rdq 90 $bin/test_gptcu tiny wgmma-rdq
-    # the same warp-specialized, and the forward too (--attention wgmma-ws: a producer warp, two
+    # the same warp-specialized, and the forward too (--attention wgmma-ws: producer threads, two
     # consumer warpgroups, mbarriers), never run on a GPU: the harness first, in a run of its own (a
     # fault in their protocol hangs until the step's limit), whose failure skips only the steps of
     # these kernels; the pipelined wgmma forward (harness only, never run on a GPU) in the same run

@@ -332,11 +332,10 @@ template <int WG> static void wgmma_forward_pipelined(const Buffers &b, const Sh
     if (sh.HS == 64) forward_wgmma_hs<64, WG, true>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
     else forward_wgmma_hs<128, WG, true>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
 }
-// The warp-specialized wgmma forward (HS 64; its 128-key tiles round otherwise than the wgmma
-// forward's 64) into NaN-filled outputs: its out and lse.
-static Outputs run_ws_forward_poisoned(const Buffers &b, const Shape &sh) {
+// forward() into NaN-filled outputs: its out and lse.
+template <typename Forward> static Outputs forward_outputs(const Buffers &b, const Shape &sh, Forward forward) {
     poison_outputs(b, sh);
-    attention_detail::forward_wgmma_ws_hs<64>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0);
+    forward();
     cuda_check(cudaDeviceSynchronize());
     Outputs o;
     o.out = to_host(b.out, sh.out_count());
@@ -346,13 +345,14 @@ static Outputs run_ws_forward_poisoned(const Buffers &b, const Shape &sh) {
 // Whether forward() writes want's out and lse bit for bit into NaN-filled outputs.
 template <typename Forward>
 static bool same_forward(const Buffers &b, const Shape &sh, const Outputs &want, Forward forward) {
-    poison_outputs(b, sh);
-    forward();
-    cuda_check(cudaDeviceSynchronize());
-    const std::vector<bf16> out = to_host(b.out, sh.out_count());
-    const std::vector<float> lse = to_host(b.lse, sh.lse_count());
-    return !memcmp(out.data(), want.out.data(), out.size() * sizeof(bf16)) &&
-           !memcmp(lse.data(), want.lse.data(), lse.size() * sizeof(float));
+    const Outputs o = forward_outputs(b, sh, forward);
+    return !memcmp(o.out.data(), want.out.data(), o.out.size() * sizeof(bf16)) &&
+           !memcmp(o.lse.data(), want.lse.data(), o.lse.size() * sizeof(float));
+}
+// The warp-specialized wgmma forward (HS 64; its 128-key tiles round otherwise than the wgmma
+// forward's 64): its out and lse from NaN-filled outputs.
+static Outputs run_ws_forward_poisoned(const Buffers &b, const Shape &sh) {
+    return forward_outputs(b, sh, [&] { attention_detail::forward_wgmma_ws_hs<64>(b.out, b.lse, b.qkv, sh.B, sh.T, sh.NH, 0); });
 }
 
 // The HS 64 backward with KV_RT and DQ_RT row tiles per warp in its dK/dV and dQ kernels

@@ -4,15 +4,15 @@
 # (--check-small: T = 1 .. 1000, HS 64 and 128, against fp64, identical bits over runs and across
 # the variants) for the default mma.sync kernels and for the wgmma kernels (their building blocks
 # first, exactly), both of which passed on an H200 (2026-11-27), with --ws the warp-specialized
-# wgmma backward and with --pipelined the pipelined wgmma forward too (never run on a GPU). The
-# emulator also checks the kernels' synchronization (cp.async waits, barriers, fence.proxy.async,
-# wgmma.fence, collectives, mbarriers; shared memory starts as NaN bytes); first its self-test
-# shows each of those checks firing on a kernel with that fault (and its AddressSanitizer build a
-# plain store past the dynamic shared memory), what its stream orders do with a missing wait
-# between streams, and what its reverse schedule does with a missing order between CTAs or
-# threads. Last, the race build (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber,
-# racecheck's job) reports each race planted in its self-test (an mbarrier and a named barrier
-# skipped among them) and none in the attention kernels' cases with T < 512.
+# wgmma forward and backward and with --pipelined the pipelined wgmma forward too (never run on a
+# GPU). The emulator also checks the kernels' synchronization (cp.async waits, barriers,
+# fence.proxy.async, wgmma.fence, collectives, mbarriers; shared memory starts as NaN bytes);
+# first its self-test shows each of those checks firing on a kernel with that fault (and its
+# AddressSanitizer build a plain store past the dynamic shared memory), what its stream orders do
+# with a missing wait between streams, and what its reverse schedule does with a missing order
+# between CTAs or threads. Last, the race build (dev/emu/race.h: ThreadSanitizer with each CUDA
+# thread a fiber, racecheck's job) reports each race planted in its self-test (an mbarrier and a
+# named barrier skipped among them) and none in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
 # of CTAs and threads other than its two) still needs a GPU. About 50 s (60-70 s on a slow day).
 set -euo pipefail

@@ -2,7 +2,8 @@
 // (train_gpt.c, through dev/test/cpu_reference.h) on the same weights and batches:
 //   1. logits and loss of one forward pass
 //   2. every parameter gradient (per tensor instance) and the global gradient norm; the same
-//      with the output head in chunks (and the sampling path's row in a later chunk)
+//      with the output head in chunks (and the sampling path's row in a later chunk), and on a
+//      model whose head's logits outgrow the backward's buffers that share their memory (2c)
 //   3. the losses of 10 AdamW steps, both trainers stepping side by side
 //   4. determinism: two identical 3-step runs give identical bits (weights, master, moments, losses)
 //   5. resume: save after 2 steps, 2 more steps; reload, the same 2 steps: identical bits
@@ -838,6 +839,44 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
     cpu_model_free(cpu);
 }
 
+// 2c. The output head's chunk of logits and the backward's buffers (dresidual, dwide, the recompute
+// scratch) share one region (layout_activations: the head is done before the backward starts).
+// The test cases' logits are smaller than those buffers (Vp < 5C); here the case's vocabulary on a
+// model of C 64 (one head of 64) makes them larger (Vp > 5C, all N rows in one chunk, no recompute
+// scratch), so that a buffer carved after the region overlaps the logits unless the region ends
+// after them. Loss and gradients against the CPU with the tolerances of checks 1 and 2.
+static void check_head_larger_than_backward(const TestCase &tc, const AdamWConfig &hp) {
+    GPT2Config cfg = tc.cfg;
+    cfg.channels = 64;
+    cfg.num_heads = 1;
+    const int B = tc.B, T = tc.T, N = B * T, C = cfg.channels, Vp = cfg.padded_vocab_size;
+    GPUModel g;
+    const GPUModelOptions opt = test_options(MATMUL_BF16);
+    gpu_model_alloc(&g, &cfg, B, T, &hp, TEST_SEED, &opt);
+    const size_t P = g.num_params;
+    std::vector<float> weights(P);
+    gpt2_init_params(&cfg, weights.data(), TEST_SEED + 1);
+    for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(bf16_from_float(weights[i]));
+    gpu_set_weights(&g, weights.data());
+    CpuModel *cpu = cpu_model_new(&cfg, B, T);
+    memcpy(cpu_model_params(cpu), weights.data(), P * sizeof(float));
+    std::vector<int> in(N), tg(N);
+    make_batch(in.data(), tg.data(), N, cfg.vocab_size, 2);
+    cpu_model_zero_grads(cpu);
+    const float cpu_loss = cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
+    gpu_zero_grads(&g);
+    const float loss = gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
+    check(g.head_rows == N && !g.recompute_scratch && (size_t)Vp > 5 * (size_t)C,
+          "logits > backward: %d rows of %d logits, the backward's buffers 5C = %d per row", g.head_rows, Vp, 5 * C);
+    check(fabsf(loss - cpu_loss) <= 1e-2f, "logits > backward: loss gpu %.6f cpu %.6f (tol 1e-2 absolute)", loss,
+          cpu_loss);
+    std::vector<float> grads(P);
+    cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
+    compare_grads("logits > backward d", &cfg, grads.data(), cpu_model_grads(cpu), 5e-2, 1e-1);
+    cpu_model_free(cpu);
+    gpu_model_free(&g);
+}
+
 constexpr int RECOMPUTE_STEPS = 5;
 
 typedef struct {
@@ -1070,6 +1109,7 @@ int main(int argc, char **argv) {
                 2e-2, 5e-2);
         gpu_model_free(&h);
     }
+    check_head_larger_than_backward(tc, hp);
 
     // 3. Ten steps side by side from the same weights. Beyond the differences above, the GPU's
     // weights are bf16 (stochastically rounded from the fp32 master), which moves each loss by

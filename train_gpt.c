@@ -479,7 +479,8 @@ typedef struct {
     size_t scratch_floats;
     float *lnf;                       // (B,T,C) the final LayerNorm's output
     int head_rows;                    // rows of the output head at once (llmc/trainer.h)
-    float *logits;                    // (head_rows,Vp) one chunk's logits, dlogits in place
+    float *logits;                    // (head_rows,Vp) one chunk's logits, dlogits in place; the
+                                      // same memory as the backward's scratch below
     float *losses;                    // (B,T)
     float *dresidual, *dqkv, *dfch;
     float *quant_a, *quant_b;         // low-precision operands, max(B*T*4C, 4C*C) each
@@ -607,20 +608,24 @@ static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T,
     m->dbtc = p, p += BT * C;
     if ((size_t)(p - m->acts_memory) != m->acts_floats) die("internal error: activation layout");
 
-    // Scratch: the output head's (the final LayerNorm's output, one chunk of logits), backward
-    // buffers, one block of recompute buffers (only if some layer recomputes; shared by all
-    // layers), and the operands of emulated low-precision matmuls.
+    // Scratch: the output head's (the final LayerNorm's output, the losses, one chunk of logits),
+    // backward buffers, one block of recompute buffers (only if some layer recomputes; shared by
+    // all layers), and the operands of emulated low-precision matmuls. The logits live from the
+    // head (the forward's end) to the backward's start, the rest of the scratch from then to the
+    // backward's end (it holds nothing between a backward and the next forward's head): the same
+    // memory serves both.
     m->head_rows = opt && opt->head_rows > 0 && (size_t)opt->head_rows < BT ? opt->head_rows : (int)BT;
     const size_t Vp = cfg->padded_vocab_size, R = m->head_rows;
     size_t work = 0;
     if (recomputes) take_block(&m->work, NULL, &work, RC_NONE, 1, BT, C, att);
     const size_t quant = m->precision != MATMUL_FP32 ? (BT * 4 * C > 4 * C * C ? BT * 4 * C : 4 * C * C) : 0;
-    m->scratch_floats = BT * C + R * Vp + BT + BT * C + BT * 3 * C + BT * 4 * C + work + 2 * quant;
+    const size_t backward = BT * C + BT * 3 * C + BT * 4 * C + work + 2 * quant;
+    m->scratch_floats = BT * C + BT + (R * Vp > backward ? R * Vp : backward);
     m->scratch_memory = (float *)malloc_check(m->scratch_floats * sizeof(float));
     float *q = m->scratch_memory;
     m->lnf = q, q += BT * C;
-    m->logits = q, q += R * Vp;
     m->losses = q, q += BT;
+    m->logits = q;
     m->dresidual = q, q += BT * C;
     m->dqkv = q, q += BT * 3 * C;
     m->dfch = q, q += BT * 4 * C;
@@ -632,6 +637,7 @@ static void gpt2_alloc_activations(GPT2 *m, const GPT2Config *cfg, int B, int T,
         m->quant_a = q, q += quant;
         m->quant_b = q, q += quant;
     }
+    if (q < m->logits + R * Vp) q = m->logits + R * Vp;
     if ((size_t)(q - m->scratch_memory) != m->scratch_floats) die("internal error: scratch layout");
     m->inputs = (int *)malloc_check(BT * sizeof(int));
 }

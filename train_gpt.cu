@@ -175,7 +175,8 @@ typedef struct {
     // scratch: the output head's (llmc/trainer.h), the backward's (shared by all layers)
     bf16 *lnf;                    // (N, C) the final LayerNorm's output
     int head_rows;                // rows of the output head at once
-    bf16 *logits;                 // (head_rows, Vp) one chunk's logits, dlogits in place
+    bf16 *logits;                 // (head_rows, Vp) one chunk's logits, dlogits in place; the same
+                                  // memory as work, dresidual and dwide (layout_activations)
     float *losses;                // (N)
     bf16 *dresidual;              // (N, C)
     bf16 *dwide;                  // (N, 4C): dfch in the MLP, dqkv (N, 3C) in attention
@@ -527,20 +528,26 @@ static void layout_activations(GPUModel *g, Carver *cv) {
     g->lnf_rstd = TAKE(float, N);
     g->dbtc = TAKE(bf16, N * C);
     g->kept_bytes = cv->requested;  // everything above: what the backward reads
+    // One region, two lives: the output head's chunk of logits, from the head (the forward's end)
+    // to the backward's start, then the backward's own buffers (the recompute scratch, dresidual,
+    // dwide), which hold nothing between a backward and the next forward's head.
+    const size_t shared_begin = cv->used;
+    g->logits = TAKE(bf16, (size_t)g->head_rows * g->cfg.padded_vocab_size);
+    const size_t head_end = cv->used;
+    cv->used = shared_begin;
     // The recompute scratch, only if some layer recomputes or keeps its linears' inputs as codes
     // alone (their bf16 values pass through the scratch).
-    const size_t scratch_begin = cv->used;
     int recomputes = codes;
     for (size_t l = 0; l < L; l++) recomputes |= g->policy[l];
     if (recomputes) take_block(cv, &g->work, RC_NONE, true, false, N, C, NH);
     else memset(&g->work, 0, sizeof(g->work));
-    g->recompute_scratch = recomputes && cv->base ? cv->base + scratch_begin : NULL;
-    g->recompute_scratch_bytes = cv->used - scratch_begin;
-    g->lnf = TAKE(bf16, N * C);
-    g->logits = TAKE(bf16, (size_t)g->head_rows * g->cfg.padded_vocab_size);
-    g->losses = TAKE(float, N);
+    g->recompute_scratch = recomputes && cv->base ? cv->base + shared_begin : NULL;
+    g->recompute_scratch_bytes = cv->used - shared_begin;
     g->dresidual = TAKE(bf16, N * C);
     g->dwide = TAKE(bf16, N * 4 * C);
+    if (cv->used < head_end) cv->used = head_end;
+    g->lnf = TAKE(bf16, N * C);
+    g->losses = TAKE(float, N);
     g->colsum_scratch = TAKE(float, colsum_scratch_floats((int)N, 4 * (int)C));
     g->att_scratch = TAKE(unsigned char, (reduces_dq(g->attention) ? attention_backward_reduce_dq_scratch_bytes
                                                                     : attention_backward_scratch_bytes)(

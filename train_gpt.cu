@@ -560,6 +560,22 @@ static void layout_activations(GPUModel *g, Carver *cv) {
 
 static size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
 
+// cudaMalloc of one of the trainer's large buffers. Out of device memory, one line that names the
+// buffer, its size, what was free and the flags that shrink it, instead of cudaCheck's bare
+// status.
+static void *device_alloc(size_t bytes, const char *what, const char *shrink) {
+    void *p = NULL;
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err == cudaErrorMemoryAllocation) {
+        size_t free_bytes = 0, total_bytes = 0;
+        cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+        die("out of device memory: %s need %.1f MiB, and %.1f MiB of the device's %.1f MiB are free; %s", what,
+            bytes / 1048576.0, free_bytes / 1048576.0, total_bytes / 1048576.0, shrink);
+    }
+    cudaCheck(err);
+    return p;
+}
+
 // The buffers of GPUZero's table for the plan, the streams, events and the device communicator
 // of host's ranks (NULL: a single process).
 static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
@@ -593,13 +609,17 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     size_t scratch = 0;
     if (zero_shards_grads(p))
         for (int b = 0; b < ZERO_SCRATCHES; b++) scratch += scratch_elems[b];
-    cudaCheck(cudaMalloc(&g->params, (params_end + gather) * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&g->grads, (ngrads + scratch) * sizeof(float)));
+    g->params = (bf16 *)device_alloc((params_end + gather) * sizeof(bf16), "the bf16 parameters",
+                                     "ZeRO stage 3 (-z 3 under mpirun) shards them over more ranks, or take a smaller model");
+    g->grads = (float *)device_alloc((ngrads + scratch) * sizeof(float), "the fp32 gradients",
+                                     "ZeRO stage 2 or 3 (-z 2 under mpirun) shards them over more ranks, or take a smaller model");
     cudaCheck(cudaMemset(g->params, 0, (params_end + gather) * sizeof(bf16)));
     cudaCheck(cudaMemset(g->grads, 0, (ngrads + scratch) * sizeof(float)));
     float **state[3] = {&g->master, &g->m, &g->v};
+    const char *state_name[3] = {"the fp32 master weights", "AdamW's first moments", "AdamW's second moments"};
     for (int i = 0; i < 3; i++) {
-        cudaCheck(cudaMalloc(state[i], nstate * sizeof(float)));
+        *state[i] = (float *)device_alloc(nstate * sizeof(float), state_name[i],
+                                          "ZeRO (-z 1 under mpirun) shards them over more ranks, or take a smaller model");
         cudaCheck(cudaMemset(*state[i], 0, nstate * sizeof(float)));
     }
     bf16 *next = g->params + params_end;
@@ -742,7 +762,9 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     Carver measure = {NULL, 0, 0};
     layout_activations(g, &measure);
     g->acts_bytes = measure.used;
-    cudaCheck(cudaMalloc(&g->acts_memory, g->acts_bytes));
+    g->acts_memory = device_alloc(g->acts_bytes, "the activations",
+                                  "a smaller -b (with -d for the same tokens a step), -r/--recompute/--mem-budget "
+                                  "(recompute instead of keeping) or a smaller --head-chunk shrink them");
     Carver real = {(char *)g->acts_memory, 0, 0};
     layout_activations(g, &real);
 

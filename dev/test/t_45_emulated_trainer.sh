@@ -32,7 +32,9 @@
 #      trainer launches, no race reported (dev/test/t_44 shows the build reporting planted ones).
 #   5. What only the GPU trainer refuses (model shapes its kernels cannot run, --attention wgmma's
 #      head size, a micro-batch past 32-bit indices, a GELU epilogue with int8): one line and
-#      status 2, or 1 for a checkpoint, before the GPU is touched.
+#      status 2, or 1 for a checkpoint, before the GPU is touched; parameters or activations past
+#      the (emulated, 80 GiB) device's memory: one line naming the buffer and the flags that
+#      shrink it, status 1.
 # Parts 1 and 2 run with the emulator's streams deferred (LLMC_EMU_STREAM_ORDER, dev/emu/
 # cuda_runtime.cc): work runs only when the host must see it, in an order that favours one stream,
 # so a missing wait between the compute and comm streams, or a host read of a copy not yet
@@ -259,7 +261,7 @@ done
 refused() {  # refused <status> <pattern> <train_gptcu args...>
     local code=$1 pattern=$2 rc=0
     shift 2
-    LLMC_GPU_COMM=bad build/emu/train_gptcu "$@" >"$dir/refused.out" 2>"$dir/refused.err" || rc=$?
+    LLMC_GPU_COMM=${gpu_comm-bad} build/emu/train_gptcu "$@" >"$dir/refused.out" 2>"$dir/refused.err" || rc=$?
     [ "$rc" = "$code" ] && [ "$(wc -l <"$dir/refused.err")" = 1 ] && grep -qE -e "$pattern" "$dir/refused.err" &&
         ok=1 || ok=0
     check "$ok" "train_gptcu $*: exit $rc (want $code): $(head -1 "$dir/refused.err")"
@@ -284,5 +286,12 @@ refused 2 "--gelu-fusion 1 needs bf16 or fp8 block matmuls: int8's GEMM ends in 
 OMP_NUM_THREADS=1 ./train_gpt -e L1C32NH2 "${small[@]}" -o "$dir/c32" >/dev/null 2>&1
 refused 1 "'.*/c32/model_00000001.bin' holds a model that train_gptcu cannot run: C = 32 is not a multiple of 64" \
     -e "$dir/c32/model_00000001.bin" "${small[@]}"
+# Out of device memory (the emulator's device has 80 GiB): one line naming the buffer, its size and
+# the flags that shrink it, status 1 (not cudaCheck's bare status). These runs reach the GPU
+# (gpu_comm empty: the default communicator).
+gpu_comm= refused 1 "out of device memory: the bf16 parameters need 98358.1 MiB, .* ZeRO stage 3 \(-z 3 under mpirun\)" \
+    -e L1024C2048NH32 "${small[@]}"
+gpu_comm= refused 1 "out of device memory: the activations need 102672.1 MiB, .* -r/--recompute/--mem-budget" \
+    -e L12C1024NH16 "${small[@]}" --max-seq-len 1024 -b 256 -t 1024
 echo "$failed check(s) failed"
 [ "$failed" = 0 ]

@@ -610,16 +610,19 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     if (zero_shards_grads(p))
         for (int b = 0; b < ZERO_SCRATCHES; b++) scratch += scratch_elems[b];
     g->params = (bf16 *)device_alloc((params_end + gather) * sizeof(bf16), "the bf16 parameters",
-                                     "ZeRO stage 3 (-z 3 under mpirun) shards them over more ranks, or take a smaller model");
+                                     "ZeRO stage 3 (-z 3 under mpirun) shards them over more ranks, or take a "
+                                     "smaller model");
     g->grads = (float *)device_alloc((ngrads + scratch) * sizeof(float), "the fp32 gradients",
-                                     "ZeRO stage 2 or 3 (-z 2 under mpirun) shards them over more ranks, or take a smaller model");
+                                     "ZeRO stage 2 or 3 (-z 2 under mpirun) shards them over more ranks, or take a "
+                                     "smaller model");
     cudaCheck(cudaMemset(g->params, 0, (params_end + gather) * sizeof(bf16)));
     cudaCheck(cudaMemset(g->grads, 0, (ngrads + scratch) * sizeof(float)));
     float **state[3] = {&g->master, &g->m, &g->v};
     const char *state_name[3] = {"the fp32 master weights", "AdamW's first moments", "AdamW's second moments"};
     for (int i = 0; i < 3; i++) {
         *state[i] = (float *)device_alloc(nstate * sizeof(float), state_name[i],
-                                          "ZeRO (-z 1 under mpirun) shards them over more ranks, or take a smaller model");
+                                          "ZeRO (-z 1 under mpirun) shards them over more ranks, or take a smaller "
+                                          "model");
         cudaCheck(cudaMemset(*state[i], 0, nstate * sizeof(float)));
     }
     bf16 *next = g->params + params_end;

@@ -839,6 +839,15 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
     cpu_model_free(cpu);
 }
 
+// A model's seeded initialization rounded to bf16: the same numbers in the GPU's bf16 parameters
+// and fp32 master weights and in the CPU's fp32 parameters.
+static std::vector<float> initial_weights(const GPT2Config *cfg, uint64_t seed) {
+    std::vector<float> weights(gpt2_num_params(cfg));
+    gpt2_init_params(cfg, weights.data(), seed);
+    for (float &w : weights) w = bf16_to_float(bf16_from_float(w));
+    return weights;
+}
+
 // 2c. The output head's chunk of logits and the backward's buffers (dresidual, dwide, the recompute
 // scratch) share one region (layout_activations: the head is done before the backward starts).
 // The test cases' logits are smaller than those buffers (Vp < 5C); here the case's vocabulary on a
@@ -854,9 +863,7 @@ static void check_head_larger_than_backward(const TestCase &tc, const AdamWConfi
     const GPUModelOptions opt = test_options(MATMUL_BF16);
     gpu_model_alloc(&g, &cfg, B, T, &hp, TEST_SEED, &opt);
     const size_t P = g.num_params;
-    std::vector<float> weights(P);
-    gpt2_init_params(&cfg, weights.data(), TEST_SEED + 1);
-    for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(bf16_from_float(weights[i]));
+    const std::vector<float> weights = initial_weights(&cfg, TEST_SEED + 1);
     gpu_set_weights(&g, weights.data());
     CpuModel *cpu = cpu_model_new(&cfg, B, T);
     memcpy(cpu_model_params(cpu), weights.data(), P * sizeof(float));
@@ -1033,9 +1040,7 @@ int main(int argc, char **argv) {
     GPUModel g;
     gpu_model_alloc(&g, cfg, B, T, &hp, TEST_SEED, &opt);
     const size_t P = g.num_params;
-    std::vector<float> weights(P);
-    gpt2_init_params(cfg, weights.data(), TEST_SEED);
-    for (size_t i = 0; i < P; i++) weights[i] = bf16_to_float(bf16_from_float(weights[i]));
+    const std::vector<float> weights = initial_weights(cfg, TEST_SEED);
     if (recompute_only) {
         gpu_model_free(&g);
         check_forward_again(64, cfg->channels, 4 * cfg->channels);  // fc's shape

@@ -38,8 +38,8 @@ mkdir -p "$out" "$work/logs"
 # (2026-11-27, c95ef56): checks 1.1, zero 0.6, torch 2.1 (before its three no-clipping rows, ~0.7
 # more), bench 4.3 (before its four fp8 --gelu-fusion rows, ~1.4 more, and its three d48
 # accumulation rows, ~1 more), sanitize 4.7 minutes (without initcheck, cut by the call's deadline;
-# the two d12 checks are 3.6 of it); on an H100 (2026-11-23) curves 2.5; estimated: recompute ~6
-# (5 steps per policy, d12's 8 runs), recompute_d48 ~6 (8 runs of ~45 s), bench3 ~5.5 (~7.5 with
+# the two d12 checks are 3.6 of it); on an H100 (2026-11-23) curves 2.5; estimated: recompute ~7
+# (5 steps per policy, d12's 10 runs), recompute_d48 ~6 (8 runs of ~45 s), bench3 ~5.5 (~7.5 with
 # the fast-accumulation rows), bench2 ~6 (d48 B 8, fast accumulation); profile not yet timed (its
 # step limits add up to 1020 s: it ends at the deadline, and profile.md grows table by table, d12
 # first).

@@ -96,8 +96,9 @@ check "checks: the attention table pairs each mode's kernels and divides by SDPA
 phase sanitize test_gptcu_d12 test_gptcu_d12_wgmma memcheck_test_tiny memcheck_attention racecheck_attention memcheck_attention_wgmma \
     racecheck_attention_wgmma memcheck_attention_wgmma_ws racecheck_attention_wgmma_ws initcheck_test_tiny
 phase recompute test_gptcu_recompute_small memcheck_recompute_tiny bench_recompute_d12
-check "recompute: d12's table (and no d48 row) in summary.md" \
-    bash -c "grep -q '^| d12 | 16 | block |' '$d/out_recompute/summary.md' && ! grep -q '^| d48 ' '$d/out_recompute/summary.md'"
+check "recompute: d12's table with the head's other chunk sizes (and no d48 row) in summary.md" \
+    bash -c "grep -q '^| d12 | 16 | block | 8192 |' '$d/out_recompute/summary.md' && grep -q '^| d12 | 16 | none | 16384 |' '$d/out_recompute/summary.md' \
+             && grep -q '^| d12 | 16 | block | 4096 |' '$d/out_recompute/summary.md' && ! grep -q '^| d48 ' '$d/out_recompute/summary.md'"
 phase recompute_d48 bench_recompute_d48
 check "recompute_d48: d48's table and budget rows in summary.md" \
     bash -c "grep -q '^| d48 | 4 | block |' '$d/out_recompute_d48/summary.md' && grep -q '^| d48 | 4 | 3 |' '$d/out_recompute_d48/summary.md'"

@@ -57,6 +57,7 @@
 #include <string.h>
 #include <algorithm>
 #include <type_traits>
+#include "cuda_common.cuh"
 #include "launch.cuh"
 #include "quant.cuh"
 #include "utils.h"
@@ -228,8 +229,12 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int count) {
 // arrivals each phase needs; arrive releases this thread's earlier accesses; wait(parity) returns
 // once the phase of that parity has completed (acquire), polling try_wait, which itself suspends the
 // thread for a while in hardware. A phase that never completes (a fault in a kernel's protocol)
-// traps after 2^26 polls, seconds at least, so that the launch fails with an error instead of
-// hanging until whatever runs it is killed; a healthy wait here lasts microseconds.
+// traps after MBAR_WAIT_LIMIT_NS of waiting, by the clock (a poll count would mean a time that
+// depends on how long each try_wait suspends, and on slowdowns such as compute-sanitizer's), so
+// that the launch fails with an error instead of hanging until whatever runs it is killed; a
+// healthy wait here lasts microseconds. Every caller is a whole warp, and what follows a wait is
+// often a .sync.aligned wgmma, which needs the warp converged: the lanes leave the loop on their
+// own, so the wait ends with __syncwarp.
 __device__ __forceinline__ void mbar_init(uint64_t *bar, int count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
@@ -241,17 +246,24 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
                  : "memory");
 #endif
 }
+#define MBAR_WAIT_LIMIT_NS 20000000000ull
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, int parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    for (uint32_t polls = 0;; polls++) {
+    uint64_t deadline = 0;  // set at the first look at the clock
+    for (uint32_t polls = 1;; polls++) {
         uint32_t done;
         asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
                      : "=r"(done)
                      : "r"(smem_addr(bar)), "r"(parity)
                      : "memory");
-        if (done) return;
-        if (polls == (1u << 26)) __trap();
+        if (done) break;
+        if (polls % 4096 == 0) {  // the clock now and then: a healthy wait has ended long before
+            const uint64_t now = global_timer_ns();
+            if (deadline == 0) deadline = now + MBAR_WAIT_LIMIT_NS;
+            else if (now > deadline) __trap();
+        }
     }
+    __syncwarp();
 #endif
 }
 #endif  // LLMC_EMULATE_PTX
@@ -1946,7 +1958,10 @@ __device__ __forceinline__ void publish_last(uint64_t *oldest) {
 namespace bwd_ws {
 constexpr int STAGES = 3, CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), PRODUCER_WARP = 4 * CONSUMERS;
 constexpr int PRODUCER_REGISTERS = 24, CONSUMER_REGISTERS = 240;
-static_assert(128 * (PRODUCER_REGISTERS + CONSUMERS * CONSUMER_REGISTERS) <= 65536, "the registers of an SM");
+// setmaxnreg moves registers within what the CTA got at launch (ptxas gives the kernel the launch
+// bounds' most, 168; t_42 checks it), not the SM's 64K: an increase past that pool never returns.
+static_assert(128 * (PRODUCER_REGISTERS + CONSUMERS * CONSUMER_REGISTERS) <= THREADS * wgmma::launch_registers(THREADS),
+              "the registers the CTA launches with");
 constexpr int ROWS = 64 * CONSUMERS, TILE = 64;
 constexpr int BAR_DS_READY = 8;  // + tile parity; 0 is __syncthreads', 1 + warpgroup warpgroup_sync's
 static_assert(BAR_DS_READY > CONSUMERS + 1 && BAR_DS_READY + 1 < 16, "named barriers of their own");

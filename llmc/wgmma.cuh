@@ -80,6 +80,10 @@ __host__ __device__ constexpr uint64_t desc_mn_major(uint32_t tile_addr, int row
 //   A in registers a[0..3]: (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..), bf16 pairs.
 // An accumulator that feeds the next step as A is therefore packed pairwise, as mma.sync's is.
 
+// Registers a thread of a CTA of `threads` threads (one CTA per SM) launches with: 64K shared out,
+// in the multiples of 8 that allocation comes in. A CTA's setmaxnreg moves registers within these.
+constexpr int launch_registers(int threads) { return 65536 / threads / 8 * 8; }
+
 // The instructions (the CPU emulator of dev/emu supplies its own versions of these wrappers).
 #ifndef LLMC_EMULATE_PTX
 

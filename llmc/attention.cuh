@@ -1925,6 +1925,15 @@ __device__ __forceinline__ void publish_last(uint64_t *oldest) {
     wgmma::fence_proxy_async_shared();
     mbar_arrive(oldest);
 }
+// A consumer warp's release of a stage, once each of its lanes is done with it (its wgmma waited
+// for, its own loads returned): one arrival for the warp after __syncwarp, which orders the lanes'
+// accesses before lane 0's (releasing) arrival, so the stage's barrier counts warps, not threads
+// (8 shared-memory arrivals a stage instead of 256). The producer's arrivals stay one a thread:
+// each thread's cp.async completes for that thread alone.
+__device__ __forceinline__ void release_stage_warp(uint64_t *empty) {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) mbar_arrive(empty);
+}
 
 // ---------------------------------------------------------------------------------------------
 // The wgmma dK/dV kernel with dQ by integer reduction, warp-specialized (attention_backward_wgmma_ws;
@@ -1934,8 +1943,8 @@ __device__ __forceinline__ void publish_last(uint64_t *oldest) {
 // (the CTA's ninth) does all the loading and two consumer warpgroups compute, each at its own pace,
 // synchronized with the producer by mbarriers and with each other only where dQ needs both:
 //   producer: K, V (128 keys) once; then query tile i's Q, dO, lse, delta and ||dO||_1 into stage
-//             (i - first) % STAGES once both warpgroups have released it (empty[stage], 256
-//             arrivals); a stage is published (copies complete, fenced for wgmma, full[stage], 32
+//             (i - first) % STAGES once both warpgroups have released it (empty[stage], one
+//             arrival per consumer warp: 8); a stage is published (copies complete, fenced for wgmma, full[stage], 32
 //             arrivals) once the next tile's copies are issued, so that two tiles are in flight.
 //   consumer warpgroup w (keys k0 + 64 w ..): per tile, the wgmma dK/dV kernel's four products in
 //             its order (S^T, dP^T; P^T; dV += P^T dO; dS^T; dK += dS^T Q), so dK and dV keep its
@@ -2005,7 +2014,7 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
     const int first_tile = k0 / TILE, n_tiles = (T + TILE - 1) / TILE;
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 32), mbar_init(&empty[s], 128 * CONSUMERS);
+        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 32), mbar_init(&empty[s], 4 * CONSUMERS);
         mbar_init(kv_full, 32);
     }
     __syncthreads();  // the mbarriers exist before anyone arrives; from here on no CTA-wide barrier
@@ -2112,7 +2121,7 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
                 bulk_commit();
             }
         }
-        mbar_arrive(&empty[stage]);  // this thread is done with the stage's Q, dO and statistics
+        release_stage_warp(&empty[stage]);  // the warp is done with the stage's Q, dO and statistics
     }
     if (bulk_thread) bulk_wait_read<0>();  // shared memory stays until the last share is read
 
@@ -2128,8 +2137,8 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
 // the producer by mbarriers only (no CTA-wide barrier in the loop, where the other wgmma forward
 // meets at one per tile):
 //   producer: the consumers' Q rows once (q_full); then key tile j's K and V (128 keys) into stage
-//             j % STAGES once every consumer has released the tile STAGES before it (empty, 128
-//             arrivals per active warpgroup); a tile is published (copies complete, fenced for
+//             j % STAGES once every consumer has released the tile STAGES before it (empty, one
+//             arrival per warp of an active warpgroup); a tile is published (copies complete, fenced for
 //             wgmma, full[stage], 128 arrivals) once the next tile's copies are issued, so two are
 //             in flight. Publishing one behind needs STAGES >= 3 (tile j is released in the
 //             iteration that waits for tile j + 1); tile j - 1 is published about STAGES - 2
@@ -2197,7 +2206,7 @@ attention_forward_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__rest
     const int first_active = q0 < 0 ? -q0 / 64 : 0;          // warpgroups before it have no query
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 128), mbar_init(&empty[s], 128 * (CONSUMERS - first_active));
+        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 128), mbar_init(&empty[s], 4 * (CONSUMERS - first_active));
         mbar_init(q_full, 128);
     }
     __syncthreads();  // the mbarriers exist before anyone arrives; from here on no CTA-wide barrier
@@ -2254,7 +2263,7 @@ attention_forward_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ out, float *__rest
         wgmma::wait<0>();
         wgmma::hold_registers<HS / 8>(o);
         wgmma::hold_registers<KEYS / 16>(pf);  // P_{j-1}'s registers stay untouched until here
-        mbar_arrive(&empty[(j - 1) % STAGES]);
+        release_stage_warp(&empty[(j - 1) % STAGES]);
     };
     mbar_wait(q_full, 0);
     for (int j = 0; j <= wg_tiles; j++)

@@ -175,6 +175,7 @@ struct Word {
 struct Cta {
     std::vector<Thread> threads;
     std::vector<Barrier> warp, warpgroup;
+    std::vector<Barrier> warp_bar;       // __syncwarp (bar.warp.sync): orders the warp's memory
     std::vector<Barrier> warpgroup_bar;  // bar.sync 1 + warpgroup, 128: orders memory, as block
     Barrier named[16];                   // bar.sync / bar.arrive ID, COUNT (ID 0 is __syncthreads')
     std::map<uint32_t, Mbar> mbars;      // by shared address
@@ -673,6 +674,17 @@ EMU_UNCHECKED inline void syncthreads() {
     arrive(s.cta.block, "__syncthreads", [&s] () EMU_UNCHECKED { s.cta.epoch++; });
 }
 
+// __syncwarp: the barrier of the calling thread's warp (all 32 lanes; only the full mask is
+// emulated), which orders the lanes' accesses for race.h, as bar.warp.sync orders memory among
+// them. Like warpgroup_sync below, it does not publish cp.async data.
+EMU_UNCHECKED inline void syncwarp(unsigned mask) {
+    State &s = state();
+    if (mask != 0xffffffffu) fail("__syncwarp with mask %08x (only full warps are emulated)", mask);
+    Barrier &b = s.cta.warp_bar[warp_of(*s.cur)];
+    if (b.expected != 32) fail("__syncwarp in a warp with exited lanes");
+    arrive(b, "__syncwarp", [] () {});
+}
+
 // llmc/attention.cuh's warpgroup_sync: the barrier of the calling thread's warpgroup alone. It
 // orders the warpgroup's accesses for race.h; it does not publish cp.async data (the checks of
 // in-flight or unpublished bytes count __syncthreads alone, so a kernel relying on it for that
@@ -761,7 +773,8 @@ EMU_UNCHECKED inline void thread_exit() {
     s.live--;
     s.progress++;
     const bool whole_warpgroup = (size_t)t.id / 128 < s.cta.warpgroup.size();
-    Barrier *groups[3] = {&s.cta.warp[warp_of(t)], whole_warpgroup ? &s.cta.warpgroup[t.id / 128] : nullptr,
+    Barrier *groups[4] = {&s.cta.warp[warp_of(t)], &s.cta.warp_bar[warp_of(t)],
+                          whole_warpgroup ? &s.cta.warpgroup[t.id / 128] : nullptr,
                           whole_warpgroup ? &s.cta.warpgroup_bar[t.id / 128] : nullptr};
     for (Barrier *b : groups)
         if (b) {
@@ -791,6 +804,7 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     const int n_warps = (n_threads + 31) / 32;
     cta.threads.resize(n_threads);  // each reset below, keeping its vectors' storage
     cta.warp.assign(n_warps, Barrier());
+    cta.warp_bar.assign(n_warps, Barrier());
     cta.warpgroup.assign(n_threads / 128, Barrier());  // the whole warpgroups (a CTA may end with single warps)
     cta.warpgroup_bar.assign(cta.warpgroup.size(), Barrier());
     for (Barrier &b : cta.warpgroup_bar) b.expected = 128, b.orders_memory = true;
@@ -800,7 +814,10 @@ EMU_UNCHECKED inline void run_cta(int n_threads) {
     cta.block.expected = n_threads;
     cta.block.orders_memory = true;
     cta.epoch = 0;
-    for (int w = 0; w < n_warps; w++) cta.warp[w].expected = std::min(32, n_threads - 32 * w);
+    for (int w = 0; w < n_warps; w++) {
+        cta.warp[w].expected = cta.warp_bar[w].expected = std::min(32, n_threads - 32 * w);
+        cta.warp_bar[w].orders_memory = true;
+    }
     for (Barrier &b : cta.warpgroup) b.expected = 128;
     for (int i = 0; i < 8; i++) cta.wgmma_uncommitted[i].clear(), cta.wgmma_groups[i].clear();
     std::fill(s.words.begin(), s.words.begin() + (s.smem_bytes + 3) / 4, Word());  // checked accesses stay below
@@ -928,6 +945,7 @@ EMU_UNCHECKED inline uint3 thread_index() { return state().cur->idx; }  // threa
 #define blockDim (emu::state().block_dim)
 #define gridDim (emu::state().grid_dim)
 inline void __syncthreads() { emu::syncthreads(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::syncwarp(mask); }
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) { return emu::shfl_xor(mask, v, lane_mask); }
 inline unsigned __reduce_max_sync(unsigned mask, unsigned v) { return emu::reduce_max(mask, v); }
 
@@ -1007,7 +1025,10 @@ inline void named_barrier_sync(int id, int count) { emu::named_barrier(id, count
 inline void named_barrier_arrive(int id, int count) { emu::named_barrier(id, count, false); }
 inline void mbar_init(uint64_t *bar, int count) { emu::mbar_init(bar, count); }
 inline void mbar_arrive(uint64_t *bar) { emu::mbar_arrive(bar); }
-inline void mbar_wait(uint64_t *bar, int parity) { emu::mbar_wait(bar, parity); }
+inline void mbar_wait(uint64_t *bar, int parity) {  // ends with __syncwarp, as llmc/attention.cuh's
+    emu::mbar_wait(bar, parity);
+    __syncwarp();
+}
 }  // namespace attention_detail
 
 // The instruction wrappers of llmc/wgmma.cuh (same names and contracts).

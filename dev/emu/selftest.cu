@@ -25,14 +25,14 @@ using namespace attention_detail;
 enum Fault {
     CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS,
     RACE_SHARED, RACE_CP_ASYNC, RACE_GLOBAL, RACE_WARPGROUP,  // found only by the race build (dev/emu/race.h)
-    RACE_MBARRIER, RACE_NAMED_BARRIER,
+    RACE_MBARRIER, RACE_NAMED_BARRIER, RACE_SYNCWARP,
     UNINIT_GLOBAL, UNINIT_SHARED,             // found only under valgrind
     PLAIN_OUT_OF_BOUNDS                       // found only by the AddressSanitizer build
 };
 static const char *FAULT_NAMES[] = {"clean",          "in_flight",     "no_barrier",  "war",
                                     "no_proxy_fence", "no_wgmma_fence", "divergence", "deadlock",
                                     "out_of_bounds",  "race_shared",   "race_cp_async", "race_global",
-                                    "race_warpgroup", "race_mbarrier", "race_named_barrier", "uninit_global",
+                                    "race_warpgroup", "race_mbarrier", "race_named_barrier", "race_syncwarp", "uninit_global",
                                     "uninit_shared",  "plain_out_of_bounds"};
 
 static __global__ void fault_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
@@ -106,11 +106,16 @@ static __global__ void race_kernel(int fault, const __nv_bfloat16 *src, float *d
 // A warpgroup's barrier (llmc/attention.cuh's warpgroup_sync) orders its own 128 threads and no
 // others. 256 threads: thread 0 stores a shared word, and after its warpgroup's barrier thread 1
 // loads it; thread 128, of the other warpgroup, loads it after a __syncthreads, or with the
-// race_warpgroup fault after its own warpgroup's barrier alone.
+// race_warpgroup fault after its own warpgroup's barrier alone. Before that, __syncwarp orders a
+// warp's lanes: thread 2 stores another word and thread 3 loads it after the warp's __syncwarp
+// (race_syncwarp: without it).
 static __global__ void warpgroup_kernel(int fault, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);
     float *word = reinterpret_cast<float *>(smem);
     const int tid = threadIdx.x;
+    if (tid == 2) word[1] = 5.0f;
+    if (fault != RACE_SYNCWARP) __syncwarp();
+    if (tid == 3) dst[2] = word[1];
     if (tid == 0) *word = 2.0f;
     warpgroup_sync();
     if (tid == 1) dst[0] = *word;
@@ -120,8 +125,8 @@ static __global__ void warpgroup_kernel(int fault, float *dst) {
 
 // An mbarrier and a named barrier between threads that play different parts (llmc/attention.cuh's
 // mbar_* and named_barrier_*, as its warp-specialized backward uses them). 128 threads: thread 0
-// stores a shared word and arrives at an mbarrier of one arrival, thread 64 waits for its phase and
-// loads the word (race_mbarrier: without waiting); warp 1 stores another (thread 32) and arrives at
+// stores a shared word and arrives at an mbarrier of one arrival, warp 2 waits for its phase and
+// thread 64 loads the word (race_mbarrier: without waiting); warp 1 stores another (thread 32) and arrives at
 // named barrier 3 of 64 threads, warp 3 waits there and loads it (race_named_barrier: warp 3 does
 // not wait, and the barrier never completes, as bar.arrive allows).
 static __global__ void handoff_kernel(int fault, float *dst) {
@@ -135,9 +140,9 @@ static __global__ void handoff_kernel(int fault, float *dst) {
         words[0] = 3.0f;
         mbar_arrive(bar);
     }
-    if (tid == 64) {
+    if (warp == 2) {  // a whole warp waits (mbar_wait ends with __syncwarp)
         if (fault != RACE_MBARRIER) mbar_wait(bar, 0);
-        dst[0] = words[0];
+        if (tid == 64) dst[0] = words[0];
     }
     if (warp == 1) {
         if (tid == 32) words[1] = 4.0f;
@@ -247,7 +252,7 @@ int main(int argc, char **argv) {
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
     if (fault < 0) usage_error("usage: %s streams|schedule|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|"
-                                 "out_of_bounds|race_shared|race_cp_async|race_global|race_warpgroup|race_mbarrier|race_named_barrier|"
+                                 "out_of_bounds|race_shared|race_cp_async|race_global|race_warpgroup|race_mbarrier|race_named_barrier|race_syncwarp|"
                                  "uninit_global|uninit_shared|"
                                  "plain_out_of_bounds", argv[0]);
     __nv_bfloat16 *src;
@@ -258,12 +263,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 64 * 64; i++) src[i] = __float2bfloat16((float)(i % 7));
     const bool handoff = fault == RACE_MBARRIER || fault == RACE_NAMED_BARRIER;
     const bool race = fault == RACE_SHARED || fault == RACE_CP_ASYNC || fault == RACE_GLOBAL || fault == RACE_WARPGROUP ||
-                      handoff;
+                      fault == RACE_SYNCWARP || handoff;
     const bool uninit = fault == UNINIT_GLOBAL || fault == UNINIT_SHARED;
-    if (fault == CLEAN || (race && fault != RACE_WARPGROUP && !handoff))
+    const bool in_warpgroup_kernel = fault == RACE_WARPGROUP || fault == RACE_SYNCWARP;
+    if (fault == CLEAN || (race && !in_warpgroup_kernel && !handoff))
         LLMC_LAUNCH(1, 64, 64, 0, race_kernel)(fault, src, dst);
     if (fault == CLEAN || handoff) LLMC_LAUNCH(1, 128, 16, 0, handoff_kernel)(fault, dst);
-    if (fault == CLEAN || fault == RACE_WARPGROUP) LLMC_LAUNCH(1, 256, 16, 0, warpgroup_kernel)(fault, dst);
+    if (fault == CLEAN || in_warpgroup_kernel) LLMC_LAUNCH(1, 256, 16, 0, warpgroup_kernel)(fault, dst);
     if (fault == CLEAN || uninit) LLMC_LAUNCH(1, 1, 4, 0, uninit_kernel)(fault, unwritten, dst);
     if (fault == CLEAN || fault == PLAIN_OUT_OF_BOUNDS) LLMC_LAUNCH(1, 1, 64, 0, bounds_kernel)(fault, dst);
     if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE && !race && !uninit && fault != PLAIN_OUT_OF_BOUNDS)

@@ -82,12 +82,13 @@ SCHEDULES
 
 # The race build. A planted race (selftest.cu's race_kernel: a shared word, a cp.async's bytes and
 # a global word each read or written by a second thread with no order between them; its
-# warpgroup_kernel: a shared word read by the other warpgroup after a warpgroup's barrier alone) is
+# warpgroup_kernel: a shared word read by the other warpgroup after a warpgroup's barrier alone, and
+# one read by another lane of the warp without __syncwarp) is
 # reported with the kernel's frame and TSan's exit status 66; the kernels without them report nothing.
 out=$(build/emu/race/selftest clean 2>&1) && rc=0 || rc=$?
 [ "$rc" = 0 ] && ! grep -q ThreadSanitizer <<<"$out" && ok=1 || ok=0
 check "$ok" "race build: the self-test's kernels without faults report no race ($(tail -1 <<<"$out"))"
-for fault in race_shared race_cp_async race_global race_warpgroup race_mbarrier race_named_barrier; do
+for fault in race_shared race_cp_async race_global race_warpgroup race_mbarrier race_named_barrier race_syncwarp; do
     rc=0
     out=$(build/emu/race/selftest "$fault" 2>&1) || rc=$?
     [ "$rc" = 66 ] && grep -q 'WARNING: ThreadSanitizer: data race' <<<"$out" &&

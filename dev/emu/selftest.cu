@@ -126,9 +126,10 @@ static __global__ void warpgroup_kernel(int fault, float *dst) {
 // An mbarrier and a named barrier between threads that play different parts (llmc/attention.cuh's
 // mbar_* and named_barrier_*, as its warp-specialized backward uses them). 128 threads: thread 0
 // stores a shared word and arrives at an mbarrier of one arrival, warp 2 waits for its phase and
-// thread 64 loads the word (race_mbarrier: without waiting); warp 1 stores another (thread 32) and arrives at
-// named barrier 3 of 64 threads, warp 3 waits there and loads it (race_named_barrier: warp 3 does
-// not wait, and the barrier never completes, as bar.arrive allows).
+// thread 64 loads the word (race_mbarrier: without waiting); warp 1 stores another (thread 32)
+// and arrives at named barrier 3 of 64 threads, warp 3 waits there and loads it
+// (race_named_barrier: warp 3 does not wait, and the barrier never completes, as bar.arrive
+// allows).
 static __global__ void handoff_kernel(int fault, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);
     float *words = reinterpret_cast<float *>(smem);

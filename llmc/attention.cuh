@@ -45,7 +45,7 @@
 // GPU) makes dQ in the dK/dV kernel instead, each key block adding its share as integers in a
 // fixed-point format (exact sums, so the order of the adds does not matter; see reduce_dq_tile), as
 // do its wgmma versions (attention_backward_wgmma_reduce_dq, and attention_backward_wgmma_ws, whose
-// kernel is warp-specialized: a producer warp and mbarriers; NOT RUN on a GPU either).
+// kernel is warp-specialized: a producer warpgroup and mbarriers; NOT RUN on a GPU either).
 #ifndef LLMC_ATTENTION_CUH
 #define LLMC_ATTENTION_CUH
 
@@ -1939,13 +1939,17 @@ __device__ __forceinline__ void release_stage_warp(uint64_t *empty) {
 // The wgmma dK/dV kernel with dQ by integer reduction, warp-specialized (attention_backward_wgmma_ws;
 // HS 64, sm_90a; NOT RUN on a GPU, 2026-11-29). In the kernels above both warpgroups of a CTA load
 // every tile themselves and meet at a CTA-wide barrier per tile, so they run in lockstep: both do
-// their softmax and dS at the same moment, and the tensor cores idle then. Here a producer warp
-// (the CTA's ninth) does all the loading and two consumer warpgroups compute, each at its own pace,
-// synchronized with the producer by mbarriers and with each other only where dQ needs both:
+// their softmax and dS at the same moment, and the tensor cores idle then. Here a producer
+// warpgroup (the CTA's third) does all the loading and two consumer warpgroups compute, each at
+// its own pace, synchronized with the producer by mbarriers and with each other only where dQ
+// needs both:
 //   producer: K, V (128 keys) once; then query tile i's Q, dO, lse, delta and ||dO||_1 into stage
 //             (i - first) % STAGES once both warpgroups have released it (empty[stage], one
-//             arrival per consumer warp: 8); a stage is published (copies complete, fenced for wgmma, full[stage], 32
-//             arrivals) once the next tile's copies are issued, so that two tiles are in flight.
+//             arrival per consumer warp: 8); a stage is published (copies complete, fenced for
+//             wgmma, full[stage], 128 arrivals) once the next tile's copies are issued, so that two
+//             tiles are in flight. All 128 threads issue the copies (4 16-byte cp.async a thread
+//             for each of Q and dO, and a tile's statistics): one warp alone issued 38 a lane per
+//             tile, by an estimate of its issue rate a quarter to a half of a tile's compute time.
 //   consumer warpgroup w (keys k0 + 64 w ..): per tile, the wgmma dK/dV kernel's four products in
 //             its order (S^T, dP^T; P^T; dV += P^T dO; dS^T; dK += dS^T Q), so dK and dV keep its
 //             bits; its dS^T rows (bf16) into the tile's dS^T buffer (two, by tile parity).
@@ -1960,14 +1964,14 @@ __device__ __forceinline__ void release_stage_warp(uint64_t *empty) {
 // A warpgroup that the causal mask or T leaves without work on a tile (the second one on the first
 // tile) computes nothing there, writes zeros as its dS^T rows and keeps the protocol. Each wgmma
 // group is waited for inside the branch that issued it (ptxas serializes wgmma otherwise; t_42).
-// 384 threads, 1 CTA per SM: the producer is the first warp of a third warpgroup, which gives up
-// registers (setmaxnreg: 24 a thread, as FlashAttention-3's producer) so that the consumers have 240
-// (the launch gives each of the 384 threads 168, where the consumers spill; ptxas -v: no spills
-// with the producer's copy loops kept rolled). Shared memory from a 1024-byte
-// boundary: K, V [128][HS]; Q, dO [STAGES][64][HS] (all swizzled); dS^T [2][128][64] (swizzled);
-// the two warpgroups' dQ stagings [2][64][HS] int32; statistics [STAGES][3][64] fp32; mbarriers.
+// 384 threads, 1 CTA per SM: the producer warpgroup gives up registers (setmaxnreg: 24 a
+// thread, as FlashAttention-3's producer) so that the consumers have 240 (the launch gives each
+// of the 384 threads 168, where the consumers spill; ptxas -v: no spills with the producer's copy
+// loops kept rolled). Shared memory from a 1024-byte boundary: K, V [128][HS]; Q, dO
+// [STAGES][64][HS] (all swizzled); dS^T [2][128][64] (swizzled); the two warpgroups' dQ stagings
+// [2][64][HS] int32; statistics [STAGES][3][64] fp32; mbarriers.
 namespace bwd_ws {
-constexpr int STAGES = 3, CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), PRODUCER_WARP = 4 * CONSUMERS;
+constexpr int STAGES = 3, CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1);
 constexpr int PRODUCER_REGISTERS = 24, CONSUMER_REGISTERS = 240;
 // setmaxnreg moves registers within what the CTA got at launch (ptxas gives the kernel the launch
 // bounds' most, 168; t_42 checks it), not the SM's 64K: an increase past that pool never returns.
@@ -2014,25 +2018,25 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
     const int first_tile = k0 / TILE, n_tiles = (T + TILE - 1) / TILE;
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 32), mbar_init(&empty[s], 4 * CONSUMERS);
-        mbar_init(kv_full, 32);
+        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 128), mbar_init(&empty[s], 4 * CONSUMERS);
+        mbar_init(kv_full, 128);
     }
     __syncthreads();  // the mbarriers exist before anyone arrives; from here on no CTA-wide barrier
 
     if (threadIdx.x >= 128 * CONSUMERS) {
         wgmma::lower_registers<PRODUCER_REGISTERS>();
-        if (warp_id != PRODUCER_WARP) return;  // the warpgroup's other three warps have nothing to do
-        load_tile_async<ROWS, HS, true, 32, 1>(sK, k_head, row_stride, k0, T, lane);
-        load_tile_async<ROWS, HS, true, 32, 1>(sV, v_head, row_stride, k0, T, lane);
+        const int tid = threadIdx.x - 128 * CONSUMERS;
+        load_tile_async<ROWS, HS, true, 128, 1>(sK, k_head, row_stride, k0, T, tid);
+        load_tile_async<ROWS, HS, true, 128, 1>(sV, v_head, row_stride, k0, T, tid);
         cp_async_commit();
         uint64_t *oldest = kv_full;  // the barrier that publishes the oldest group in flight
         for (int i = first_tile; i < n_tiles; i++) {
             const int j = i - first_tile, stage = j % STAGES;
             if (j >= STAGES) mbar_wait(&empty[stage], (j / STAGES - 1) & 1);  // tile i - STAGES released
-            load_tile_async<TILE, HS, true, 32, 1>(sQ + stage * TILE * HS, q_head, row_stride, i * TILE, T, lane);
-            load_tile_async<TILE, HS, true, 32, 1>(sdO + stage * TILE * HS, do_head, C, i * TILE, T, lane);
+            load_tile_async<TILE, HS, true, 128, 1>(sQ + stage * TILE * HS, q_head, row_stride, i * TILE, T, tid);
+            load_tile_async<TILE, HS, true, 128, 1>(sdO + stage * TILE * HS, do_head, C, i * TILE, T, tid);
             float *stats = sStats + stage * 3 * TILE;
-            for (int r = lane; r < TILE; r += 32) {
+            for (int r = tid; r < TILE; r += 128) {
                 const int q = i * TILE + r;
                 const bool valid = q < T;
                 const int64_t at = (int64_t)bh * T + (valid ? q : 0);
@@ -2518,7 +2522,7 @@ static inline void backward_reduce_dq_wgmma_hs(__nv_bfloat16 *dqkv, void *scratc
     });
 }
 
-// The same with the warp-specialized wgmma dK/dV kernel (HS 64, sm_90a): a producer warp and two
+// The same with the warp-specialized wgmma dK/dV kernel (HS 64, sm_90a): a producer warpgroup and two
 // consumer warpgroups that alternate the tiles' dQ.
 template <int HS>
 static inline void backward_reduce_dq_wgmma_ws_hs(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
@@ -2726,7 +2730,7 @@ static inline void attention_backward_wgmma_reduce_dq(__nv_bfloat16 *dqkv, void 
     attention_detail::backward_reduce_dq_wgmma_hs<64>(dqkv, scratch, dout, qkv, out, lse, B, T, NH, stream);
 }
 
-// The same backward warp-specialized (attention_backward_kv_ws_wgmma_kernel: a producer warp loads,
+// The same backward warp-specialized (attention_backward_kv_ws_wgmma_kernel: a producer warpgroup loads,
 // two consumer warpgroups compute at their own pace and take turns at the tiles' dQ): the contract
 // of attention_backward_wgmma_reduce_dq, dK and dV with attention_backward_wgmma's bits, dQ with its
 // own. The trainer's --attention wgmma-ws, with attention_forward_wgmma_ws. NOT RUN on a GPU (2026-11-29).

@@ -1928,8 +1928,8 @@ __device__ __forceinline__ void publish_last(uint64_t *oldest) {
 // A consumer warp's release of a stage, once each of its lanes is done with it (its wgmma waited
 // for, its own loads returned): one arrival for the warp after __syncwarp, which orders the lanes'
 // accesses before lane 0's (releasing) arrival, so the stage's barrier counts warps, not threads
-// (8 shared-memory arrivals a stage instead of 256). The producer's arrivals stay one a thread:
-// each thread's cp.async completes for that thread alone.
+// (the backward's: 8 shared-memory arrivals a stage instead of 256). The producers' arrivals stay
+// one a thread: each thread's cp.async completes for that thread alone.
 __device__ __forceinline__ void release_stage_warp(uint64_t *empty) {
     __syncwarp();
     if (threadIdx.x % 32 == 0) mbar_arrive(empty);
@@ -2142,9 +2142,9 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
 // meets at one per tile):
 //   producer: the consumers' Q rows once (q_full); then key tile j's K and V (128 keys) into stage
 //             j % STAGES once every consumer has released the tile STAGES before it (empty, one
-//             arrival per warp of an active warpgroup); a tile is published (copies complete, fenced for
-//             wgmma, full[stage], 128 arrivals) once the next tile's copies are issued, so two are
-//             in flight. Publishing one behind needs STAGES >= 3 (tile j is released in the
+//             arrival per warp of an active warpgroup); a tile is published (copies complete,
+//             fenced for wgmma, full[stage], 128 arrivals) once the next tile's copies are issued,
+//             so two are in flight. Publishing one behind needs STAGES >= 3 (tile j is released in the
 //             iteration that waits for tile j + 1); tile j - 1 is published about STAGES - 2
 //             consumer iterations before it is needed, less the time to issue tile j's copies, so
 //             4 stages leave a margin. The whole warpgroup issues the copies (8 16-byte cp.async a
@@ -2689,8 +2689,8 @@ static inline size_t attention_backward_reduce_dq_scratch_bytes(int B, int T, in
 // trainer's --attention mma-rdq casts dqkv apart), and dQ's bits, which are its own
 // (deterministic, and within the same bound of fp64); dK and dV keep theirs. The dK/dV kernel
 // stages each dQ share for one bulk reduction (compute capability 9.0 and later; red.global
-// before), with 2 row tiles per warp at head size 64. dev/cuda/attention.cu checks it and times it beside the other variants
-// (red.global from registers, RT 1). NOT RUN on a GPU (2026-11-28).
+// before), with 2 row tiles per warp at head size 64. dev/cuda/attention.cu checks it and times
+// it beside the other variants (red.global from registers, RT 1). NOT RUN on a GPU (2026-11-28).
 static inline void attention_backward_reduce_dq(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                                 const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse,
                                                 int B, int T, int NH, int HS, cudaStream_t stream,

@@ -29,10 +29,12 @@ EMU_PROGRAMS := $(BUILD)/emu/attention $(BUILD)/emu/selftest $(BUILD)/emu/asan/s
                 $(BUILD)/emu/train_gptcu \
                 $(EMU_HARNESSES) $(BUILD)/emu/optimizer
 CUDA_TARGETS += $(EMU_PROGRAMS)
+# -march=x86-64-v3: AVX2 for the matrix instructions' sums (dev/emu/cuda_emu.h's Double4), and no
+# AVX-512, which valgrind 3.19 cannot decode (mk/valgrind.mk links these objects too);
 # -fno-strict-aliasing: the kernels pun through int4 (128-bit loads), which nvcc allows;
 # -ffp-contract=off: no fused multiply-adds where the kernels wrote none; OMPI_SKIP_MPICXX: mpi.h
 # without Open MPI's C++ bindings (not linked).
-EMU_CXXFLAGS := -O2 -std=c++17 -Wall -Werror -Wno-unknown-pragmas -ffp-contract=off -fno-strict-aliasing \
+EMU_CXXFLAGS := -O2 -march=x86-64-v3 -std=c++17 -Wall -Werror -Wno-unknown-pragmas -ffp-contract=off -fno-strict-aliasing \
                 -DOMPI_SKIP_MPICXX -I$(CUDA_HOME)/include
 EMU_HEADERS  := dev/emu/cuda_emu.h dev/emu/ptx_isa.h dev/emu/race.h $(wildcard llmc/*.cuh) $(wildcard llmc/*.h)
 EMU_RUNTIME  := $(BUILD)/emu/cuda_runtime.o $(BUILD)/emu/cublaslt.o

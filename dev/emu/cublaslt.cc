@@ -127,6 +127,42 @@ double truncate_to_bits(double x, int bits) {
     return ldexp(trunc(ldexp(m, bits)), e - bits);
 }
 
+// The sums of a matmul (see the top): sums[j m_pad + i] = sum_p opa[p m_pad + i] opb[j k + p], in
+// double, adding the products in the order p = 0, 1, ..., k - 1; with fast accumulation, each k32
+// block's products are summed first, and the running sum keeps 14 bits after each block. Integer
+// operands (int8) give exact integer sums (all below 2^53). A block of SUM_ROWS x SUM_COLS sums is
+// kept in registers (vectors of 4 doubles, over i) through the loop over p: the same additions in
+// the same order as one sum at a time, with each op(A) element loaded once per block, not per sum.
+constexpr size_t SUM_ROWS = 8, SUM_COLS = 4;
+using emu::Double4;
+EMU_UNCHECKED void matmul_sums(const double *opa, const double *opb, double *sums, size_t m_pad, size_t n_pad,
+                               size_t k, bool fast) {
+    const size_t block_k = fast ? 32 : k;
+    for (size_t i0 = 0; i0 < m_pad; i0 += SUM_ROWS)
+        for (size_t j0 = 0; j0 < n_pad; j0 += SUM_COLS) {
+            Double4 acc[SUM_COLS][2] = {};
+            for (size_t p0 = 0; p0 < k; p0 += block_k) {
+                Double4 block[SUM_COLS][2] = {};
+                for (size_t p = p0; p < std::min(k, p0 + block_k); p++) {
+                    Double4 a[2];
+                    memcpy(a, opa + p * m_pad + i0, sizeof a);
+#pragma GCC unroll 4
+                    for (size_t c = 0; c < SUM_COLS; c++) {
+                        const double b = opb[(j0 + c) * k + p];
+                        block[c][0] += a[0] * b;
+                        block[c][1] += a[1] * b;
+                    }
+                }
+                for (size_t c = 0; c < SUM_COLS; c++)
+                    for (int h = 0; h < 2; h++)
+                        if (!fast) acc[c][h] = block[c][h];  // one block: p = 0 .. k - 1
+                        else
+                            for (int e = 0; e < 4; e++) acc[c][h][e] = truncate_to_bits(acc[c][h][e] + block[c][h][e], 14);
+            }
+            for (size_t c = 0; c < SUM_COLS; c++) memcpy(sums + (j0 + c) * m_pad + i0, acc[c], sizeof acc[c]);
+        }
+}
+
 // The largest power of two <= 256 dividing the address. Written here, not taken from
 // llmc/matmul.cuh's pointer_alignment, so that the code under test does not check itself.
 uint32_t alignment_of(const void *p) {
@@ -316,42 +352,25 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     emu::stream_enqueue(stream, [=]() EMU_UNCHECKED {
         const size_t m = dl.rows, n = dl.cols, k = ta ? a.rows : a.cols;
         const double scale = (d.a_scale ? (double)*d.a_scale : 1.0) * (d.b_scale ? (double)*d.b_scale : 1.0);
-        // op(A) column p (opa[p m + i]) and op(B) column j (opb[j k + p]) as doubles. Column j's m
-        // sums are formed side by side, each adding its products in the order p = 0, 1, ..., k - 1.
-        std::vector<double> opa(m * k), opb(k * n), sums(m), block(m);
-        std::vector<int64_t> acc(m);
+        // op(A) column p (opa[p m_pad + i]) and op(B) column j (opb[j k + p]) as doubles, padded
+        // with zeros to whole blocks of matmul_sums.
+        const size_t m_pad = (m + SUM_ROWS - 1) / SUM_ROWS * SUM_ROWS, n_pad = (n + SUM_COLS - 1) / SUM_COLS * SUM_COLS;
+        std::vector<double> opa(m_pad * k), opb(n_pad * k), sums(m_pad * n_pad);
         for (size_t p = 0; p < k; p++)
-            for (size_t i = 0; i < m; i++) opa[p * m + i] = element(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
+            for (size_t i = 0; i < m; i++) opa[p * m_pad + i] = element(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
         for (size_t j = 0; j < n; j++)
             for (size_t p = 0; p < k; p++) opb[j * k + p] = element(B, b.type, tb ? j + p * b.ld : p + j * b.ld);
+        matmul_sums(opa.data(), opb.data(), sums.data(), m_pad, n_pad, k, fast);
         for (size_t j = 0; j < n; j++) {
-            const double *bj = &opb[j * k];
-            if (integer) {
-                std::fill(acc.begin(), acc.end(), 0);
-                for (size_t p = 0; p < k; p++)
-                    for (size_t i = 0; i < m; i++) acc[i] += (int64_t)opa[p * m + i] * (int64_t)bj[p];
-            } else if (!fast) {
-                std::fill(sums.begin(), sums.end(), 0.0);
-                for (size_t p = 0; p < k; p++)
-                    for (size_t i = 0; i < m; i++) sums[i] += opa[p * m + i] * bj[p];
-            } else {
-                std::fill(sums.begin(), sums.end(), 0.0);
-                for (size_t p0 = 0; p0 < k; p0 += 32) {  // k32 blocks, one FP8 wgmma's (see the top)
-                    std::fill(block.begin(), block.end(), 0.0);
-                    for (size_t p = p0; p < std::min(k, p0 + 32); p++)
-                        for (size_t i = 0; i < m; i++) block[i] += opa[p * m + i] * bj[p];
-                    for (size_t i = 0; i < m; i++) sums[i] = truncate_to_bits(sums[i] + block[i], 14);
-                }
-            }
             for (size_t i = 0; i < m; i++) {
                 const size_t at = i + j * dl.ld;
                 if (integer) {
                     int32_t *out = (int32_t *)D;
                     const double c_term = beta_v != 0.0 ? beta_v * ((const int32_t *)C)[at] : 0.0;
-                    out[at] = (int32_t)(alpha_v * (double)(int32_t)acc[i] + c_term);
+                    out[at] = (int32_t)(alpha_v * (double)(int32_t)(int64_t)sums[j * m_pad + i] + c_term);
                     continue;
                 }
-                float x = (float)(scale * sums[i]);
+                float x = (float)(scale * sums[j * m_pad + i]);
                 x = (float)(alpha_v * x + (beta_v != 0.0 ? beta_v * element(C, c.type, at) : 0.0));
                 if (bias) x = (float)(x + element(d.bias, CUDA_R_16BF, i));
                 if (gelu_aux) {

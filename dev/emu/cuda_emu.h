@@ -435,6 +435,10 @@ EMU_UNCHECKED inline void fence_proxy_async() {
 // ---------------------------------------------------------------------------------------------
 // Warp instructions
 
+// Four doubles, one AVX2 register (mk/emu.mk builds for x86-64-v3): the sums of the matrix
+// instructions (here and in cublaslt.cc) are formed four side by side.
+typedef double Double4 __attribute__((vector_size(32)));
+
 inline float bf16_bits_to_float(uint16_t h) {
     const uint32_t u = (uint32_t)h << 16;
     float f;
@@ -483,7 +487,9 @@ EMU_UNCHECKED inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0
     }
     warp_collective("mma.sync.m16n8k16", [] () EMU_UNCHECKED_MATH {
         Thread *lanes = warp_lanes();
-        double A[16][16], B[16][8];  // bf16 values, exact in double as are their products
+        // bf16 values, exact in double as are their products; B's rows as two vectors of 4 columns
+        double A[16][16];
+        Double4 B[16][2];
         for (int l = 0; l < 32; l++) {
             for (int r = 0; r < 4; r++)
                 for (int h = 0; h < 2; h++) {
@@ -493,22 +499,27 @@ EMU_UNCHECKED inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0
             for (int r = 0; r < 2; r++)
                 for (int h = 0; h < 2; h++) {
                     const ptx_isa::RowCol e = ptx_isa::mma_b_element(l, r, h);
-                    B[e.row][e.col] = bf16_bits_to_float(half_of((uint32_t)lanes[l].in[4 + r], h));
+                    B[e.row][e.col / 4][e.col % 4] = bf16_bits_to_float(half_of((uint32_t)lanes[l].in[4 + r], h));
                 }
         }
-        // sum[m][n] = A[m][0] B[0][n] + ... + A[m][15] B[15][n], added in that order; n innermost,
-        // so that the compiler forms a row's 8 sums side by side in vector registers.
-        double sum[16][8] = {};
-        for (int m = 0; m < 16; m++)
-            for (int k = 0; k < 16; k++)
-                for (int n = 0; n < 8; n++) sum[m][n] += A[m][k] * B[k][n];
+        // sum[m][n] = A[m][0] B[0][n] + ... + A[m][15] B[15][n], added in that order; a row's 8
+        // sums side by side in two vector registers through its loop over k.
+        Double4 sum[16][2];
+        for (int m = 0; m < 16; m++) {
+            Double4 left = {}, right = {};  // columns 0-3 and 4-7
+            for (int k = 0; k < 16; k++) {
+                left += A[m][k] * B[k][0];
+                right += A[m][k] * B[k][1];
+            }
+            sum[m][0] = left, sum[m][1] = right;
+        }
         for (int l = 0; l < 32; l++)
             for (int e = 0; e < 4; e++) {
                 const ptx_isa::RowCol rc = ptx_isa::mma_c_element(l, e);
                 const uint32_t cu = (uint32_t)(lanes[l].in[6 + e / 2] >> (32 * (e % 2)));
                 float cf;
                 memcpy(&cf, &cu, 4);
-                const float d = (float)((double)cf + sum[rc.row][rc.col]);
+                const float d = (float)((double)cf + sum[rc.row][rc.col / 4][rc.col % 4]);
                 memcpy(&lanes[l].out[e], &d, 4);
             }
     });

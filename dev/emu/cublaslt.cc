@@ -154,10 +154,12 @@ EMU_UNCHECKED void matmul_sums(const double *opa, const double *opb, double *sum
                     }
                 }
                 for (size_t c = 0; c < SUM_COLS; c++)
-                    for (int h = 0; h < 2; h++)
+                    for (int h = 0; h < 2; h++) {
                         if (!fast) acc[c][h] = block[c][h];  // one block: p = 0 .. k - 1
                         else
-                            for (int e = 0; e < 4; e++) acc[c][h][e] = truncate_to_bits(acc[c][h][e] + block[c][h][e], 14);
+                            for (int e = 0; e < 4; e++)
+                                acc[c][h][e] = truncate_to_bits(acc[c][h][e] + block[c][h][e], 14);
+                    }
             }
             for (size_t c = 0; c < SUM_COLS; c++) memcpy(sums + (j0 + c) * m_pad + i0, acc[c], sizeof acc[c]);
         }

@@ -7,6 +7,8 @@
 # (each keeps its files under build/test/<name>/ or a mktemp directory). Files that several tests
 # read and the first would make (the packaged corpus) are made here first, one maker at a time.
 set -u
+# wait -n -p (below) came with bash 5.1.
+((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) || { echo "run_all.sh: needs bash 5.1 or later" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
 mkdir -p build/test-logs
 tests=("$@")

@@ -29,11 +29,11 @@ enum Fault {
     UNINIT_GLOBAL, UNINIT_SHARED,             // found only under valgrind
     PLAIN_OUT_OF_BOUNDS                       // found only by the AddressSanitizer build
 };
-static const char *FAULT_NAMES[] = {"clean",          "in_flight",     "no_barrier",  "war",
-                                    "no_proxy_fence", "no_wgmma_fence", "divergence", "deadlock",
-                                    "out_of_bounds",  "race_shared",   "race_cp_async", "race_global",
-                                    "race_warpgroup", "race_mbarrier", "race_named_barrier", "race_syncwarp", "uninit_global",
-                                    "uninit_shared",  "plain_out_of_bounds"};
+static const char *FAULT_NAMES[] = {"clean",          "in_flight",      "no_barrier",    "war",
+                                    "no_proxy_fence", "no_wgmma_fence", "divergence",    "deadlock",
+                                    "out_of_bounds",  "race_shared",    "race_cp_async", "race_global",
+                                    "race_warpgroup", "race_mbarrier",  "race_named_barrier",
+                                    "race_syncwarp",  "uninit_global",  "uninit_shared", "plain_out_of_bounds"};
 
 static __global__ void fault_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);

@@ -696,9 +696,10 @@ static GPUModelOptions gpu_model_options(matmul_precision precision) {
 
 // What train_gptcu cannot run, into buf (NULL: nothing): the model's shape (*usage 0: C, the padded
 // vocabulary and the head sizes its kernels take), or the flags' (*usage 1: --attention wgmma's
-// head size, B*T rows of 4C elements indexed in 32 bits). main asks before it touches the GPU.
-static const char *gpu_unsupported(const GPT2Config *cfg, int B, int T, int attention, int *usage, char *buf,
-                                   size_t n) {
+// head size, B*T rows of 4C elements indexed in 32 bits, B*T rows for --fp8-wgrad 1). main asks
+// before it touches the GPU.
+static const char *gpu_unsupported(const GPT2Config *cfg, int B, int T, int attention, int fp8_wgrad, int *usage,
+                                   char *buf, size_t n) {
     const int C = cfg->channels, HS = C / cfg->num_heads;
     *usage = 0;
     if (C % 64 != 0)
@@ -717,6 +718,9 @@ static const char *gpu_unsupported(const GPT2Config *cfg, int B, int T, int atte
             snprintf(buf, n, "-b (--batch) %d x -t (--seq-len) %d = %lld rows: train_gptcu indexes B*T x 4C = %lld "
                      "elements (C = %d) in 32 bits, at most %d", B, T, (long long)B * T, (long long)B * T * 4 * C, C,
                      INT32_MAX);
+        else if (fp8_wgrad && !lowp_fp8_wgrad_rows_ok((int64_t)B * T))
+            snprintf(buf, n, "--fp8-wgrad 1 needs B*T = %lld to be a multiple of 16 (cuBLASLt's FP8 GEMMs contract "
+                     "over the rows)", (long long)B * T);
         else return NULL;
     }
     return buf;
@@ -743,7 +747,7 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     const int C = cfg->channels, NH = cfg->num_heads;
     char why[256];
     int usage;
-    if (gpu_unsupported(cfg, B, T, g->attention, &usage, why, sizeof(why)))  // main says it first, for the trainer
+    if (gpu_unsupported(cfg, B, T, g->attention, opt->fp8_wgrad, &usage, why, sizeof(why)))  // main says it first, for the trainer
         die("%s", why);
     attention_require_supported(NH, C / NH);  // and the GPU's compute capability
     layernorm_require_supported(C);
@@ -1393,7 +1397,7 @@ int main(int argc, char **argv) {
     // said once under mpirun; a checkpoint's model exits 1, as a file that cannot be used.
     char why[256];
     int usage;
-    if (gpu_unsupported(&cfg, tc.B, tc.T, tc.attention, &usage, why, sizeof(why))) {
+    if (gpu_unsupported(&cfg, tc.B, tc.T, tc.attention, tc.fp8_wgrad, &usage, why, sizeof(why))) {
         if (usage) usage_error("%s", why);
         if (from_checkpoint) die("'%s' holds a model that train_gptcu cannot run: %s", tc.model, why);
         usage_error("-e (--model) '%s': %s", tc.model, why);

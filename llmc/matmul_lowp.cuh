@@ -222,6 +222,10 @@ static inline void matmul_lt_tn(Matmul *mm, void *out, cudaDataType_t out_type, 
 // ---------------------------------------------------------------------------------------------
 // Setup
 
+// Whether an FP8 weight gradient can contract over N = B*T rows: cuBLASLt's FP8 kernels want
+// K % 16 == 0.
+static inline bool lowp_fp8_wgrad_rows_ok(int64_t N) { return N % 16 == 0; }
+
 // B*T = N rows at most, L layers of width C. precision MATMUL_BF16 allocates nothing.
 static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8_wgrad, int fast_accum, int history_len,
                              int L, int C, int N) {
@@ -234,8 +238,8 @@ static inline void lowp_init(LowpMatmul *lp, matmul_precision precision, int fp8
         die("lowp_init: an FP8 weight gradient, amax history or fast accumulation without FP8 (precision %d)",
             (int)precision);
     if (fast_accum < 0 || fast_accum > 2) die("lowp_init: fast accumulation level %d (0, 1 or 2)", fast_accum);
-    // The FP8 weight gradient contracts over the N rows: cuBLASLt's FP8 kernels want K % 16 == 0.
-    if (fp8_wgrad && N % 16 != 0) usage_error("--fp8-wgrad 1 needs B*T = %d to be a multiple of 16", N);
+    if (fp8_wgrad && !lowp_fp8_wgrad_rows_ok(N))  // train_gptcu refuses the flags first (gpu_unsupported)
+        die("lowp_init: an FP8 weight gradient over N = %d rows, not a multiple of 16", N);
     lp->fp8_wgrad = fp8_wgrad;
     lp->fast_accum = fast_accum;
     lp->history_len = history_len;

@@ -283,6 +283,8 @@ refused 2 "--fp8-wgrad, --amax-history and --fp8-fast-accum apply to --matmul fp
     --fp8-fast-accum 1
 refused 2 "--gelu-fusion 1 needs bf16 or fp8 block matmuls: int8's GEMM ends in int32" -e L1C64NH1 "${small[@]}" \
     --matmul int8 --gelu-fusion 1
+refused 2 "--fp8-wgrad 1 needs B\*T = 18 to be a multiple of 16" -e L1C64NH1 "${small[@]}" -t 9 --matmul fp8 \
+    --fp8-wgrad 1
 OMP_NUM_THREADS=1 ./train_gpt -e L1C32NH2 "${small[@]}" -o "$dir/c32" >/dev/null 2>&1
 refused 1 "'.*/c32/model_00000001.bin' holds a model that train_gptcu cannot run: C = 32 is not a multiple of 64" \
     -e "$dir/c32/model_00000001.bin" "${small[@]}"

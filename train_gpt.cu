@@ -747,8 +747,8 @@ static void gpu_model_alloc(GPUModel *g, const GPT2Config *cfg, int B, int T, co
     const int C = cfg->channels, NH = cfg->num_heads;
     char why[256];
     int usage;
-    if (gpu_unsupported(cfg, B, T, g->attention, opt->fp8_wgrad, &usage, why, sizeof(why)))  // main says it first, for the trainer
-        die("%s", why);
+    // main says it first, for the trainer
+    if (gpu_unsupported(cfg, B, T, g->attention, opt->fp8_wgrad, &usage, why, sizeof(why))) die("%s", why);
     attention_require_supported(NH, C / NH);  // and the GPU's compute capability
     layernorm_require_supported(C);
     if (wgmma_forward(g->attention) && !attention_wgmma_available())

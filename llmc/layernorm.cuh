@@ -7,7 +7,9 @@
 // gives the bits of the two-kernel version (main.log, model and state, with 1 and 2 micro-steps).
 // The forward writing FP8 codes of its output (layernorm_forward_codes_kernel, 2026-11-28) has NOT
 // RUN on a GPU: in the emulator its harness gives the cast's bytes, and train_gptcu the bits of
-// the LayerNorm followed by the cast.
+// the LayerNorm followed by the cast. The forward keeping its row in registers between its passes
+// (2026-11-30; it read the row from memory, or L2, in each of three) has NOT RUN on a GPU: in the
+// emulator train_gptcu gives the bits of the three-read version.
 //
 // Layouts (row-major, N = B*T rows of C channels, C % 8 == 0): x, out, residual, dout, dinp bf16
 // (N, C); mean, rstd fp32 (N); w, b bf16 (C); dw, db fp32 (C).
@@ -36,44 +38,54 @@
 // are of the rounded values, which the backward pass reads back); with b == nullptr, a is
 // normalized and residual_out is unused. mean and rstd are written, and emit(c, y) receives each of
 // the lane's chunks of the bf16 output (channels c..c+7), which the kernels below store.
-template <typename Emit>
+// The lane's CHUNKS = ceil(C / 256) chunks stay in registers (a template argument, so that xv is
+// registers, not local memory) through the three passes (sum, squared deviations, output): the
+// row is read from memory once, and all of a lane's loads are issued before the first sum needs
+// them. The sums run over the chunks in the order of c, whatever CHUNKS is.
+template <int CHUNKS, typename Emit>
 __device__ __forceinline__ void layernorm_forward_row(bf16 *residual_out, float *mean, float *rstd, const bf16 *a,
                                                       const bf16 *b, const bf16 *w, const bf16 *bias, int row, int C,
                                                       Emit emit) {
     const int lane = threadIdx.x % 32;
     const int64_t base = (int64_t)row * C;
-    const bf16 *x = b ? residual_out + base : a + base;
+    x128 xv[CHUNKS];
     float sum = 0.0f;
-    for (int c = lane * 8; c < C; c += 256) {
-        x128 xv;
-        if (b) {  // fused residual: this thread writes the chunk it will read back below
+#pragma unroll
+    for (int k = 0; k < CHUNKS; k++) {
+        const int c = lane * 8 + 256 * k;
+        if (c >= C) break;
+        if (b) {  // fused residual
             const x128 av = load128(a + base + c), bv = load128(b + base + c);
 #pragma unroll
-            for (int j = 0; j < 8; j++) xv[j] = to_bf16(__bfloat162float(av[j]) + __bfloat162float(bv[j]));
-            store128(residual_out + base + c, xv);
+            for (int j = 0; j < 8; j++) xv[k][j] = to_bf16(__bfloat162float(av[j]) + __bfloat162float(bv[j]));
+            store128(residual_out + base + c, xv[k]);
         } else {
-            xv = load128(x + c);
+            xv[k] = load128(a + base + c);
         }
 #pragma unroll
-        for (int j = 0; j < 8; j++) sum += __bfloat162float(xv[j]);
+        for (int j = 0; j < 8; j++) sum += __bfloat162float(xv[k][j]);
     }
     const float m = warp_sum(sum) / C;
     float var = 0.0f;
-    for (int c = lane * 8; c < C; c += 256) {
-        const x128 xv = load128(x + c);
+#pragma unroll
+    for (int k = 0; k < CHUNKS; k++) {
+        if (lane * 8 + 256 * k >= C) break;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const float d = __bfloat162float(xv[j]) - m;
+            const float d = __bfloat162float(xv[k][j]) - m;
             var += d * d;
         }
     }
     const float s = 1.0f / sqrtf(warp_sum(var) / C + LAYERNORM_EPS);
-    for (int c = lane * 8; c < C; c += 256) {
-        const x128 xv = load128(x + c), wv = load128(w + c), bv = load128(bias + c);
+#pragma unroll
+    for (int k = 0; k < CHUNKS; k++) {
+        const int c = lane * 8 + 256 * k;
+        if (c >= C) break;
+        const x128 wv = load128(w + c), bv = load128(bias + c);
         x128 o;
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            o[j] = to_bf16((__bfloat162float(xv[j]) - m) * s * __bfloat162float(wv[j]) + __bfloat162float(bv[j]));
+            o[j] = to_bf16((__bfloat162float(xv[k][j]) - m) * s * __bfloat162float(wv[j]) + __bfloat162float(bv[j]));
         emit(c, o);
     }
     if (lane == 0) {
@@ -92,12 +104,13 @@ __device__ __forceinline__ uint32_t byte_column(uint32_t w0, uint32_t w1, uint32
     return __byte_perm(__byte_perm(w0, w1, pick), __byte_perm(w2, w3, pick), 0x5410);
 }
 
+template <int CHUNKS>
 __global__ void __launch_bounds__(32 * LAYERNORM_FORWARD_ROWS)
 layernorm_forward_kernel(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a, const bf16 *b,
                          const bf16 *w, const bf16 *bias, int N, int C) {
     const int row = blockIdx.x * LAYERNORM_FORWARD_ROWS + threadIdx.x / 32;
     if (row >= N) return;
-    layernorm_forward_row(residual_out, mean, rstd, a, b, w, bias, row, C,
+    layernorm_forward_row<CHUNKS>(residual_out, mean, rstd, a, b, w, bias, row, C,
                           [&](int c, const x128 &y) { store128(out + (int64_t)row * C + c, y); });
 }
 
@@ -112,6 +125,7 @@ layernorm_forward_kernel(bf16 *residual_out, bf16 *out, float *mean, float *rstd
 // read conflict-free (a warp reads 32 consecutive words of a row), turned by byte permutes into 4
 // runs of 8 bytes, one per channel, each one 8-byte store into its qt row (the 4 CTAs of a
 // 32-byte sector write it at about the same time; L2 merges them).
+template <int CHUNKS>
 __global__ void __launch_bounds__(32 * LAYERNORM_FORWARD_ROWS)
 layernorm_forward_codes_kernel(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a, const bf16 *b,
                                const bf16 *w, const bf16 *bias, int N, int C, QuantCodesOut codes) {
@@ -120,7 +134,7 @@ layernorm_forward_codes_kernel(bf16 *residual_out, bf16 *out, float *mean, float
     const float scale = *codes.scale;
     unsigned int bits = 0;
     if (row < N)
-        layernorm_forward_row(residual_out, mean, rstd, a, b, w, bias, row, C, [&](int c, const x128 &y) {
+        layernorm_forward_row<CHUNKS>(residual_out, mean, rstd, a, b, w, bias, row, C, [&](int c, const x128 &y) {
             const int64_t at = (int64_t)row * C + c;
             if (out) store128(out + at, y);
             uint8_t q[8];
@@ -157,19 +171,38 @@ layernorm_forward_codes_kernel(bf16 *residual_out, bf16 *out, float *mean, float
     }
 }
 
-// codes.q == NULL and codes.qt == NULL: the plain forward.
+// The forward's widest row: the backward's limit on sm_90 (layernorm_require_supported).
+#define LAYERNORM_FORWARD_MAX_CHUNKS 14
+
+// The kernels for rows of exactly CHUNKS chunks of 256 channels (the last one partial), or the next
+// instantiation up. codes.q == NULL and codes.qt == NULL: the plain forward.
+template <int CHUNKS>
+static inline void layernorm_launch_chunks(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a,
+                                           const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,
+                                           const QuantCodesOut &codes, cudaStream_t stream) {
+    if constexpr (CHUNKS < LAYERNORM_FORWARD_MAX_CHUNKS) {
+        if (ceil_div(C, 256) > CHUNKS) {
+            layernorm_launch_chunks<CHUNKS + 1>(residual_out, out, mean, rstd, a, b, w, bias, N, C, codes, stream);
+            return;
+        }
+    } else if (ceil_div(C, 256) > CHUNKS) {
+        die("layernorm_forward: C = %d is wider than the %d channels the forward takes", C, 256 * CHUNKS);
+    }
+    const int grid = ceil_div(N, LAYERNORM_FORWARD_ROWS), block = 32 * LAYERNORM_FORWARD_ROWS;
+    if (codes.q || codes.qt)
+        LLMC_LAUNCH(grid, block, (size_t)LAYERNORM_FORWARD_ROWS * C, stream, layernorm_forward_codes_kernel<CHUNKS>)(
+            residual_out, out, mean, rstd, a, b, w, bias, N, C, codes);
+    else
+        LLMC_LAUNCH(grid, block, 0, stream, layernorm_forward_kernel<CHUNKS>)(residual_out, out, mean, rstd, a, b, w,
+                                                                              bias, N, C);
+    kernelCheck();
+}
+
 static inline void layernorm_launch(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a,
                                     const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,
                                     const QuantCodesOut &codes, cudaStream_t stream) {
-    const int grid = ceil_div(N, LAYERNORM_FORWARD_ROWS), block = 32 * LAYERNORM_FORWARD_ROWS;
     if (codes.colsum) die("layernorm_forward: the codes' column sums are not computed here");
-    if (codes.q || codes.qt)
-        LLMC_LAUNCH(grid, block, (size_t)LAYERNORM_FORWARD_ROWS * C, stream, layernorm_forward_codes_kernel)(
-            residual_out, out, mean, rstd, a, b, w, bias, N, C, codes);
-    else
-        LLMC_LAUNCH(grid, block, 0, stream, layernorm_forward_kernel)(residual_out, out, mean, rstd, a, b, w, bias, N,
-                                                                      C);
-    kernelCheck();
+    layernorm_launch_chunks<1>(residual_out, out, mean, rstd, a, b, w, bias, N, C, codes, stream);
 }
 
 // out = LayerNorm(x); with codes (see layernorm_forward_codes_kernel) also its FP8 codes, and out

@@ -174,8 +174,9 @@ layernorm_forward_codes_kernel(bf16 *residual_out, bf16 *out, float *mean, float
 // The forward's widest row: the backward's limit on sm_90 (layernorm_require_supported).
 #define LAYERNORM_FORWARD_MAX_CHUNKS 14
 
-// The kernels for rows of exactly CHUNKS chunks of 256 channels (the last one partial), or the next
-// instantiation up. codes.q == NULL and codes.qt == NULL: the plain forward.
+// The kernels for rows of CHUNKS = ceil(C / 256) chunks of 256 channels (the last may be partial):
+// this instantiation's, or the next one up's. codes.q == NULL and codes.qt == NULL: the plain
+// forward.
 template <int CHUNKS>
 static inline void layernorm_launch_chunks(bf16 *residual_out, bf16 *out, float *mean, float *rstd, const bf16 *a,
                                            const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,

@@ -145,6 +145,12 @@ template <int PENDING> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
+// A plain store to shared memory whose next reader is the async proxy (a wgmma operand, a bulk
+// reduction's source), which sees it once this thread has passed fence.proxy.async and a barrier
+// orders it before the read. (The CPU emulator's version also marks the bytes unfenced until then,
+// so that a read the writer's fence does not cover fails there.)
+template <typename T> __device__ __forceinline__ void store_for_async_proxy(T *dst, T value) { *dst = value; }
+
 // ldmatrix.x4: lanes 8m..8m+7 give the row addresses of 8x8 matrix m; register m of every lane
 // receives row lane/4, columns 2(lane%4), 2(lane%4)+1 of matrix m (of its transpose with .trans).
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p) {
@@ -706,9 +712,10 @@ __device__ __forceinline__ void store_a_swizzled(__nv_bfloat16 *tile, int rows, 
 #pragma unroll
     for (int k = 0; k < N / 16; k++)
 #pragma unroll
-        for (int r = 0; r < 4; r++)  // a[k][r]: row g + 8 (r % 2), columns 16 k + 2 t + 8 (r / 2)
-            *reinterpret_cast<uint32_t *>(base + wgmma::sw128_offset(rows, row0 + g + 8 * (r % 2), 16 * k + 2 * t + 8 * (r / 2))) =
-                a[k][r];
+        for (int r = 0; r < 4; r++) {  // a[k][r]: row g + 8 (r % 2), columns 16 k + 2 t + 8 (r / 2)
+            const uint32_t at = wgmma::sw128_offset(rows, row0 + g + 8 * (r % 2), 16 * k + 2 * t + 8 * (r / 2));
+            store_for_async_proxy(reinterpret_cast<uint32_t *>(base + at), a[k][r]);
+        }
 }
 
 // Iteration j (0..n) of the pipelined wgmma forward over a warpgroup's n >= 1 key tiles of KEYS
@@ -1055,6 +1062,13 @@ __device__ __forceinline__ void dq_share_fixed(const float (*acc)[4], int m0, in
     }
 }
 
+// DQ_BULK's staging: a pair of dq_share_fixed's values into sDQ ([rows][HS] int32), which the bulk
+// reduction reads.
+template <int HS>
+__device__ __forceinline__ void stage_dq_pair(uint32_t *sDQ, int row, int col, uint32_t v0, uint32_t v1) {
+    store_for_async_proxy(reinterpret_cast<uint2 *>(sDQ + row * HS + col), make_uint2(v0, v1));
+}
+
 // DQ_BULK: once every thread has staged its part of the share in sDQ ([rows][HS] int32), one thread
 // hands its valid rows to the bulk reduction into acc_tile.
 template <int HS>
@@ -1104,7 +1118,7 @@ __device__ __forceinline__ void reduce_dq_tile(const __nv_bfloat16 *sDS, const _
                                           red_add_u32(acc_tile + (int64_t)row * HS + col + 1, v1);
                                       }
                                   } else {
-                                      *reinterpret_cast<uint2 *>(sDQ + row * HS + col) = make_uint2(v0, v1);
+                                      stage_dq_pair<HS>(sDQ, row, col, v0, v1);
                                   }
                               });
     if constexpr (DQ == DQ_BULK) issue_dq_bulk<HS>(acc_tile, sDQ, valid);
@@ -1766,9 +1780,7 @@ attention_backward_kv_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __nv_
             // the staging, and one bulk reduction adds the tile's share into acc (integer
             // addition: the same sums in any order).
             const float *l1_tile = sL1 + buf * TILE;
-            auto stage = [&](int row, int col, uint32_t v0, uint32_t v1) {
-                *reinterpret_cast<uint2 *>(sDQ + row * HS + col) = make_uint2(v0, v1);
-            };
+            auto stage = [&](int row, int col, uint32_t v0, uint32_t v1) { stage_dq_pair<HS>(sDQ, row, col, v0, v1); };
             if (!active) {
 #pragma unroll
                 for (int n = 0; n < HS / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
@@ -2114,10 +2126,9 @@ attention_backward_kv_ws_wgmma_kernel(__nv_bfloat16 *__restrict__ dqkv, const __
             wgmma::hold_registers<HS / 8>(dq);
             if (bulk_thread) bulk_wait_read<0>();  // this warpgroup's last share has left sDQ
             warpgroup_sync();
-            dq_share_fixed<HS / 8>(dq, 16 * warp, 0, sL1, max_k, max_v, lane,
-                                   [&](int row, int col, uint32_t v0, uint32_t v1) {
-                                       *reinterpret_cast<uint2 *>(sDQ + row * HS + col) = make_uint2(v0, v1);
-                                   });
+            dq_share_fixed<HS / 8>(dq, 16 * warp, 0, sL1, max_k, max_v, lane, [&](int row, int col, uint32_t v0, uint32_t v1) {
+                stage_dq_pair<HS>(sDQ, row, col, v0, v1);
+            });
             wgmma::fence_proxy_async_shared();  // the bulk reduction reads through the async proxy
             warpgroup_sync();
             if (bulk_thread) {

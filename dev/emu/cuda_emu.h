@@ -34,11 +34,13 @@
 //     thread's cp.async.wait_group, and a wgmma reads its operands and writes its accumulators at
 //     wgmma.wait_group, so code that reads too early sees stale values (and fails its checks);
 //   - in shared memory, 4 bytes at a time, for the accesses made through the instructions above
-//     (cp.async writes, ldmatrix and wgmma reads; plain loads and stores are not seen): a read of
-//     bytes whose cp.async is still in flight or completed since the last __syncthreads, a
-//     cp.async onto bytes another warp read since the last __syncthreads, a wgmma read of bytes
-//     that their writer did not pass through fence.proxy.async, and any access outside the
-//     launch's dynamic shared memory;
+//     (cp.async writes, ldmatrix and wgmma reads, bulk reductions' reads, and the plain stores
+//     whose reader is the async proxy, which the kernels make through store_for_async_proxy;
+//     other plain loads and stores are not seen): a read of bytes whose cp.async is still in
+//     flight or completed since the last __syncthreads, a cp.async onto bytes another warp read
+//     since the last __syncthreads, a wgmma or bulk read of bytes that their writer (cp.async or
+//     store) did not pass through fence.proxy.async, and any access outside the launch's dynamic
+//     shared memory;
 //   - wgmma.mma_async with operands that differ across the warpgroup, or without a wgmma.fence
 //     since the thread's last wgmma.wait_group.
 // Plain loads and stores are checked by the builds with sanitizers (mk/emu.mk): AddressSanitizer
@@ -154,7 +156,7 @@ struct Thread {
     const char *waiting_at = nullptr;
     std::vector<AsyncCopy> uncommitted;
     std::vector<std::vector<AsyncCopy>> copy_groups;  // committed, oldest first (a few at most)
-    std::vector<uint32_t> unfenced;  // shared words this thread's completed copies wrote, not yet fenced
+    std::vector<uint32_t> unfenced;  // shared words of this thread's completed copies and stores, not yet fenced
     std::vector<BulkReduce> bulk_uncommitted;
     std::vector<std::vector<BulkReduce>> bulk_groups;  // committed, oldest first
     bool wgmma_fenced = false;       // a wgmma.fence since the last wgmma.wait_group
@@ -169,6 +171,7 @@ struct Word {
     uint64_t write_epoch = UINT64_MAX, read_epoch = UINT64_MAX;
     int writer = NO_THREAD, pending = 0;
     bool fenced = true;
+    bool stored = false;  // the last write was a plain store (store_for_async_proxy), not a cp.async
     uint64_t reader_warps = 0;
 };
 
@@ -341,8 +344,8 @@ EMU_UNCHECKED inline void check_read(uint32_t addr, int bytes, uint64_t reader_w
             fail("%s reads shared byte %u, which thread %d's cp.async wrote since the last __syncthreads", what, 4 * w,
                  word.writer);
         if (async_proxy && !word.fenced)
-            fail("%s reads shared byte %u, written by thread %d's cp.async without fence.proxy.async", what, 4 * w,
-                 word.writer);
+            fail("%s reads shared byte %u, written by thread %d's %s without fence.proxy.async", what, 4 * w,
+                 word.writer, word.stored ? "st.shared" : "cp.async");
         if (word.read_epoch != s.cta.epoch) word.read_epoch = s.cta.epoch, word.reader_warps = 0;
         word.reader_warps |= reader_warps;
     }
@@ -357,7 +360,27 @@ EMU_UNCHECKED inline void copy_complete(const AsyncCopy &c) {
     for (uint32_t w = c.dst / 4; w < (c.dst + c.bytes) / 4; w++) {
         Word &word = s.words[w];
         word.pending--;
-        word.write_epoch = s.cta.epoch, word.writer = s.cur->id, word.fenced = false;
+        word.write_epoch = s.cta.epoch, word.writer = s.cur->id, word.fenced = false, word.stored = false;
+        s.cur->unfenced.push_back(w);
+    }
+}
+
+// A plain store of 4 or 8 bytes to shared memory that the async proxy reads next (a wgmma operand,
+// a bulk reduction's source): llmc/attention.cuh's store_for_async_proxy. It writes at once, as a
+// store does (the barriers that order it are race.h's to check), and its words stay unfenced until
+// this thread's fence.proxy.async, as a completed cp.async's do.
+EMU_UNCHECKED inline void store_for_async_proxy(void *dst, const void *value, int bytes) {
+    State &s = state();
+    const uint32_t a = shared_address(dst);
+    if (a % bytes) fail("st.shared of %d bytes to shared byte %u: misaligned", bytes, a);
+    check_range(a, bytes, "st.shared");
+    race::program_write(s.smem + a, bytes);
+    memcpy(s.smem + a, value, bytes);
+    for (uint32_t w = a / 4; w < (a + bytes) / 4; w++) {
+        Word &word = s.words[w];
+        if (word.pending)
+            fail("st.shared to shared byte %u while a cp.async to it (thread %d) is in flight", 4 * w, word.writer);
+        word.writer = s.cur->id, word.fenced = false, word.stored = true;
         s.cur->unfenced.push_back(w);
     }
 }
@@ -1020,6 +1043,9 @@ inline uint32_t smem_addr(const void *p) { return emu::shared_address(p); }
 inline void cp_async_16(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 16, valid); }
 inline void cp_async_4(void *dst, const void *src, bool valid) { emu::cp_async(dst, src, 4, valid); }
 inline void cp_async_commit() { emu::cp_async_commit(); }
+template <typename T> inline void store_for_async_proxy(T *dst, T value) {
+    emu::store_for_async_proxy(dst, &value, sizeof(T));
+}
 inline void red_add_u32(uint32_t *p, uint32_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 inline void bulk_reduce_add_u32(void *dst, const void *src, uint32_t bytes) {
     emu::bulk_reduce_add_u32(dst, src, bytes);

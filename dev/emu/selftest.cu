@@ -23,17 +23,17 @@ using namespace attention_detail;
 // 64 threads, two warps, 4096 bytes of shared memory: a 16 x 8 bf16 tile at byte 0 (one 16-byte row
 // per 8 values), read by ldmatrix and refilled by cp.async.
 enum Fault {
-    CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS,
+    CLEAN, IN_FLIGHT, NO_BARRIER, WAR, NO_PROXY_FENCE, NO_STORE_FENCE, NO_WGMMA_FENCE, DIVERGENCE, DEADLOCK, OUT_OF_BOUNDS,
     RACE_SHARED, RACE_CP_ASYNC, RACE_GLOBAL, RACE_WARPGROUP,  // found only by the race build (dev/emu/race.h)
     RACE_MBARRIER, RACE_NAMED_BARRIER, RACE_SYNCWARP,
     UNINIT_GLOBAL, UNINIT_SHARED,             // found only under valgrind
     PLAIN_OUT_OF_BOUNDS                       // found only by the AddressSanitizer build
 };
-static const char *FAULT_NAMES[] = {"clean",          "in_flight",      "no_barrier",    "war",
-                                    "no_proxy_fence", "no_wgmma_fence", "divergence",    "deadlock",
-                                    "out_of_bounds",  "race_shared",    "race_cp_async", "race_global",
-                                    "race_warpgroup", "race_mbarrier",  "race_named_barrier",
-                                    "race_syncwarp",  "uninit_global",  "uninit_shared", "plain_out_of_bounds"};
+static const char *FAULT_NAMES[] = {"clean",          "in_flight",      "no_barrier",     "war",
+                                    "no_proxy_fence", "no_store_fence", "no_wgmma_fence", "divergence",
+                                    "deadlock",       "out_of_bounds",  "race_shared",    "race_cp_async",
+                                    "race_global",    "race_warpgroup", "race_mbarrier",  "race_named_barrier",
+                                    "race_syncwarp",  "uninit_global",  "uninit_shared",  "plain_out_of_bounds"};
 
 static __global__ void fault_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);
@@ -66,14 +66,24 @@ static __global__ void fault_kernel(int fault, const __nv_bfloat16 *src, float *
     if (fault == OUT_OF_BOUNDS && tid == 0) cp_async_16(smem + 4096, src, true);
 }
 
-// One warpgroup: a 64 x 64 swizzled tile by cp.async, then S = A A^T by wgmma.
-static __global__ void wgmma_fault_kernel(int fault, const __nv_bfloat16 *src, float *dst) {
+// One warpgroup: a 64 x 64 swizzled tile by cp.async, or with stores (no_store_fence, and a second
+// clean launch), then S = A A^T by wgmma.
+static __global__ void wgmma_fault_kernel(int fault, bool stores, const __nv_bfloat16 *src, float *dst) {
     LLMC_DYNAMIC_SMEM(smem);
     __nv_bfloat16 *tile = reinterpret_cast<__nv_bfloat16 *>(smem);
-    load_tile_async<64, 64, true, 128>(tile, src, 64, 0, 64);
-    cp_async_commit();
-    cp_async_wait<0>();
-    if (fault != NO_PROXY_FENCE) wgmma::fence_proxy_async_shared();
+    if (stores) {
+        for (int i = threadIdx.x; i < 64 * 32; i += 128) {  // word i: row i / 32, columns 2 (i % 32) and + 1
+            const int r = i / 32, col = 2 * (i % 32);
+            uint32_t pair;
+            memcpy(&pair, src + 64 * r + col, sizeof(pair));
+            store_for_async_proxy(reinterpret_cast<uint32_t *>(smem + wgmma::sw128_offset(64, r, col)), pair);
+        }
+    } else {
+        load_tile_async<64, 64, true, 128>(tile, src, 64, 0, 64);
+        cp_async_commit();
+        cp_async_wait<0>();
+    }
+    if (fault != NO_PROXY_FENCE && fault != NO_STORE_FENCE) wgmma::fence_proxy_async_shared();
     __syncthreads();
     float s[8][4];
     if (fault != NO_WGMMA_FENCE) wgmma::fence();
@@ -252,10 +262,10 @@ int main(int argc, char **argv) {
     int fault = -1;
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
-    if (fault < 0) usage_error("usage: %s streams|schedule|clean|in_flight|no_barrier|war|no_proxy_fence|no_wgmma_fence|divergence|deadlock|"
-                                 "out_of_bounds|race_shared|race_cp_async|race_global|race_warpgroup|race_mbarrier|race_named_barrier|race_syncwarp|"
-                                 "uninit_global|uninit_shared|"
-                                 "plain_out_of_bounds", argv[0]);
+    if (fault < 0) usage_error("usage: %s streams|schedule|clean|in_flight|no_barrier|war|no_proxy_fence|no_store_fence|"
+                               "no_wgmma_fence|divergence|deadlock|out_of_bounds|race_shared|race_cp_async|race_global|"
+                               "race_warpgroup|race_mbarrier|race_named_barrier|race_syncwarp|uninit_global|uninit_shared|"
+                               "plain_out_of_bounds", argv[0]);
     __nv_bfloat16 *src;
     float *dst, *unwritten;
     cudaMalloc((void **)&src, 64 * 64 * sizeof(__nv_bfloat16));
@@ -273,10 +283,12 @@ int main(int argc, char **argv) {
     if (fault == CLEAN || in_warpgroup_kernel) LLMC_LAUNCH(1, 256, 16, 0, warpgroup_kernel)(fault, dst);
     if (fault == CLEAN || uninit) LLMC_LAUNCH(1, 1, 4, 0, uninit_kernel)(fault, unwritten, dst);
     if (fault == CLEAN || fault == PLAIN_OUT_OF_BOUNDS) LLMC_LAUNCH(1, 1, 64, 0, bounds_kernel)(fault, dst);
-    if (fault != NO_PROXY_FENCE && fault != NO_WGMMA_FENCE && !race && !uninit && fault != PLAIN_OUT_OF_BOUNDS)
+    const bool wgmma_fault = fault == NO_PROXY_FENCE || fault == NO_STORE_FENCE || fault == NO_WGMMA_FENCE;
+    if (!wgmma_fault && !race && !uninit && fault != PLAIN_OUT_OF_BOUNDS)
         LLMC_LAUNCH(1, 64, 4096, 0, fault_kernel)(fault, src, dst);
-    if (fault == CLEAN || fault == NO_PROXY_FENCE || fault == NO_WGMMA_FENCE)
-        LLMC_LAUNCH(1, 128, 8192, 0, wgmma_fault_kernel)(fault, src, dst);
+    if (fault == CLEAN || (wgmma_fault && fault != NO_STORE_FENCE))
+        LLMC_LAUNCH(1, 128, 8192, 0, wgmma_fault_kernel)(fault, false, src, dst);
+    if (fault == CLEAN || fault == NO_STORE_FENCE) LLMC_LAUNCH(1, 128, 8192, 0, wgmma_fault_kernel)(fault, true, src, dst);
     cudaDeviceSynchronize();  // the kernels have run, whatever LLMC_EMU_STREAM_ORDER says
     printf("%s: no fault reported\n", FAULT_NAMES[fault]);
     return 0;

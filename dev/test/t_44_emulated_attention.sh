@@ -6,7 +6,8 @@
 # first, exactly), both of which passed on an H200 (2026-11-27), with --ws the warp-specialized
 # wgmma forward and backward and with --pipelined the pipelined wgmma forward too (never run on a
 # GPU). The emulator also checks the kernels' synchronization (cp.async waits, barriers,
-# fence.proxy.async, wgmma.fence, collectives, mbarriers; shared memory starts as NaN bytes);
+# fence.proxy.async after cp.async and after the stores that wgmma or a bulk reduction reads,
+# wgmma.fence, collectives, mbarriers; shared memory starts as NaN bytes);
 # first its self-test shows each of those checks firing on a kernel with that fault (and its
 # AddressSanitizer build a plain store past the dynamic shared memory), what its stream orders do
 # with a missing wait between streams, and what its reverse schedule does with a missing order
@@ -38,6 +39,7 @@ in_flight|ldmatrix reads shared byte 0 while a cp.async to it (thread 0) is in f
 no_barrier|which thread 0's cp.async wrote since the last __syncthreads
 war|cp.async overwrites shared byte 0, which another warp read since the last __syncthreads
 no_proxy_fence|written by thread 0's cp.async without fence.proxy.async
+no_store_fence|written by thread 0's st.shared without fence.proxy.async
 no_wgmma_fence|wgmma.mma_async without a wgmma.fence since the last wgmma.wait_group
 divergence|divergence: arrives at shfl.sync.bfly while its group waits at ldmatrix.x4
 deadlock|deadlock: thread 0 waits at __syncthreads

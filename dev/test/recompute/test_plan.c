@@ -49,8 +49,8 @@ int main(void) {
           "signed layer numbers are refused: %s", err);
 
     // d12 at T=1024 on the CPU (full softmax kept, fp32) and on the GPU (log-sum-exp only, kept
-    // under attn too; bf16 activations, fp32 statistics twice as wide).
-    RecomputeShape cpu = {768, 12, 1024, 1024, 0, 1, 4}, gpu = {768, 12, 1024, 0, 1, 2, 2};
+    // under attn too; bf16 activations, fp32 statistics twice as wide); no FP8 codes kept.
+    RecomputeShape cpu = {768, 12, 1024, 1024, 0, 1, 4, 0}, gpu = {768, 12, 1024, 0, 1, 2, 2, 0};
     double none = recompute_layer_elements(&cpu, RC_NONE), block = recompute_layer_elements(&cpu, RC_BLOCK);
     CHECK(none == 768 * 16 + 4 + 12 * 1024 && block == 768 && recompute_layer_elements(&cpu, RC_ATTN) == none - 768 - 12 * 1024 &&
           recompute_layer_elements(&gpu, RC_ATTN) == recompute_layer_elements(&gpu, RC_NONE) - 768,
@@ -100,7 +100,7 @@ int main(void) {
     for (int m = 0; m < (int)(sizeof(kMeasured) / sizeof(kMeasured[0])); m++) {
         const int on_gpu = kMeasured[m].device == &recompute_device_h100;
         const RecomputeShape sh = {kMeasured[m].C, kMeasured[m].NH, kMeasured[m].T, on_gpu ? 0 : kMeasured[m].T,
-                                   on_gpu ? 1 : 0, on_gpu ? 2 : 1, on_gpu ? 2 : 4};
+                                   on_gpu ? 1 : 0, on_gpu ? 2 : 1, on_gpu ? 2 : 4, 0};  // measured in bf16, fp32
         const double micro_step_tokens = (double)kMeasured[m].L * kMeasured[m].B * kMeasured[m].T;
         for (int i = 0; i < 5; i++) {
             const double model = 1e3 * micro_step_tokens * recompute_layer_seconds(&sh, kMeasured[m].device, kLevels[i]);

@@ -19,7 +19,8 @@ typedef struct {
 } OutlierDetector;
 
 void outlier_init(OutlierDetector *d);
-// z-score of x against the window, or 0 while there are fewer than OUTLIER_MIN_COUNT values.
+// z-score of x against the window, or 0 while there are fewer than OUTLIER_MIN_COUNT values; over
+// a window of one repeated value (no deviation), 0 for that value and infinity for any other.
 double outlier_zscore(const OutlierDetector *d, double x);
 void outlier_push(OutlierDetector *d, double x);
 

@@ -370,6 +370,17 @@ static int run_outlier(void) {
     check(outlier_zscore(&d, 100.0) == 0.0, "15 values: z-score %g (0: too few to judge)", outlier_zscore(&d, 100.0));
     outlier_push(&d, 3.0);
     check(outlier_zscore(&d, 5.0) == 3.0, "16 values of 1 and 3: z-score of 5 is %.9g (3)", outlier_zscore(&d, 5.0));
+    // The window keeps the newest OUTLIER_WINDOW values: after 128 of 10 and 12, the 1s and 3s are gone.
+    for (int i = 0; i < OUTLIER_WINDOW; i++) outlier_push(&d, i % 2 ? 12.0 : 10.0);
+    check(outlier_zscore(&d, 14.0) == 3.0, "the newest %d values, 10 and 12: z-score of 14 is %.9g (3)", OUTLIER_WINDOW,
+          outlier_zscore(&d, 14.0));
+    // A window of one repeated value has no deviation: only that value is not an outlier.
+    OutlierDetector flat;
+    outlier_init(&flat);
+    for (int i = 0; i < OUTLIER_MIN_COUNT; i++) outlier_push(&flat, 2.5);
+    check(outlier_zscore(&flat, 2.5) == 0.0 && outlier_zscore(&flat, 2.5000001) == INFINITY,
+          "16 values of 2.5: z-score of 2.5 is %g (0), of 2.5000001 %g (inf)", outlier_zscore(&flat, 2.5),
+          outlier_zscore(&flat, 2.5000001));
     return g_failures;
 }
 

@@ -269,6 +269,11 @@ static void test_amax_history(void) {
     CHECK(h.steps == STEPS, "steps %lld, want %d", (long long)h.steps, STEPS);
     amax_history_reset(&h);
     CHECK(amax_history_amax(&h, 0, 2.5f) == 2.5f, "after reset the current amax must be used");
+    // and the amaxes recorded before it (up to 100) are gone from the max of the steps after it
+    amax_history_record(&h, 0, 1e-3f);
+    amax_history_step_done(&h);
+    CHECK(amax_history_amax(&h, 0, 2.5f) == 1e-3f, "after reset and one step the amax is %g, want 0.001",
+          amax_history_amax(&h, 0, 2.5f));
     amax_history_free(&h);
 }
 

@@ -79,6 +79,20 @@ expect 1 "is not a token shard: magic" -- "${tiny[@]}" -i "$dir/magic.bin"
 expect 1 "has 10 tokens; one micro-step" -- "${tiny[@]}" -i "$dir/small.bin"
 /usr/bin/python3 dev/test/make_shard.py "$dir/vocab.bin" 400 60000 9
 expect 1 "token .* outside the model's vocabulary \(V=300\): the shard is corrupt or made for a larger" -- "${tiny[@]}" -i "$dir/vocab.bin" -x 1
+# The check covers a window's last target too: token B*T = 16 of the first window, alone out of range.
+/usr/bin/python3 dev/test/make_shard.py "$dir/last_target.bin" 400 300 10 16=300
+expect 1 "token 300 at offset 16 is outside the model's vocabulary" -- "${tiny[@]}" -i "$dir/last_target.bin" -x 1
+# A window that ends on a shard's last token is read: 33 tokens hold two micro-steps of 16 (+1 for
+# the last target), so the second step reads tokens 16-32 of a.bin; the shard after it, whose
+# first token is out of range, is not reached before step 3.
+mkdir -p "$dir/exact" && /usr/bin/python3 dev/test/make_shard.py "$dir/exact/a.bin" 33 300 11
+/usr/bin/python3 dev/test/make_shard.py "$dir/exact/b.bin" 33 300 12 0=300
+if "$bin" "${tiny[@]}" -i "$dir/exact/*.bin" -x 2 > "$dir/out" 2> "$dir/err" &&
+    ! "$bin" "${tiny[@]}" -i "$dir/exact/*.bin" -x 3 > "$dir/out" 2> "$dir/err" && grep -q "b.bin': token 300 at offset 0" "$dir/err"; then
+    echo "ok   a shard of 2 x 16 + 1 tokens gives 2 micro-steps, the third reads the next shard"
+else
+    echo "FAIL: the micro-steps of a shard of 2 x 16 + 1 tokens"; sed 's/^/      /' "$dir/err" | head -5; fails=$((fails + 1))
+fi
 # Not regular files: a FIFO would block the open until a writer came, a directory fail later.
 mkfifo "$dir/fifo.bin"
 expect 1 "cannot open '.*fifo.bin' for reading: it is not a regular file" -- "${tiny[@]}" -i "$dir/fifo.bin"

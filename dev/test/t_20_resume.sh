@@ -43,6 +43,10 @@ run() {
     echo "resume ($n): losses, validation losses and samples of steps 11-20 and the step-20 model and state are bit-identical"
 }
 run fp32
+# Spike skipping (-sl, -sg) decides from the loss and norm windows the state file carries: at a
+# z-score above 0.1 some of steps 17-20 are skipped (from 16 accepted values on), in both runs alike.
+run spikes -sl 0.1 -sg 0.1 -sm 0
+grep -qE '^s:(1[7-9]|20) skip:' "$dir/spikes_a/main.log"
 # The thread count changes no bit: every OpenMP reduction sums fixed chunks in a fixed order, and
 # the matmuls are OpenBLAS calls on tiles of C fixed by the shape (llmc/sgemm_tiles.h;
 # OpenBLAS's own threading gave 3 threads other bits than 2 on an AVX-512 machine, and this test

@@ -4,6 +4,7 @@
 //                            the losses and weights of the reference's optimizer steps
 //   test_model fd SEED       central finite differences of the loss on a tiny random model
 //   test_model gelu SEED     the GELU and its derivative against their fp64 formulas
+//   test_model init SEED     GPT-2's initialization: constants where they are, normals of the right sd
 //   test_model recompute SEED  every recompute policy bit-identical to keeping everything
 //   test_model outlier       the z-score of -sl/-sg (llmc/outlier.h) on values with a known one
 //   test_model fp8eval SEED  an evaluation pass leaves the FP8 amax history as it was
@@ -363,6 +364,47 @@ static int run_memory(const char *desc, int B, int T) {
 // The spike tests of t_60 only see a jump of many standard deviations. Here: no decision before
 // OUTLIER_MIN_COUNT values (15 give 0, 16 do not), and the standard deviation of the window itself
 // (divided by n, not n - 1): eight 1s and eight 3s have mean 2 and deviation 1, so 5 scores 3.
+// GPT-2's initialization (llmc/model.c) on L4 C128 NH4: LayerNorm weights 1 and biases 0, every
+// bias 0, and every other tensor instance drawn from N(0, sd) with sd = 0.02, or 0.02 / sqrt(2L)
+// for the two residual projections. Each drawn tensor's mean, standard deviation and share within
+// one sd are checked against the normal's with room for sampling (n >= 8192 draws: the sd's
+// relative standard error is 1 / sqrt(2n) <= 0.8%, the share's sqrt(0.68 * 0.32 / n) <= 0.5%).
+static int run_init(uint64_t seed) {
+    GPT2Config cfg = {.max_seq_len = 64, .vocab_size = 1000, .padded_vocab_size = 1024, .num_layers = 4, .num_heads = 4, .channels = 128};
+    float *params = (float *)malloc_check(gpt2_num_params(&cfg) * sizeof(float));
+    gpt2_init_params(&cfg, params, seed);
+    int bad = 0, drawn = 0;
+    for (int i = 0; i < gpt2_num_slots(&cfg); i++) {
+        const ParamSlot slot = gpt2_slot(&cfg, i);
+        const float *p = params + slot.offset;
+        const int k = slot.kind;
+        char label[64];
+        param_slot_label(&slot, "", label, sizeof(label));
+        if (k == PT_LN1W || k == PT_LN2W || k == PT_LNFW || k == PT_LN1B || k == PT_LN2B || k == PT_LNFB || k == PT_QKVB ||
+            k == PT_ATTPROJB || k == PT_FCB || k == PT_FCPROJB) {
+            const float want = k == PT_LN1W || k == PT_LN2W || k == PT_LNFW ? 1.0f : 0.0f;
+            size_t off = 0;
+            for (size_t j = 0; j < slot.numel; j++) off += p[j] != want;
+            if (off) printf("FAIL %s: %zu of %zu values are not %g\n", label, off, slot.numel, want);
+            bad += off != 0;
+            continue;
+        }
+        const double sd = 0.02 * (k == PT_ATTPROJW || k == PT_FCPROJW ? 1.0 / sqrt(2.0 * cfg.num_layers) : 1.0);
+        double sum = 0.0, sq = 0.0;
+        size_t within = 0;
+        for (size_t j = 0; j < slot.numel; j++) sum += p[j], sq += (double)p[j] * p[j], within += fabs(p[j]) <= sd;
+        const double n = (double)slot.numel, mean = sum / n, got_sd = sqrt(sq / n - mean * mean), share = within / n;
+        const int ok = fabs(mean) <= 5.0 * sd / sqrt(n) && fabs(got_sd / sd - 1.0) <= 0.04 && fabs(share - 0.6827) <= 0.025;
+        if (!ok) printf("FAIL %s: mean %.3g, sd %.5g (want %.5g), %.4f within one sd (want 0.6827)\n", label, mean, got_sd, sd, share);
+        bad += !ok;
+        drawn++;
+    }
+    check(bad == 0, "initialization (seed %llu): LayerNorms 1 and 0, biases 0, %d drawn tensors N(0, 0.02) and the "
+          "residual projections N(0, 0.02 / sqrt(2L))", (unsigned long long)seed, drawn);
+    free(params);
+    return g_failures;
+}
+
 static int run_outlier(void) {
     OutlierDetector d;
     outlier_init(&d);
@@ -423,7 +465,9 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fp8eval") == 0) return run_fp8_eval(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 2 && strcmp(argv[1], "outlier") == 0) return run_outlier() ? 1 : 0;
+    if (argc == 3 && strcmp(argv[1], "init") == 0) return run_init(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | recompute SEED | outlier | fp8eval SEED | memory MODEL B T\n", argv[0]);
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | fp8eval SEED | "
+                    "memory MODEL B T\n", argv[0]);
     return 2;
 }

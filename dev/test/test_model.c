@@ -368,12 +368,14 @@ static int run_memory(const char *desc, int B, int T) {
 // bias 0, and every other tensor instance drawn from N(0, sd) with sd = 0.02, or 0.02 / sqrt(2L)
 // for the two residual projections. Each drawn tensor's mean, standard deviation and share within
 // one sd are checked against the normal's with room for sampling (n >= 8192 draws: the sd's
-// relative standard error is 1 / sqrt(2n) <= 0.8%, the share's sqrt(0.68 * 0.32 / n) <= 0.5%).
+// relative standard error is 1 / sqrt(2n) <= 0.8%, the share's sqrt(0.68 * 0.32 / n) <= 0.5%), and
+// each layer's instance is uncorrelated with layer 0's (within 5 / sqrt(n)).
 static int run_init(uint64_t seed) {
     GPT2Config cfg = {.max_seq_len = 64, .vocab_size = 1000, .padded_vocab_size = 1024, .num_layers = 4, .num_heads = 4, .channels = 128};
     float *params = (float *)malloc_check(gpt2_num_params(&cfg) * sizeof(float));
     gpt2_init_params(&cfg, params, seed);
     int bad = 0, drawn = 0;
+    const float *first_of_kind[NUM_PARAM_TENSORS] = {NULL};  // the layer-0 instance, for independence
     for (int i = 0; i < gpt2_num_slots(&cfg); i++) {
         const ParamSlot slot = gpt2_slot(&cfg, i);
         const float *p = params + slot.offset;
@@ -398,9 +400,19 @@ static int run_init(uint64_t seed) {
         if (!ok) printf("FAIL %s: mean %.3g, sd %.5g (want %.5g), %.4f within one sd (want 0.6827)\n", label, mean, got_sd, sd, share);
         bad += !ok;
         drawn++;
+        // Every layer draws its own values: the correlation with layer 0's instance is sampling noise.
+        if (!first_of_kind[k]) {
+            first_of_kind[k] = p;
+        } else {
+            double dot = 0.0;
+            for (size_t j = 0; j < slot.numel; j++) dot += (double)p[j] * first_of_kind[k][j];
+            const double corr = dot / (n * sd * sd);
+            if (fabs(corr) > 5.0 / sqrt(n)) printf("FAIL %s: correlation %.3g with layer 0's\n", label, corr);
+            bad += fabs(corr) > 5.0 / sqrt(n);
+        }
     }
     check(bad == 0, "initialization (seed %llu): LayerNorms 1 and 0, biases 0, %d drawn tensors N(0, 0.02) and the "
-          "residual projections N(0, 0.02 / sqrt(2L))", (unsigned long long)seed, drawn);
+          "residual projections N(0, 0.02 / sqrt(2L)), each layer its own draws", (unsigned long long)seed, drawn);
     free(params);
     return g_failures;
 }

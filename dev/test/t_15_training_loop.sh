@@ -6,7 +6,7 @@
 # none with -n 0; and gradient-norm clipping applied to the update (--grad-clip 0.01, below every
 # norm of these runs, changes the model; 1e9, above them all, gives the bits of 0, off; the norm
 # the log shows is the one before clipping). The schedules' values are t_12's; the clipping's
-# arithmetic is t_10's. About 2 s.
+# arithmetic is t_10's. Under a second.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=build/test/training_loop

@@ -960,10 +960,10 @@ static void check_recompute(const TestCase &tc, const AdamWConfig &hp, const std
     const char *const kinds[] = {"block", fused_forward ? "attn" : "attn+gelu", "mlp", "norm"};
     std::string mixed;
     for (int l = 0; l < L; l++) mixed += (l ? "," : "") + std::to_string(l) + ":" + kinds[l % 4];
-    std::vector<std::string> levels = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", "attn+mlp+norm",
-                                       mixed, "budget"};
+    std::vector<std::string> levels = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", "attn+norm",
+                                       "attn+mlp+norm", mixed, "budget"};
     // (the budget plan may recompute a GELU alone: at small and d12 it does, at the H100's rates)
-    if (fused_forward) levels = {"none", "norm", "attn", "mlp", "block", "attn+mlp+norm", mixed};
+    if (fused_forward) levels = {"none", "norm", "attn", "mlp", "block", "attn+norm", "attn+mlp+norm", mixed};
     if (precision != MATMUL_BF16) levels = {"none", "mlp", "block", mixed};  // the levels that rerun block linears
     std::vector<int> policies(L);
     RecomputeRun ref;

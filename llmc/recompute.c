@@ -203,12 +203,17 @@ double recompute_layer_seconds(const RecomputeShape *s, const RecomputeDevice *d
 const RecomputeDevice recompute_device_h100 = {"an H100 (bf16)", 630e12, 140e12, 1.6e12, 2.6e12};
 const RecomputeDevice recompute_device_cpu = {"2 CPU cores (fp32)", 165e9, 19e9, 21e9, 15e9};
 
-// Candidate policies for the planner (each canonical).
-static const int kCandidates[] = {
-    RC_NONE, RC_GELU, RC_NORM, RC_NORM | RC_GELU, RC_ATTN, RC_ATTN | RC_GELU, RC_ATTN | RC_NORM | RC_GELU,
-    RC_MLP, RC_MLP | RC_NORM, RC_ATTN | RC_MLP, RC_ATTN | RC_MLP | RC_NORM, RC_BLOCK,
-};
-#define NUM_CANDIDATES (int)(sizeof(kCandidates) / sizeof(kCandidates[0]))
+// The planner's candidates: every distinct canonical policy (13 of the 32 sets of bits).
+static int planner_candidates(int *candidates) {
+    int n = 0;
+    for (int bits = 0; bits < 2 * RC_BLOCK; bits++) {  // every set of the five bits
+        const int p = canonical(bits);
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= candidates[i] == p;
+        if (!seen) candidates[n++] = p;
+    }
+    return n;
+}
 
 // Exact for identical layers: a dynamic program over layers and memory measured in units of
 // budget / UNITS (each policy's memory rounded up, so a plan it returns always fits), compared
@@ -216,11 +221,13 @@ static const int kCandidates[] = {
 #define UNITS 8192
 int recompute_plan_budget(const RecomputeShape *s, const RecomputeDevice *d, int L, double budget_elements,
                           int *policies) {
-    double mem[NUM_CANDIDATES], cost[NUM_CANDIDATES];
-    int units[NUM_CANDIDATES];
-    for (int i = 0; i < NUM_CANDIDATES; i++) {
-        mem[i] = recompute_layer_elements(s, kCandidates[i]);
-        cost[i] = recompute_layer_seconds(s, d, kCandidates[i]);
+    int candidates[32];
+    const int num_candidates = planner_candidates(candidates);
+    double mem[32], cost[32];
+    int units[32];
+    for (int i = 0; i < num_candidates; i++) {
+        mem[i] = recompute_layer_elements(s, candidates[i]);
+        cost[i] = recompute_layer_seconds(s, d, candidates[i]);
         units[i] = budget_elements > 0 ? (int)ceil(mem[i] / budget_elements * UNITS) : UNITS + 1;
     }
     // best[l][u]: least time for l layers within u units; choice[l][u] the policy of layer l-1.
@@ -231,7 +238,7 @@ int recompute_plan_budget(const RecomputeShape *s, const RecomputeDevice *d, int
         for (int u = 0; u <= UNITS; u++) {
             double b = INFINITY;
             int c = -1;
-            for (int i = 0; i < NUM_CANDIDATES; i++) {
+            for (int i = 0; i < num_candidates; i++) {
                 if (units[i] > u) continue;
                 double f = best[(size_t)(l - 1) * (UNITS + 1) + u - units[i]] + cost[i];
                 if (f < b) { b = f; c = i; }
@@ -241,18 +248,18 @@ int recompute_plan_budget(const RecomputeShape *s, const RecomputeDevice *d, int
         }
     double dp_cost = best[(size_t)L * (UNITS + 1) + UNITS];
     int best_uniform = -1;
-    for (int i = 0; i < NUM_CANDIDATES; i++)
+    for (int i = 0; i < num_candidates; i++)
         if (L * mem[i] <= budget_elements && (best_uniform < 0 || cost[i] < cost[best_uniform])) best_uniform = i;
     int rc = 0;
     if (best_uniform >= 0 && !(L * cost[best_uniform] > dp_cost)) {
-        for (int l = 0; l < L; l++) policies[l] = kCandidates[best_uniform];
+        for (int l = 0; l < L; l++) policies[l] = candidates[best_uniform];
     } else if (isfinite(dp_cost)) {
         // Walk back; the DP fills layers from the last, so the heaviest recompute lands on the
         // first layers.
         int u = UNITS;
         for (int l = L; l >= 1; l--) {
             int c = choice[(size_t)l * (UNITS + 1) + u];
-            policies[l - 1] = kCandidates[c];
+            policies[l - 1] = candidates[c];
             u -= units[c];
         }
     } else {

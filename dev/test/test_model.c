@@ -270,8 +270,9 @@ static int run_gelu(uint64_t seed) {
 static int run_recompute(uint64_t seed) {
     GPT2Config cfg = {.max_seq_len = 16, .vocab_size = 300, .padded_vocab_size = 384, .num_layers = 4, .num_heads = 4, .channels = 64};
     const int B = 3, T = 16, L = cfg.num_layers, steps = 5;
-    const char *const levels[] = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", "attn+gelu", "attn+mlp+norm",
-                                  "0:block,1:attn+gelu,2:mlp,3:norm"};
+    // All 13 distinct policies (mlp implies gelu, block everything), and a mixed list.
+    const char *const levels[] = {"none", "gelu", "norm", "attn", "mlp", "block", "norm+gelu", "attn+gelu", "attn+norm",
+                                  "attn+norm+gelu", "mlp+norm", "attn+mlp", "attn+mlp+norm", "0:block,1:attn+gelu,2:mlp,3:norm"};
     const int nlevels = (int)(sizeof(levels) / sizeof(levels[0]));
     int inputs[B * T], targets[B * T];
     for (int i = 0; i < B * T; i++) {

@@ -16,6 +16,16 @@ static int failures = 0;
 
 static const int kUniform[] = {RC_NONE, RC_GELU, RC_NORM, RC_NORM | RC_GELU, RC_ATTN, RC_MLP, RC_BLOCK};
 
+// The policy text of a set of RC_ bits, as a user writes it ("norm+mlp"; "none" for no bit), to be
+// parsed into its canonical policy.
+static const char *policy_text(int bits, char *buf, size_t n) {
+    static const char *kNames[] = {"norm", "gelu", "attn", "mlp", "block"};
+    snprintf(buf, n, "none");
+    for (int i = 0, used = 0; i < 5; i++)
+        if (bits & 1 << i) used += snprintf(buf + used, n - used, "%s%s", used ? "+" : "", kNames[i]);
+    return buf;
+}
+
 int main(void) {
     int p;
     char name[64], err[256];
@@ -66,6 +76,49 @@ int main(void) {
               recompute_layer_flops(&gpu, q) > 0 && recompute_layer_seconds(&gpu, &recompute_device_h100, q) > 0,
               "%s keeps less than none and recomputes something", name);
     }
+    // With FP8 weight gradients the GPU keeps ln1, ln2 and the GELU output as 1-byte codes alone
+    // (half a bf16 element each) and the attention output as codes beside its bf16 values.
+    RecomputeShape gpu_codes = gpu;
+    gpu_codes.input_codes = 0.5;
+    CHECK(recompute_layer_elements(&gpu_codes, RC_NONE) == 768 * (0.5 + 3 + 1.5 + 1 + 0.5 + 4 + 2 + 1) + 2 * (2 + 2 + 12) &&
+              recompute_layer_elements(&gpu_codes, RC_BLOCK) == 768,
+          "GPU elements per token with FP8 codes kept: ln1 0.5 C, qkv 3 C, attention output 1.5 C, residual2 C, "
+          "ln2 0.5 C, fc 4 C, GELU 2 C, residual3 C and the statistics: %.0f",
+          recompute_layer_elements(&gpu_codes, RC_NONE));
+
+    // What a policy keeps and what its backward pass reruns agree: a buffer is kept exactly when the
+    // step that produces it is not rerun (kept anyway, it would be memory for nothing; dropped,
+    // the backward pass would read what nobody wrote), except the statistics the rerun reads: the
+    // LayerNorms' mean and rstd where the LayerNorm alone reruns (norm), the attention's
+    // log-sum-exp where the attention alone reruns (attn). A rerun that starts from an earlier
+    // input (mlp for ln2, block for everything) computes them anew. The block output is never
+    // rerun.
+    static const int kProducer[] = {
+        [RB_LN1] = RC_STEP_LN1, [RB_LN1_STATS] = RC_STEP_LN1, [RB_QKV] = RC_STEP_QKV, [RB_ATT_OUT] = RC_STEP_ATTN,
+        [RB_ATT_KEPT] = RC_STEP_ATTN, [RB_ATT_STATS] = RC_STEP_ATTN, [RB_RESIDUAL2] = RC_STEP_ATTPROJ,
+        [RB_LN2] = RC_STEP_LN2, [RB_LN2_STATS] = RC_STEP_LN2, [RB_FCH] = RC_STEP_FC, [RB_FCH_GELU] = RC_STEP_GELU,
+    };
+    int disagreements = 0, policies = 0;
+    for (int bits = 0; bits < 32; bits++) {
+        if (recompute_parse_policy(policy_text(bits, name, sizeof(name)), &p) != 0) continue;
+        const int steps = recompute_steps(p);
+        for (int b = 0; b <= RB_FCH_GELU; b++) {
+            int want = !(steps & kProducer[b]);
+            if (b == RB_LN1_STATS || b == RB_ATT_STATS) want = !(p & RC_BLOCK);
+            if (b == RB_LN2_STATS) want = !(p & (RC_BLOCK | RC_MLP));
+            if (recompute_keeps(p, (RecomputeBuffer)b) != want) {
+                printf("     %s: buffer %d kept %d, rerun %d\n", recompute_policy_name(p, name, sizeof(name)), b,
+                       recompute_keeps(p, (RecomputeBuffer)b), (steps & kProducer[b]) != 0);
+                disagreements++;
+            }
+        }
+        disagreements += (steps & RC_STEP_FCPROJ) != 0;
+        policies++;
+    }
+    CHECK(disagreements == 0 && policies == 32, "for all %d sets of policy bits, a buffer is kept exactly when its step is not rerun "
+          "(but for the statistics a rerun reads), and the block output never reruns (%d disagreements)", policies,
+          disagreements);
+
     const double C = 768, T = 1024, attn = 2 * C * T + 5 * 12 * T / 2;
     double block_flops = recompute_layer_flops(&gpu, RC_BLOCK), fwd = 24.0 * C * C + 2.0 * C * T;
     CHECK(block_flops == 4 * C + 6 * C * C + attn + 2 * C * C + 4 * C + 8 * C * C + 48 * C &&
@@ -140,6 +193,53 @@ int main(void) {
         }
         CHECK(bad == 0 && plans == 41, "planner at the rates of %s: %d budgets from all-block to all-none: every plan "
               "fits and beats or ties every uniform level that fits (%d violations)", d->name, plans, bad);
+    }
+    // Against every plan of every policy for 3 layers: the planner's is the least time within the
+    // budget, up to the rounding of its memory units (each layer's memory rounded up to 1/8192 of
+    // the budget), so no slower than the best plan within 1 - 3/8192 of the budget.
+    for (int dev = 0; dev < 2; dev++) {
+        const RecomputeDevice *d = dev ? &recompute_device_cpu : &recompute_device_h100;
+        const RecomputeShape *sh = dev ? &cpu : &gpu;
+        enum { L3 = 3 };
+        int all[32], n = 0;  // the distinct policies
+        for (int bits = 0; bits < 32; bits++) {
+            recompute_parse_policy(policy_text(bits, name, sizeof(name)), &p);
+            int seen = 0;
+            for (int i = 0; i < n; i++) seen |= all[i] == p;
+            if (!seen) all[n++] = p;
+        }
+        int bad = 0, mixed = 0;
+        for (int k = 0; k <= 40; k++) {
+            const double lo = L3 * recompute_layer_elements(sh, RC_BLOCK), hi = L3 * recompute_layer_elements(sh, RC_NONE);
+            const double budget = lo + (hi - lo) * k / 40.0, inner = budget * (1 - L3 / 8192.0);
+            double best = INFINITY, best_inner = INFINITY;
+            for (int a = 0; a < n; a++)
+                for (int b = 0; b < n; b++)
+                    for (int c = 0; c < n; c++) {
+                        const int q[L3] = {all[a], all[b], all[c]};
+                        double mem = 0, t = 0;
+                        for (int l = 0; l < L3; l++) {
+                            mem += recompute_layer_elements(sh, q[l]);
+                            t += recompute_layer_seconds(sh, d, q[l]);
+                        }
+                        if (mem <= budget && t < best) best = t;
+                        if (mem <= inner && t < best_inner) best_inner = t;
+                    }
+            int plan[L3];
+            double mem = 0, t = 0;
+            if (recompute_plan_budget(sh, d, L3, budget, plan) != 0) { bad++; continue; }
+            for (int l = 0; l < L3; l++) {
+                mem += recompute_layer_elements(sh, plan[l]);
+                t += recompute_layer_seconds(sh, d, plan[l]);
+            }
+            mixed += plan[0] != plan[L3 - 1];
+            if (mem > budget || t < best * (1 - 1e-12) || t > best_inner * (1 + 1e-12)) {
+                printf("     budget %.0f: plan %.4g s, best %.4g, best within the rounding %.4g\n", budget, t, best, best_inner);
+                bad++;
+            }
+        }
+        CHECK(bad == 0, "planner at the rates of %s, 3 layers, 41 budgets: each plan fits and is the fastest of all "
+              "%d plans (%d policies a layer) up to the rounding of its units (%d mixed plans, %d violations)", d->name, n * n * n, n, mixed, bad);
     }
     int plan[L];
     CHECK(recompute_plan_budget(&gpu, &recompute_device_h100, L, L * recompute_layer_elements(&gpu, RC_BLOCK) * 0.99, plan) != 0,

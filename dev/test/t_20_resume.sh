@@ -19,9 +19,11 @@ run() {
     local a="$dir/${n}_a" b="$dir/${n}_b"
     ./train_gpt "${args[@]}" "$@" -o "$a" > "$a.out"
     test -f "$a/DONE_00000010" && test -f "$a/DONE_00000020"
-    # Resume from a copy of run a's step-10 checkpoint, plus a torn step-15 checkpoint (no marker).
+    # Resume from a copy of run a's step-10 checkpoint, plus a torn step-15 checkpoint (no marker),
+    # and a's whole log, as if the run had gone on to step 20 and died before its checkpoint: the
+    # resume keeps the log's lines up to step 10 (but step 10's validation, which it repeats).
     mkdir -p "$b"
-    cp "$a/model_00000010.bin" "$a/state_00000010_00000.bin" "$a/DONE_00000010" "$b/"
+    cp "$a/model_00000010.bin" "$a/state_00000010_00000.bin" "$a/DONE_00000010" "$a/main.log" "$b/"
     head -c 5000 "$a/model_00000020.bin" > "$b/model_00000015.bin"
     ./train_gpt "${args[@]}" "$@" -o "$b" -y 1 > "$b.out" 2> "$b.err"
     grep -q "resumed from step 10" "$b.out"
@@ -38,9 +40,10 @@ run() {
     diff "$a.val" "$b.val"
     test "$(grep -c '^sample:' "$b.out")" -eq 3
     diff <(grep '^sample:' "$a.out" | tail -3) <(grep '^sample:' "$b.out")
+    diff "$a/main.log" "$b/main.log"
     cmp "$a/model_00000020.bin" "$b/model_00000020.bin"
     cmp "$a/state_00000020_00000.bin" "$b/state_00000020_00000.bin"
-    echo "resume ($n): losses, validation losses and samples of steps 11-20 and the step-20 model and state are bit-identical"
+    echo "resume ($n): losses, validation losses and samples of steps 11-20, the whole log, and the step-20 model and state are bit-identical"
 }
 run fp32
 # Spike skipping (-sl, -sg) decides from the loss and norm windows the state file carries: at a

@@ -47,6 +47,12 @@ expect_print "efbfbdefbfbdefbfbd" "a surrogate" $(echo eda080 | $check encode $v
 expect_print "0a093c7c656e646f66746578747c3e" "newline, tab, <|endoftext|>" 198 197 50256
 expect_print "3c7c696e76616c696420746f6b656e2035303235377c3e3c7c696e76616c696420746f6b656e202d317c3e" \
     "ids outside the vocabulary" 50257 -1
+# DEL and the C1 controls (U+0080-U+009F) are control characters too; U+00A0 is not.
+# shellcheck disable=SC2086
+expect_print "efbfbdefbfbdefbfbdc2a0" "DEL, U+0085 and U+009F replaced, U+00A0 kept" $(echo 7fc285c29fc2a0 | $check encode $vocab)
+# An unfinished character ends where an id outside the vocabulary comes: its U+FFFD comes first.
+expect_print "efbfbd3c7c696e76616c696420746f6b656e2035303235377c3e" "an unfinished character, then an id outside the vocabulary" \
+    "${emoji%% *}" 50257
 
 echo "== shards: format and contents"
 head -n 3000 data/nlpcorpus/nlpcorpus.jsonl > "$dir/small.jsonl"

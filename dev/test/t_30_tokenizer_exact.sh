@@ -10,7 +10,9 @@
 #  5. ill-formed strings: decode(encode(x)) == x (tokenizer_check) and the reference decoder turns
 #     our ids into the string node reads from x;
 #  6. a synthetic vocabulary whose merges have commas in their symbols, run through Encoder.js
-#     itself: its ranking of pairs by the string "first,second" is followed.
+#     itself: its ranking of pairs by the string "first,second" is followed;
+#  7. 90,000 distinct random words, twice, through one encoder: more than its word cache holds, so
+#     the cache empties and refills, and still gives the reference's ids.
 # About 30 s on 2 cores (the reference encoder takes most of it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -73,4 +75,18 @@ node $js/comma_vocab.js $modules "$dir/synthetic" > "$dir/comma.hex"
 node $js/js_encode.js "$dir/synthetic" encode < "$dir/comma.hex" > "$dir/comma.js.ids"
 $check encode "$dir/synthetic/gpt-3-encoder" < "$dir/comma.hex" > "$dir/comma.c.ids"
 same "synthetic vocabulary, token ids" "$dir/comma.js.ids" "$dir/comma.c.ids"
+echo "== 7. more distinct words than one encoder's cache holds (65,536), twice: the cache empties and refills"
+node -e '
+let x = 20261130, out = [];  // a fixed linear congruential stream of letters
+const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 8;
+for (let i = 0; i < 90000; i++) {
+    let w = " ";
+    for (let n = 5 + next() % 5; n > 0; n--) w += String.fromCharCode(97 + next() % 26);
+    out.push(Buffer.from(w, "latin1").toString("hex"));
+}
+process.stdout.write(out.concat(out).join("\n") + "\n");
+' > "$dir/words.hex"
+node $js/js_encode.js $modules encode < "$dir/words.hex" > "$dir/words.js.ids"
+$check encode $vocab < "$dir/words.hex" > "$dir/words.c.ids"
+same "180,000 words (90,000 distinct), token ids" "$dir/words.js.ids" "$dir/words.c.ids"
 echo "all tokenizer exactness checks passed"

@@ -17,14 +17,9 @@ import sys
 
 import numpy as np
 
+from file_hash import fnv1a64
+
 PAYLOAD_SUM_MARK = 0x4D555343  # "CSUM"
-
-
-def fnv1a64(data):
-    h = 0xCBF29CE484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def write(path, header, payload, summed):

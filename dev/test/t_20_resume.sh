@@ -2,8 +2,9 @@
 # Resume is bit-exact: 20 steps straight, against 10 steps + checkpoint + resume + 10 steps,
 # must give identical losses (also validation losses and samples) and an identical final
 # checkpoint, in fp32 and in emulated FP8 with delayed scaling (whose amax history the state file
-# carries); so is another OpenMP thread count. Also checks that the checkpoint a run writes loads
-# back (round trip) and that an interrupted checkpoint (no DONE marker) is never picked for resume.
+# carries), and from a state file of the older version 1; so is another OpenMP thread count.
+# Also checks that the checkpoint a run writes loads back (round trip) and that an interrupted
+# checkpoint (no DONE marker) is never picked for resume.
 set -eu
 cd "$(dirname "$0")/../.."
 dir=build/test/resume
@@ -46,6 +47,18 @@ run() {
     echo "resume ($n): losses, validation losses and samples of steps 11-20, the whole log, and the step-20 model and state are bit-identical"
 }
 run fp32
+# A version-1 state file (the same state as this project wrote it before its checksum covered the
+# header, without the run's seed or the model file's checksum) resumes to the same bits, the seed
+# taken from --seed (the run's, 1337 by default).
+v1="$dir/fp32_v1"
+mkdir -p "$v1" && cp "$dir/fp32_a/model_00000010.bin" "$dir/fp32_a/DONE_00000010" "$v1/"
+/usr/bin/python3 dev/test/edit_state.py "$dir/fp32_a/state_00000010_00000.bin" "$v1/state_00000010_00000.bin" \
+    1=1 17=0 19=0 20=0 --sum v1
+./train_gpt "${args[@]}" -o "$v1" -y 1 > "$v1.out"
+grep -q "resumed from step 10" "$v1.out"
+cmp "$dir/fp32_a/model_00000020.bin" "$v1/model_00000020.bin"
+cmp "$dir/fp32_a/state_00000020_00000.bin" "$v1/state_00000020_00000.bin"
+echo "resume (fp32) from a version-1 state file: the step-20 model and state are bit-identical"
 # Spike skipping (-sl, -sg) decides from the loss and norm windows the state file carries: at a
 # z-score above 0.1 some of steps 17-20 are skipped (from 16 accepted values on), in both runs alike.
 run spikes -sl 0.1 -sg 0.1 -sm 0

@@ -125,6 +125,16 @@ expect 1 "state_00000002_00000.bin' is corrupt" -- "${tiny[@]}" -i "$dir/good.bi
 # covers the header, so a resume cannot silently read other data.
 cp "$dir/state.bak" "$state" && printf '\x07' | dd of="$state" bs=1 seek=72 conv=notrunc 2>/dev/null
 expect 1 "state_00000002_00000.bin' is corrupt" -- "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
+# Values no run writes, in files whose size and checksum agree with them (dev/test/edit_state.py):
+# each is refused before a read past a buffer (which the sanitizers would report) or an overflow.
+params=$(od -An -t d8 -j 40 -N 8 "$dir/state.bak" | tr -d ' ')
+/usr/bin/python3 dev/test/edit_state.py "$dir/state.bak" "$state" 7=$((params + 1)) --append 8 --sum v2
+expect 1 "state_00000002_00000.bin' is corrupt: impossible values in the header" -- "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
+/usr/bin/python3 dev/test/edit_state.py "$dir/state.bak" "$state" 5=$((1 << 62)) 7=$((1 << 62)) --sum v2
+expect 1 "state_00000002_00000.bin' is truncated: .* its header's slice of 4611686018427387904 parameters needs more" -- \
+    "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
+/usr/bin/python3 dev/test/edit_state.py "$dir/state.bak" "$state" --loss-count 1000 --sum v2
+expect 1 "state_00000002_00000.bin' is corrupt: bad outlier window" -- "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1
 cp "$dir/state.bak" "$state"
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 4 -o "$dir/run" -y 1 > "$dir/out" 2>&1 && grep -q "resumed from step 2" "$dir/out" \
     && echo "ok   the restored state resumes" || { echo "FAIL: the restored state does not resume"; fails=$((fails + 1)); }
@@ -150,6 +160,10 @@ cp "$dir/model4.bak" "$dir/run/model_00000004.bin"
     grep -q "note: the checkpoint's model has maxT 16 and V 300; --max-seq-len and --vocab-size describe a random model" "$dir/out" \
     && echo "ok   --max-seq-len with a checkpoint is named as unused" || { echo "FAIL: --max-seq-len with a checkpoint"; fails=$((fails + 1)); }
 
+# -g beyond what the context holds is cut to T - 1 tokens (more would run the model past maxT).
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -x 1 -s 1 -g 100 > "$dir/out" 2> "$dir/err" && grep -q "^sample:" "$dir/out" &&
+    ! grep -qE "Sanitizer|runtime error" "$dir/err" \
+    && echo "ok   -g 100 with -t 8 samples within the context" || { echo "FAIL: -g 100 with -t 8"; fails=$((fails + 1)); }
 # --peak-tflops is not ignored on the CPU: it is the CPU's peak, and each step shows MFU.
 "$bin" "${tiny[@]}" -i "$dir/good.bin" -x 1 --peak-tflops 1 > "$dir/out" 2>&1 && grep -q "^step .* | MFU [0-9.]*% | ETA" "$dir/out" \
     && echo "ok   --peak-tflops gives the CPU trainer's MFU" || { echo "FAIL: --peak-tflops on the CPU"; fails=$((fails + 1)); }

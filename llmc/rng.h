@@ -48,6 +48,11 @@ typedef struct {
 
 static inline float rng_next_uniform(Rng *r) { return rng_uniform(r->seed, 0, r->counter++); }
 
+// The index drawn from softmax(logits[0..n)) with the uniform u in [0, 1), by inverse transform
+// sampling: the first j whose cumulative sum of exp(logits - max) exceeds u times the total (in
+// double), or n - 1 when rounding leaves every partial sum short of it.
+int rng_sample_softmax(const float *logits, int n, double u);
+
 #ifdef __cplusplus
 }
 #endif

@@ -233,17 +233,7 @@ static void sample(Trainer *t, Rng *rng, const Tokenizer *tok, float *logits) {
     tokens[0] = cfg->vocab_size > GPT2_EOT ? GPT2_EOT : cfg->vocab_size - 1;
     for (int i = 1; i <= n; i++) {
         t->backend->next_token_logits(t->backend->self, tokens, i, logits);
-        float maxv = -INFINITY;
-        for (int j = 0; j < cfg->vocab_size; j++) maxv = fmaxf(maxv, logits[j]);
-        double sum = 0.0;
-        for (int j = 0; j < cfg->vocab_size; j++) sum += exp((double)(logits[j] - maxv));
-        double r = rng_next_uniform(rng) * sum, acc = 0.0;
-        int next = cfg->vocab_size - 1;
-        for (int j = 0; j < cfg->vocab_size; j++) {
-            acc += exp((double)(logits[j] - maxv));
-            if (acc > r) { next = j; break; }
-        }
-        tokens[i] = next;
+        tokens[i] = rng_sample_softmax(logits, cfg->vocab_size, rng_next_uniform(rng));
     }
     if (t->comm->rank == 0) {
         printf("sample: ");

@@ -5,8 +5,8 @@
 # checkpoints after steps n, 2n, ... and after the last (-n), after the last alone with -n -1 and
 # none with -n 0; and gradient-norm clipping applied to the update (--grad-clip 0.01, below every
 # norm of these runs, changes the model; 1e9, above them all, gives the bits of 0, off; the norm
-# the log shows is the one before clipping). The schedules' values are t_12's; the clipping's
-# arithmetic is t_10's. Under a second.
+# the log shows is the one before clipping); the sampler draws each token as often as its
+# probability. The schedules' values are t_12's; the clipping's arithmetic is t_10's. About 2 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=build/test/training_loop
@@ -50,5 +50,9 @@ norm_of() { awk -v s="s:$2" '$1 == s && / trl:/ {sub("norm:", "", $4); print $4}
 check "$ok" "--grad-clip 0.01 changes the update: step 1's norm $(norm_of 0.01 1) as without clipping ($(norm_of 0 1)), step 2's $(norm_of 0.01 2) not ($(norm_of 0 2))"
 cmp -s "$dir/clip_0/model_00000004.bin" "$dir/clip_1e9/model_00000004.bin" && ok=1 || ok=0
 check "$ok" "--grad-clip 1e9 (above every norm) gives the model of --grad-clip 0 bit for bit"
+# The sampler draws from the softmax of the logits (inverse transform: test_model sampler).
+./build/test_model sampler 31 > "$dir/sampler.out" && ok=1 || ok=0
+cat "$dir/sampler.out"
+check "$ok" "rng_sample_softmax: each index as often as its probability"
 echo "$failed check(s) failed"
 [ "$failed" = 0 ]

@@ -418,6 +418,45 @@ static int run_init(uint64_t seed) {
     return g_failures;
 }
 
+// The sampler (rng_sample_softmax) against the softmax it draws from: over G evenly spaced
+// uniforms (k + 0.5) / G, index j must come up p_j * G times, within 1 (each index owns an
+// interval of length p_j of [0, 1)). Logits seeded, of several spreads, also shifted by 1000
+// (where exp without the max subtracted overflows); and the extreme uniforms 0 and 1 - 2^-24.
+static int run_sampler(uint64_t seed) {
+    enum { V = 300, G = 50000 };
+    static const double kSpread[] = {0.5, 3.0, 8.0};
+    float logits[V];
+    for (int c = 0; c < 6; c++) {
+        const double spread = kSpread[c % 3], shift = c >= 3 ? 1000.0 : 0.0;
+        for (int j = 0; j < V; j++) logits[j] = (float)(shift + spread * rng_normal(seed, (uint64_t)c % 3, (uint64_t)j));
+        long double maxv = logits[0], total = 0;
+        for (int j = 1; j < V; j++) maxv = logits[j] > maxv ? logits[j] : maxv;
+        for (int j = 0; j < V; j++) total += expl((long double)logits[j] - maxv);
+        static int count[V];
+        memset(count, 0, sizeof(count));
+        int out_of_range = 0;
+        for (int k = 0; k < G; k++) {
+            const int j = rng_sample_softmax(logits, V, (k + 0.5) / G);
+            if (j < 0 || j >= V) out_of_range++;
+            else count[j]++;
+        }
+        double worst = 0;
+        for (int j = 0; j < V; j++) {
+            const double want = (double)(expl((long double)logits[j] - maxv) / total * G);
+            worst = fmax(worst, fabs(count[j] - want));
+        }
+        // The largest uniform falls where the cumulative probability passes 1 - 2^-24.
+        int last = 0;
+        for (long double cum = expl((long double)logits[0] - maxv) / total; cum <= 1.0L - 0x1p-24L;)
+            cum += expl((long double)logits[++last] - maxv) / total;
+        check(out_of_range == 0 && worst <= 1.0 && rng_sample_softmax(logits, V, 0.0) == 0 &&
+                  rng_sample_softmax(logits, V, 1.0 - 0x1p-24) == last,
+              "sampler, logits %g N(0, 1) + %g: %d draws, each index within %.3f of p * %d (<= 1); u = 0 gives index 0, "
+              "u = 1 - 2^-24 index %d", spread, shift, G, worst, G, last);
+    }
+    return g_failures;
+}
+
 static int run_outlier(void) {
     OutlierDetector d;
     outlier_init(&d);
@@ -478,9 +517,10 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fp8eval") == 0) return run_fp8_eval(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 2 && strcmp(argv[1], "outlier") == 0) return run_outlier() ? 1 : 0;
+    if (argc == 3 && strcmp(argv[1], "sampler") == 0) return run_sampler(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "init") == 0) return run_init(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | fp8eval SEED | "
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | sampler SEED | fp8eval SEED | "
                     "memory MODEL B T\n", argv[0]);
     return 2;
 }

@@ -371,6 +371,31 @@ static int run_memory(const char *desc, int B, int T) {
 // one sd are checked against the normal's with room for sampling (n >= 8192 draws: the sd's
 // relative standard error is 1 / sqrt(2n) <= 0.8%, the share's sqrt(0.68 * 0.32 / n) <= 0.5%), and
 // each layer's instance is uncorrelated with layer 0's (within 5 / sqrt(n)).
+// The model descriptions of GPT-2's four published sizes give its shapes, and with the unpadded
+// vocabulary its parameter counts (124M, 355M, 774M, 1.5B as OpenAI's checkpoints hold them);
+// other depths take 64-channel heads, one per layer. The vocabulary is padded to 50304, a
+// multiple of 128, as in llm.c's checkpoints.
+static int run_sizes(void) {
+    static const struct { const char *desc; int L, C, NH; size_t params; } kSizes[] = {
+        {"d12", 12, 768, 12, 124439808}, {"d24", 24, 1024, 16, 354823168},
+        {"d36", 36, 1280, 20, 774030080}, {"d48", 48, 1600, 25, 1557611200}, {"d6", 6, 384, 6, 0},
+    };
+    for (size_t i = 0; i < sizeof(kSizes) / sizeof(kSizes[0]); i++) {
+        GPT2Config cfg;
+        const int parsed = gpt2_config_from_string(kSizes[i].desc, &cfg) == 0;
+        const int shape = parsed && cfg.num_layers == kSizes[i].L && cfg.channels == kSizes[i].C &&
+                          cfg.num_heads == kSizes[i].NH && cfg.vocab_size == 50257 && cfg.max_seq_len == 1024 &&
+                          cfg.padded_vocab_size == 50304;
+        cfg.padded_vocab_size = cfg.vocab_size;
+        const size_t params = parsed ? gpt2_num_params(&cfg) : 0;
+        check(shape && (kSizes[i].params == 0 || params == kSizes[i].params),
+              "%s: L %d C %d NH %d, %zu parameters with V = 50257 (want L %d C %d NH %d%s), V padded to 50304",
+              kSizes[i].desc, cfg.num_layers, cfg.channels, cfg.num_heads, params, kSizes[i].L, kSizes[i].C, kSizes[i].NH,
+              kSizes[i].params ? ", GPT-2's count" : "");
+    }
+    return g_failures;
+}
+
 static int run_init(uint64_t seed) {
     GPT2Config cfg = {.max_seq_len = 64, .vocab_size = 1000, .padded_vocab_size = 1024, .num_layers = 4, .num_heads = 4, .channels = 128};
     float *params = (float *)malloc_check(gpt2_num_params(&cfg) * sizeof(float));
@@ -517,10 +542,11 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fp8eval") == 0) return run_fp8_eval(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 2 && strcmp(argv[1], "outlier") == 0) return run_outlier() ? 1 : 0;
+    if (argc == 2 && strcmp(argv[1], "sizes") == 0) return run_sizes() ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "sampler") == 0) return run_sampler(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "init") == 0) return run_init(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | sampler SEED | fp8eval SEED | "
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | sampler SEED | sizes | fp8eval SEED | "
                     "memory MODEL B T\n", argv[0]);
     return 2;
 }

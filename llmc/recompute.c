@@ -203,10 +203,11 @@ double recompute_layer_seconds(const RecomputeShape *s, const RecomputeDevice *d
 const RecomputeDevice recompute_device_h100 = {"an H100 (bf16)", 630e12, 140e12, 1.6e12, 2.6e12};
 const RecomputeDevice recompute_device_cpu = {"2 CPU cores (fp32)", 165e9, 19e9, 21e9, 15e9};
 
-// The planner's candidates: every distinct canonical policy (13 of the 32 sets of bits).
-static int planner_candidates(int *candidates) {
+// The planner's candidates: every distinct canonical policy (13 of the 32 sets of the five bits).
+#define POLICY_BIT_SETS (2 * RC_BLOCK)
+static int planner_candidates(int candidates[POLICY_BIT_SETS]) {
     int n = 0;
-    for (int bits = 0; bits < 2 * RC_BLOCK; bits++) {  // every set of the five bits
+    for (int bits = 0; bits < POLICY_BIT_SETS; bits++) {
         const int p = canonical(bits);
         int seen = 0;
         for (int i = 0; i < n; i++) seen |= candidates[i] == p;
@@ -221,10 +222,9 @@ static int planner_candidates(int *candidates) {
 #define UNITS 8192
 int recompute_plan_budget(const RecomputeShape *s, const RecomputeDevice *d, int L, double budget_elements,
                           int *policies) {
-    int candidates[32];
+    int candidates[POLICY_BIT_SETS], units[POLICY_BIT_SETS];
     const int num_candidates = planner_candidates(candidates);
-    double mem[32], cost[32];
-    int units[32];
+    double mem[POLICY_BIT_SETS], cost[POLICY_BIT_SETS];
     for (int i = 0; i < num_candidates; i++) {
         mem[i] = recompute_layer_elements(s, candidates[i]);
         cost[i] = recompute_layer_seconds(s, d, candidates[i]);

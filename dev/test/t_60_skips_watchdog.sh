@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Non-finite gradients, the watchdog, shards damaged under a running job, spikes. About 20 s.
+# Non-finite gradients, the watchdog, shards damaged under a running job, spikes. About 15 s.
 #   - LLMC_TEST_NAN_STEPS (llmc/fault.h) backpropagates a NaN loss scale at the listed steps, so
 #     the backend's gradients are truly NaN: those updates are skipped, logged and counted, and
 #     the weights after a skipped step are bit-identical to those before it;
 #   - -sm K stops the run (exit 1) after K skipped updates in a row, and not after K - 1, also
 #     when a resume falls between them;
 #   - -w stops a step stuck in a checkpoint (writes slowed to 1.5 s) with exit 124 naming the
-#     step and the phase, and leaves a healthy run alone;
+#     step and the phase, and leaves alone a healthy run whose steps take less, and all of them more;
 #   - a shard truncated after the run opened it, and a token outside the vocabulary, are
 #     reported with the shard's name and the token offset;
 #   - -sl and -sg skip the updates of a loss / gradient-norm jump (and not without them), and
@@ -51,8 +51,10 @@ rc=$?
 check "watchdog: exit 124 (got $rc)" test $rc -eq 124
 check "watchdog: names the step and phase" grep -q "error: watchdog: step 1 has been in phase 'checkpoint' and has taken more than 1 s (-w)" "$dir/stuck.err"
 check "watchdog: a stuck checkpoint stays incomplete" test ! -e "$dir/stuck/DONE_00000001"
-./train_gpt "${tiny[@]}" -x 20 -n 5 -w 5 -o "$dir/healthy" > "$dir/healthy.out" 2>&1
-check "watchdog: a healthy run with -w 5 completes" test $? -eq 0
+# Healthy: each step's checkpoint (writes slowed to 30 ms) takes about 1.1 s, under -w 2, and the
+# 4 steps about 4.5 s, over it: each step arms the watchdog afresh.
+LLMC_TEST_WRITE_DELAY_MS=30 ./train_gpt "${tiny[@]}" -x 4 -n 1 -w 2 -o "$dir/healthy" > "$dir/healthy.out" 2>&1
+check "watchdog: a healthy run of 4 steps of 1.1 s with -w 2 completes" test $? -eq 0
 
 # A two-shard run; the second shard is cut short once the run is under way (step 1's checkpoint
 # is done; the run reaches shard 2 at step 4, more than 1 s later with writes slowed).

@@ -3,9 +3,11 @@
 # with delayed scaling, int8: the CPU twin of the GPU's) against fp32: a small GPT-2 trained for a
 # few hundred steps on the packaged corpus must end with a validation loss within 2% of fp32's,
 # after the loss has fallen well below its start (so the comparison is between models that
-# learned something).
+# learned something). First the twin's block linears against the recipe of
+# llmc/matmul_lowp.cuh's table, bit for bit in every precision (test_model twin).
 set -eu
 cd "$(dirname "$0")/../.."
+OMP_NUM_THREADS=2 ./build/test_model twin 41
 bash dev/data/nlpcorpus.sh > /dev/null
 dir=build/test/matmul_parity
 rm -rf "$dir" && mkdir -p "$dir"

@@ -371,6 +371,87 @@ static int run_memory(const char *desc, int B, int T) {
 // one sd are checked against the normal's with room for sampling (n >= 8192 draws: the sd's
 // relative standard error is 1 / sqrt(2n) <= 0.8%, the share's sqrt(0.68 * 0.32 / n) <= 0.5%), and
 // each layer's instance is uncorrelated with layer 0's (within 5 / sqrt(n)).
+// The CPU twin of the GPU's low-precision block linears (linear_forward, linear_backward) against
+// the recipe in llmc/matmul_lowp.cuh's table, composed here from llmc/quant.h's quantizers, bit
+// for bit: out = Q(inp) Q(W)^T + b, dinp = Q(dout) Q(W), dW = bf16(dout)^T bf16(inp) (FP8 weight
+// gradients: E5M2(dout)^T E4M3(inp)), db = the column sums of dout itself. FP8: E4M3 for inp and
+// W, E5M2 for dout, power-of-two scales from each tensor's amax; with delayed scaling from the
+// max of the earlier micro-steps' amaxes (one of 8 x inp, W and dout recorded first, so the
+// scales are 8 times smaller), the backward pass reusing the forward's scales. int8: inp and dout by
+// row, W by tensor. The fc layer of a 1-layer model (N 32, C 32 -> 128).
+static int run_twin(uint64_t seed) {
+    GPT2Config cfg = {.max_seq_len = 16, .vocab_size = 300, .padded_vocab_size = 384, .num_layers = 1, .num_heads = 2, .channels = 32};
+    enum { B = 2, T = 16, N = B * T, IC = 32, OC = 128 };
+    static const struct { matmul_precision precision; int fp8_wgrad, history; const char *name; } kModes[] = {
+        {MATMUL_BF16, 0, 0, "bf16"}, {MATMUL_FP8, 0, 0, "fp8"}, {MATMUL_FP8, 1, 0, "fp8, FP8 weight gradients"},
+        {MATMUL_FP8, 0, 2, "fp8, delayed scaling"}, {MATMUL_INT8, 0, 0, "int8"},
+    };
+    static float inp[N * IC], w[OC * IC], bias[OC], dout[N * OC], big_inp[N * IC], big_w[OC * IC], big_dout[N * OC];
+    static float out[N * OC], dinp[N * IC], dw[OC * IC], db[OC];
+    static float q_inp[N * IC], q_w[OC * IC], q_dout[N * OC], g_dout[N * OC], g_inp[N * IC];
+    static float r_out[N * OC], r_dinp[N * IC], r_dw[OC * IC], r_db[OC];
+    static int8_t codes[N * OC];
+    static float row_scales[N];
+    for (int i = 0; i < N * IC; i++) inp[i] = (float)rng_normal(seed, 1, i), big_inp[i] = 8 * inp[i];
+    for (int i = 0; i < OC * IC; i++) w[i] = 0.05f * (float)rng_normal(seed, 2, i), big_w[i] = 8 * w[i];
+    for (int i = 0; i < OC; i++) bias[i] = 0.1f * (float)rng_normal(seed, 3, i);
+    for (int i = 0; i < N * OC; i++) dout[i] = 1e-3f * (float)rng_normal(seed, 4, i), big_dout[i] = 8 * dout[i];
+    for (size_t k = 0; k < sizeof(kModes) / sizeof(kModes[0]); k++) {
+        const matmul_precision prec = kModes[k].precision;
+        ModelOptions opt = {NULL, prec, kModes[k].fp8_wgrad, kModes[k].history, 0};
+        GPT2 m;
+        gpt2_alloc_with(&m, &cfg, B, T, &opt);
+        m.phase = QUANT_PASS_TRAIN;
+        if (kModes[k].history) {  // a micro-step of 8 x the tensors, recorded in the history
+            linear_forward(&m, 0, LINEAR_FC, out, big_inp, big_w, bias, N, IC, OC);
+            linear_backward(&m, 0, LINEAR_FC, dinp, dw, db, big_dout, big_inp, big_w, N, IC, OC);
+            amax_history_step_done(&m.amax);
+        }
+        memset(dw, 0, sizeof(dw));
+        memset(db, 0, sizeof(db));
+        linear_forward(&m, 0, LINEAR_FC, out, inp, w, bias, N, IC, OC);
+        linear_backward(&m, 0, LINEAR_FC, dinp, dw, db, dout, inp, w, N, IC, OC);
+        gpt2_free(&m);
+
+        // The recipe.
+        const float history = kModes[k].history ? 8.0f : 1.0f;  // the amax the scales come from
+        if (prec == MATMUL_BF16) {
+            for (int i = 0; i < N * IC; i++) q_inp[i] = bf16_to_float(bf16_from_float(inp[i]));
+            for (int i = 0; i < OC * IC; i++) q_w[i] = bf16_to_float(bf16_from_float(w[i]));
+            for (int i = 0; i < N * OC; i++) q_dout[i] = bf16_to_float(bf16_from_float(dout[i]));
+        } else if (prec == MATMUL_FP8) {
+            const float s_inp = quant_scale(history * quant_amax(inp, N * IC), FP8_E4M3_MAX, QUANT_SCALE_POW2);
+            const float s_w = quant_scale(history * quant_amax(w, OC * IC), FP8_E4M3_MAX, QUANT_SCALE_POW2);
+            const float s_dout = quant_scale(history * quant_amax(dout, N * OC), FP8_E5M2_MAX, QUANT_SCALE_POW2);
+            fp8_fake_quantize(q_inp, inp, N * IC, s_inp, FP8_E4M3);
+            fp8_fake_quantize(q_w, w, OC * IC, s_w, FP8_E4M3);
+            fp8_fake_quantize(q_dout, dout, N * OC, s_dout, FP8_E5M2);
+        } else {  // int8
+            int8_quantize_rows((int8_t *)codes, row_scales, inp, N, IC, QUANT_SCALE_POW2);
+            int8_dequantize_rows(q_inp, codes, row_scales, N, IC);
+            int8_quantize_rows((int8_t *)codes, row_scales, dout, N, OC, QUANT_SCALE_POW2);
+            int8_dequantize_rows(q_dout, codes, row_scales, N, OC);
+            const float s_w = int8_quantize_tensor((int8_t *)codes, w, OC * IC, QUANT_SCALE_POW2);
+            for (int i = 0; i < OC * IC; i++) q_w[i] = (float)codes[i] / s_w;  // exact: s_w is a power of two
+        }
+        for (int i = 0; i < N * OC; i++)
+            g_dout[i] = kModes[k].fp8_wgrad ? q_dout[i] : bf16_to_float(bf16_from_float(dout[i]));
+        for (int i = 0; i < N * IC; i++) g_inp[i] = kModes[k].fp8_wgrad ? q_inp[i] : bf16_to_float(bf16_from_float(inp[i]));
+        memset(r_dw, 0, sizeof(r_dw));
+        memset(r_db, 0, sizeof(r_db));
+        matmul_forward(r_out, q_inp, q_w, bias, N, IC, OC);
+        matmul_backward_input(r_dinp, q_dout, q_w, N, IC, OC);
+        matmul_backward_weight(r_dw, NULL, g_dout, g_inp, N, IC, OC);
+        matmul_backward_weight(NULL, r_db, dout, NULL, N, IC, OC);
+        const int same[4] = {!memcmp(out, r_out, sizeof(out)), !memcmp(dinp, r_dinp, sizeof(dinp)),
+                             !memcmp(dw, r_dw, sizeof(dw)), !memcmp(db, r_db, sizeof(db))};
+        check(same[0] && same[1] && same[2] && same[3], "CPU twin, %-26s out %s, dinp %s, dW %s, db %s: the recipe's bits",
+              kModes[k].name, same[0] ? "=" : "DIFFERS", same[1] ? "=" : "DIFFERS", same[2] ? "=" : "DIFFERS",
+              same[3] ? "=" : "DIFFERS");
+    }
+    return g_failures;
+}
+
 // The model descriptions of GPT-2's four published sizes give its shapes, and with the unpadded
 // vocabulary its parameter counts (124M, 355M, 774M, 1.5B as OpenAI's checkpoints hold them);
 // other depths take 64-channel heads, one per layer. The vocabulary is padded to 50304, a
@@ -543,10 +624,11 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "fp8eval") == 0) return run_fp8_eval(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 2 && strcmp(argv[1], "outlier") == 0) return run_outlier() ? 1 : 0;
     if (argc == 2 && strcmp(argv[1], "sizes") == 0) return run_sizes() ? 1 : 0;
+    if (argc == 3 && strcmp(argv[1], "twin") == 0) return run_twin(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "sampler") == 0) return run_sampler(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "init") == 0) return run_init(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | sampler SEED | sizes | fp8eval SEED | "
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | sampler SEED | sizes | twin SEED | fp8eval SEED | "
                     "memory MODEL B T\n", argv[0]);
     return 2;
 }

@@ -19,7 +19,8 @@ run() {
     local n=$1; shift
     local a="$dir/${n}_a" b="$dir/${n}_b"
     ./train_gpt "${args[@]}" "$@" -o "$a" > "$a.out"
-    test -f "$a/DONE_00000010" && test -f "$a/DONE_00000020"
+    test -f "$a/DONE_00000010"  # (not "a && b": set -e does not stop at a failing a)
+    test -f "$a/DONE_00000020"
     # Resume from a copy of run a's step-10 checkpoint, plus a torn step-15 checkpoint (no marker),
     # and a's whole log, as if the run had gone on to step 20 and died before its checkpoint: the
     # resume keeps the log's lines up to step 10 (but step 10's validation, which it repeats).

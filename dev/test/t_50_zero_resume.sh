@@ -23,7 +23,7 @@ for i in 0 1; do /usr/bin/python3 dev/test/make_shard.py "$dir/data/train_00000$
 args=("${model[@]}" -d 384 -x 6 -l 1e-3 -u 2 -c 0.1 -i "$dir/data/train_*.bin" -v 0 -s 0 -n 3)
 
 mpi 2 ./train_gpt "${args[@]}" -z 2 -o "$dir/a" > "$dir/a.out"
-test -f "$dir/a/DONE_00000003" && test -f "$dir/a/state_00000003_00001.bin" && test -f "$dir/a/DONE_00000006"
+for f in DONE_00000003 state_00000003_00001.bin DONE_00000006; do test -f "$dir/a/$f"; done
 for run in b c d; do
     mkdir -p "$dir/$run"
     cp "$dir/a/model_00000003.bin" "$dir/a/state_00000003_0000"[01].bin "$dir/a/DONE_00000003" "$dir/$run/"
@@ -59,7 +59,8 @@ for r in 0 1; do cmp "$dir/a8/state_00000006_0000$r.bin" "$dir/e/state_00000006_
 mkdir -p "$dir/f"
 cp "$dir/a8/model_00000003.bin" "$dir/a8/state_00000003_0000"[01].bin "$dir/a8/DONE_00000003" "$dir/f/"
 mpi 3 ./train_gpt "${args[@]}" -z 2 "${fp8[@]}" -o "$dir/f" -y 1 > "$dir/f.out" 2> "$dir/f.err"
-grep -q "resumed from step 3" "$dir/f.out" && test -f "$dir/f/DONE_00000006"
+grep -q "resumed from step 3" "$dir/f.out"
+test -f "$dir/f/DONE_00000006"
 for r in 0 1 2; do grep -q "holds no FP8 amax history of this shape for rank $r of 3: delayed scaling restarts" "$dir/f.err"; done
 # State files that do not belong together are refused: rank 1's file under rank 0's name, and
 # another step's file under rank 1's (each passes its own checksum).

@@ -15,21 +15,29 @@ wait_for() {
     echo "FAIL timed out waiting for $1"; return 1
 }
 
+# start_run NAME DELAY_MS CKPT_EVERY: a fresh run $dir/NAME of $steps steps in the background
+# (stdout and stderr in $run.out and $run.err), each write slowed by DELAY_MS, a checkpoint every
+# CKPT_EVERY steps; sets run and pid.
+start_run() {
+    run=$dir/$1
+    rm -rf "$run"
+    LLMC_TEST_WRITE_DELAY_MS=$2 ./train_gpt "${tiny[@]}" -x $steps -n $3 -o "$run" > "$run.out" 2> "$run.err" &
+    pid=$!
+}
+
 ./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$dir/ref" > "$dir/ref.out"
 
 for sig in TERM INT; do
-    run=$dir/run_$sig
     # Checkpoints slowed to ~0.1 s each so that the signal lands at a varying point of a step.
-    LLMC_TEST_WRITE_DELAY_MS=3 ./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$run" > "$run.out1" 2> "$run.err1" &
-    pid=$!
+    start_run run_$sig 3 10
     wait_for "$run/main.log"
     sleep 0.0$((RANDOM % 5))
     kill -$sig $pid
     wait $pid; rc=$?
     check "SIG$sig: exit 0 (got $rc)" test $rc -eq 0
-    check "SIG$sig: says it stopped" grep -q "stopped by a signal after step" "$run.out1"
-    check "SIG$sig: acknowledges the signal" grep -q "received SIG$sig" "$run.err1"
-    stopped=$(sed -n 's/.*stopped by a signal after step \([0-9]*\).*/\1/p' "$run.out1")
+    check "SIG$sig: says it stopped" grep -q "stopped by a signal after step" "$run.out"
+    check "SIG$sig: acknowledges the signal" grep -q "received SIG$sig" "$run.err"
+    stopped=$(sed -n 's/.*stopped by a signal after step \([0-9]*\).*/\1/p' "$run.out")
     check "SIG$sig: stopped early (step $stopped of $steps)" test "${stopped:-$steps}" -lt $steps
     check "SIG$sig: the stopping checkpoint is complete" test -f "$run/DONE_$(printf %08d "${stopped:-0}")"
     ./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$run" -y 1 > "$run.out2"
@@ -41,9 +49,7 @@ done
 
 # The same SIGTERM delivered twice at once (as timeout(1) does: to the process, then to its
 # group) is one request: a checkpoint and exit 0, not the second signal's exit at once.
-run=$dir/repeat
-LLMC_TEST_WRITE_DELAY_MS=3 ./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$run" > "$run.out" 2> "$run.err" &
-pid=$!
+start_run repeat 3 10
 wait_for "$run/main.log"
 kill -TERM $pid; kill -TERM $pid
 wait $pid; rc=$?
@@ -55,10 +61,7 @@ check "SIGTERM twice at once: acknowledged once, no 'second'" test "$(grep -c "r
 # once the first has been taken (its line printed), well within STOP_REPEAT_NS (0.1 s) of it: still
 # the same request. A run that had already exited proves nothing: then it is tried again.
 for attempt in 1 2 3 4 5; do
-    run=$dir/repeat_taken
-    rm -rf "$run"
-    LLMC_TEST_WRITE_DELAY_MS=3 ./train_gpt "${tiny[@]}" -x $steps -n 10 -o "$run" > "$run.out" 2> "$run.err" &
-    pid=$!
+    start_run repeat_taken 3 10
     wait_for "$run/main.log"
     kill -TERM $pid
     for _ in $(seq 2000); do grep -q "received SIGTERM" "$run.err" && break; sleep 0.002; done
@@ -75,10 +78,7 @@ check "SIGTERM again within 0.1 s of the first's delivery: sent (attempt $attemp
 # first signal lands just after a step's own checkpoint, the run has nothing left to write and
 # exits before the second signal can be sent: then the scenario is tried again (5 times at most).
 for attempt in 1 2 3 4 5; do
-    run=$dir/twice
-    rm -rf "$run"
-    LLMC_TEST_WRITE_DELAY_MS=50 ./train_gpt "${tiny[@]}" -x $steps -n 2 -o "$run" > "$run.out" 2> "$run.err" &
-    pid=$!
+    start_run twice 50 2
     wait_for "$run/DONE_00000002"
     kill -TERM $pid
     sleep 0.3

@@ -8,6 +8,9 @@
 //   test_model recompute SEED  every recompute policy bit-identical to keeping everything
 //   test_model outlier       the z-score of -sl/-sg (llmc/outlier.h) on values with a known one
 //   test_model fp8eval SEED  an evaluation pass leaves the FP8 amax history as it was
+//   test_model sampler SEED  rng_sample_softmax draws each index as often as its probability
+//   test_model sizes         d12-d48 have GPT-2's shapes and parameter counts
+//   test_model twin SEED     the low-precision block linears equal matmul_lowp.cuh's recipe bit for bit
 // Exits 1 when any comparison is out of tolerance; prints every comparison.
 #define TESTING
 #include <stdarg.h>
@@ -427,11 +430,11 @@ static int run_twin(uint64_t seed) {
             fp8_fake_quantize(q_w, w, OC * IC, s_w, FP8_E4M3);
             fp8_fake_quantize(q_dout, dout, N * OC, s_dout, FP8_E5M2);
         } else {  // int8
-            int8_quantize_rows((int8_t *)codes, row_scales, inp, N, IC, QUANT_SCALE_POW2);
+            int8_quantize_rows(codes, row_scales, inp, N, IC, QUANT_SCALE_POW2);
             int8_dequantize_rows(q_inp, codes, row_scales, N, IC);
-            int8_quantize_rows((int8_t *)codes, row_scales, dout, N, OC, QUANT_SCALE_POW2);
+            int8_quantize_rows(codes, row_scales, dout, N, OC, QUANT_SCALE_POW2);
             int8_dequantize_rows(q_dout, codes, row_scales, N, OC);
-            const float s_w = int8_quantize_tensor((int8_t *)codes, w, OC * IC, QUANT_SCALE_POW2);
+            const float s_w = int8_quantize_tensor(codes, w, OC * IC, QUANT_SCALE_POW2);
             for (int i = 0; i < OC * IC; i++) q_w[i] = (float)codes[i] / s_w;  // exact: s_w is a power of two
         }
         for (int i = 0; i < N * OC; i++)

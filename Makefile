@@ -11,8 +11,14 @@
 CC       := gcc
 # -fno-math-errno: nothing reads errno after a math call, and without it sqrtf's errno branch
 # keeps loops such as AdamW's from vectorizing (sqrt is correctly rounded either way).
-CFLAGS   := -O3 -march=native -fno-math-errno -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-parameter -g
-SANFLAGS := -O1 -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-parameter -g \
+# -Werror=implicit-function-declaration,int-conversion: gcc 12 only warns (gcc 14 refuses) and
+# takes an undeclared function to return int.
+# Built before libopenblas-dev was installed, llmc/blas_kernels.c found netlib's cblas.h (from
+# libblas-dev), which does not declare openblas_get_corename, and train_gpt crashed at startup on
+# the pointer cut to 32 bits.
+CWARN    := -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration -Werror=int-conversion
+CFLAGS   := -O3 -march=native -fno-math-errno -fopenmp -std=gnu11 $(CWARN) -g
+SANFLAGS := -O1 -fopenmp -std=gnu11 $(CWARN) -g \
             -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 # OpenBLAS built for OpenMP: inside our parallel regions, where train_gpt.c calls it on fixed tiles
 # so that the thread count changes no bit, it runs single-threaded (the pthread build would spin

@@ -7,7 +7,7 @@
 # by hand, run the emulated ones with valgrind --max-stackframe=131072 (dev/emu/cuda_emu.h says why).
 #   build/vg/train_gpt         the CPU trainer
 #   build/vg/emu/train_gptcu   the GPU trainer in the CPU emulator (mk/emu.mk)
-VG_CFLAGS    := -O1 -g -march=x86-64-v3 -fno-math-errno -fopenmp -std=gnu11 -Wall -Wextra -Wno-unused-parameter
+VG_CFLAGS    := -O1 -g -march=x86-64-v3 -fno-math-errno -fopenmp -std=gnu11 $(CWARN)
 VG_LLMC_OBJS := $(LLMC_SRCS:%.c=$(BUILD)/vg/%.o)
 TEST_DEPS    += $(BUILD)/vg/train_gpt
 CUDA_TARGETS += $(BUILD)/vg/emu/train_gptcu

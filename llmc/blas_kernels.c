@@ -1,6 +1,11 @@
 #include "blas_kernels.h"
 
 #include <cblas.h>
+// Another BLAS's cblas.h (netlib's, from libblas-dev) found first would declare none of OpenBLAS's
+// own functions used below.
+#ifndef OPENBLAS_VERSION
+#error "cblas.h is not OpenBLAS's: install libopenblas-dev (make deps)"
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

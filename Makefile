@@ -16,8 +16,11 @@ CC       := gcc
 # Built before libopenblas-dev was installed, llmc/blas_kernels.c found netlib's cblas.h (from
 # libblas-dev), which does not declare openblas_get_corename, and train_gpt crashed at startup on
 # the pointer cut to 32 bits.
+# HOST_ARCH: the instruction set of the C objects; native by default. scripts/gpu_bundle.sh builds
+# the programs it carries to the GPU machine, whose CPU is another, for x86-64-v3 (AVX2, FMA).
+HOST_ARCH ?= native
 CWARN    := -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration -Werror=int-conversion
-CFLAGS   := -O3 -march=native -fno-math-errno -fopenmp -std=gnu11 $(CWARN) -g
+CFLAGS   := -O3 -march=$(HOST_ARCH) -fno-math-errno -fopenmp -std=gnu11 $(CWARN) -g
 SANFLAGS := -O1 -fopenmp -std=gnu11 $(CWARN) -g \
             -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 # OpenBLAS built for OpenMP: inside our parallel regions, where train_gpt.c calls it on fixed tiles

@@ -24,13 +24,16 @@ GPU_HAVE_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),1)
 GPU_COMM_OBJ  := $(BUILD)/llmc/comm_nccl.o
 GPU_KERNEL_HARNESSES := $(addprefix $(BUILD)/dev/cuda/,encoder layernorm gelu classifier optimizer matmul)
 
-CUDA_TARGETS += train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES)
+# Where train_gptcu and test_gptcu go: the repository's root (make strips the "./"), or, for
+# scripts/gpu_bundle.sh, its own build folder, so that neither build's programs pass for the other's.
+GPU_BIN ?= .
+CUDA_TARGETS += $(GPU_BIN)/train_gptcu $(GPU_BIN)/test_gptcu $(GPU_KERNEL_HARNESSES)
 
 $(GPU_COMM_OBJ): llmc/comm_nccl.cu $(GPU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_NVCCFLAGS) $(CPPFLAGS) $(if $(GPU_HAVE_NCCL),-DLLMC_HAVE_NCCL) -c $< -o $@
 
-train_gptcu: train_gpt.cu $(GPU_HEADERS) $(LLMC_OBJS) $(GPU_COMM_OBJ)
+$(GPU_BIN)/train_gptcu: train_gpt.cu $(GPU_HEADERS) $(LLMC_OBJS) $(GPU_COMM_OBJ)
 	$(NVCC) $(GPU_NVCCFLAGS) train_gpt.cu $(LLMC_OBJS) $(GPU_COMM_OBJ) -o $@ $(GPU_LIBS)
 
 # The CPU reference (train_gpt.c, fp32, OpenMP) compiled by gcc behind a small C interface.
@@ -38,7 +41,7 @@ $(BUILD)/dev/test/cpu_reference.o: dev/test/cpu_reference.c dev/test/cpu_referen
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/test/check.h $(GPU_HEADERS) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) $(GPU_COMM_OBJ)
+$(GPU_BIN)/test_gptcu: test_gpt.cu train_gpt.cu dev/test/cpu_reference.h dev/test/check.h $(GPU_HEADERS) $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) $(GPU_COMM_OBJ)
 	$(NVCC) $(GPU_NVCCFLAGS) test_gpt.cu $(BUILD)/dev/test/cpu_reference.o $(LLMC_OBJS) $(GPU_COMM_OBJ) -o $@ $(GPU_LIBS)
 
 $(BUILD)/dev/cuda/%: dev/cuda/%.cu dev/cuda/common.h $(GPU_HEADERS) $(LLMC_OBJS)

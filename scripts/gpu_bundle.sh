@@ -8,11 +8,22 @@
 # there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make -j2 cuda NVCC_ARCH=sm_90
+# The C objects under build/bundle for x86-64-v3, not this CPU: built with -march=native on an
+# AVX-512 machine they hold AVX-512 instructions, which a GPU machine's CPU without them stops at
+# (SIGILL) in the first call. train_gptcu and test_gptcu go there too, not to the repository's root.
+build=build/bundle
+programs=($build/{train_gptcu,test_gptcu} $build/cuda/{quant,matmul_lowp}
+          $build/dev/cuda/{attention,classifier,encoder,gelu,layernorm,matmul,optimizer})
+make -j2 NVCC_ARCH=sm_90 HOST_ARCH=x86-64-v3 BUILD=$build GPU_BIN=$build "${programs[@]}"
+# No AVX-512 (EVEX: zmm, the registers above 15, mask registers) in any of them. The bundles built
+# with -march=native had them: train_gptcu 1231 such instructions, test_gptcu 2128 (an AVX-512 Xeon).
+for p in "${programs[@]}"; do
+    n=$(objdump -d --no-show-raw-insn "$p" | grep -c -E '%zmm|%[xy]mm(1[6-9]|2[0-9]|3[01])\b|\{%k[1-7]\}' || true)
+    [ "$n" = 0 ] || { echo "gpu_bundle.sh: $p has $n AVX-512 instructions" >&2; exit 1; }
+done
 rm -rf gpu_carry && mkdir -p gpu_carry/bin gpu_carry/lib
 git describe --always --dirty --abbrev=7 > gpu_carry/commit.txt  # into device.txt with every result
-cp train_gptcu test_gptcu build/dev/cuda/{attention,classifier,encoder,gelu,layernorm,matmul,optimizer} \
-   build/cuda/{quant,matmul_lowp} gpu_carry/bin/
+cp "${programs[@]}" gpu_carry/bin/
 for b in gpu_carry/bin/*; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u |
     grep -v -E 'libc\.so|libm\.so|libstdc|libgcc_s|libdl|libpthread|librt|cuda|ld-linux|libcublas' |
     while read -r lib; do cp -L "$lib" gpu_carry/lib/; done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Data-parallel training on several nodes listed in an Open MPI hostfile ("host slots=N" per
 # line, N = GPUs or ranks on that host). Every node needs the same checkout, built, at the same
-# path, and the data and output directory on a shared file system (every rank reads the shards;
-# each writes its own state file, rank 0 the model).
+# path (for nodes of other CPUs, built with HOST_ARCH=x86-64-v3 or what they share: make builds for
+# its own CPU by default), and the data and output directory on a shared file system (every rank
+# reads the shards; each writes its own state file, rank 0 the model).
 #   scripts/launch_multi_node.sh HOSTFILE NP [trainer flags...]
 # Environment (see README "Distributed training"): as scripts/launch_one_node.sh (TRAINER is
 # chosen on the launching node), plus

@@ -12,10 +12,9 @@ CC       := gcc
 # -fno-math-errno: nothing reads errno after a math call, and without it sqrtf's errno branch
 # keeps loops such as AdamW's from vectorizing (sqrt is correctly rounded either way).
 # -Werror=implicit-function-declaration,int-conversion: gcc 12 only warns (gcc 14 refuses) and
-# takes an undeclared function to return int.
-# Built before libopenblas-dev was installed, llmc/blas_kernels.c found netlib's cblas.h (from
-# libblas-dev), which does not declare openblas_get_corename, and train_gpt crashed at startup on
-# the pointer cut to 32 bits.
+# takes an undeclared function to return int. So it did when llmc/blas_kernels.c, built before
+# libopenblas-dev was installed, found netlib's cblas.h (libblas-dev) without
+# openblas_get_corename: train_gpt crashed at startup on the pointer cut to 32 bits.
 # HOST_ARCH: the instruction set of the C objects; native by default. scripts/gpu_bundle.sh builds
 # the programs it carries to the GPU machine, whose CPU is another, for x86-64-v3 (AVX2, FMA).
 HOST_ARCH ?= native

@@ -55,14 +55,14 @@ SANITIZER ?= $(if $(NVCC),$(CUDA_HOME)/bin/compute-sanitizer,compute-sanitizer)
 # (mk/quant.mk, read after this file, builds the low-precision harnesses: named here by path.)
 GPU_LOWP_HARNESSES := $(BUILD)/cuda/quant $(BUILD)/cuda/matmul_lowp
 # The wgmma attention's checks, where the build has sm_90a code (NVCC_ARCH=sm_90).
-WGMMA_CHECKS = $(if $(filter sm_90,$(NVCC_ARCH)),$(ATTENTION_HARNESS) --wgmma && ./test_gptcu tiny wgmma && ./test_gptcu tiny recompute wgmma)
-test-gpu: train_gptcu test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS) $(GPU_LOWP_HARNESSES)
-	./test_gptcu small
-	./test_gptcu d12
-	./test_gptcu small recompute
+WGMMA_CHECKS = $(if $(filter sm_90,$(NVCC_ARCH)),$(ATTENTION_HARNESS) --wgmma && $(GPU_BIN)/test_gptcu tiny wgmma && $(GPU_BIN)/test_gptcu tiny recompute wgmma)
+test-gpu: $(GPU_BIN)/train_gptcu $(GPU_BIN)/test_gptcu $(GPU_KERNEL_HARNESSES) $(ATTENTION_HARNESS) $(GPU_LOWP_HARNESSES)
+	$(GPU_BIN)/test_gptcu small
+	$(GPU_BIN)/test_gptcu d12
+	$(GPU_BIN)/test_gptcu small recompute
 	set -e; for h in $(GPU_KERNEL_HARNESSES) $(GPU_LOWP_HARNESSES); do $$h; done
 	$(ATTENTION_HARNESS)
 	$(WGMMA_CHECKS)
-	$(SANITIZER) --tool memcheck --error-exitcode 1 ./test_gptcu tiny
-	$(SANITIZER) --tool racecheck --error-exitcode 1 ./test_gptcu tiny
-	$(SANITIZER) --tool initcheck --error-exitcode 1 ./test_gptcu tiny
+	$(SANITIZER) --tool memcheck --error-exitcode 1 $(GPU_BIN)/test_gptcu tiny
+	$(SANITIZER) --tool racecheck --error-exitcode 1 $(GPU_BIN)/test_gptcu tiny
+	$(SANITIZER) --tool initcheck --error-exitcode 1 $(GPU_BIN)/test_gptcu tiny

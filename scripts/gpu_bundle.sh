@@ -17,8 +17,10 @@ programs=($build/{train_gptcu,test_gptcu} $build/cuda/{quant,matmul_lowp}
 make -j2 NVCC_ARCH=sm_90 HOST_ARCH=x86-64-v3 BUILD=$build GPU_BIN=$build "${programs[@]}"
 # No AVX-512 (EVEX: zmm, the registers above 15, mask registers) in any of them. The bundles built
 # with -march=native had them: train_gptcu 1231 such instructions, test_gptcu 2128 (an AVX-512 Xeon).
+# (A failed objdump stops the script: its empty output would count 0.)
 for p in "${programs[@]}"; do
-    n=$(objdump -d --no-show-raw-insn "$p" | grep -c -E '%zmm|%[xy]mm(1[6-9]|2[0-9]|3[01])\b|\{%k[1-7]\}' || true)
+    code=$(objdump -d --no-show-raw-insn "$p")
+    n=$(grep -c -E '%zmm|%[xy]mm(1[6-9]|2[0-9]|3[01])\b|\{%k[1-7]\}' <<< "$code" || true)
     [ "$n" = 0 ] || { echo "gpu_bundle.sh: $p has $n AVX-512 instructions" >&2; exit 1; }
 done
 rm -rf gpu_carry && mkdir -p gpu_carry/bin gpu_carry/lib

@@ -88,10 +88,17 @@ using std::min;
 
 namespace emu {
 
-// The arithmetic of an instruction on the emulator's own copies of its operands (never the
-// program's memory): not instrumented by AddressSanitizer or UBSan either, whose checks there
-// cost more than the arithmetic and keep the compiler from vectorizing it.
-#define EMU_UNCHECKED_MATH __attribute__((no_sanitize("address", "undefined", "thread")))
+// Code that touches only the emulator's own data, never the program's memory: its bookkeeping
+// (schedule, barriers, the shared-memory words' state) and an instruction's register operands
+// (the emulator's copies, or the kernel's own register arrays it hands over). Not instrumented by AddressSanitizer or UBSan either, whose checks there cost more than
+// the work (shuffles and barriers ran 2-3x slower under them) and keep the compiler from
+// vectorizing the arithmetic. What reads or writes the program's memory for an instruction
+// (cp.async, bulk reductions, wgmma's accumulators, the atomics) stays EMU_UNCHECKED: checked by
+// AddressSanitizer and UBSan, unseen by ThreadSanitizer.
+#define EMU_OWN __attribute__((no_sanitize("address", "undefined", "thread")))
+// Small helpers that both kinds of code call: GCC inlines nothing across a difference in the
+// sanitizer attributes unless told to.
+#define EMU_INLINE inline __attribute__((always_inline))
 
 // ---------------------------------------------------------------------------------------------
 // Fibers: emu_switch_stack saves the callee-saved registers and the FP control words on the
@@ -226,7 +233,7 @@ __attribute__((noinline)) inline State *new_state() {
     }
     return s;
 }
-EMU_UNCHECKED inline State &state() {
+EMU_UNCHECKED EMU_INLINE State &state() {
     static State *const s = new_state();
     return *s;
 }
@@ -247,7 +254,7 @@ inline void fail(const char *fmt, ...) {
 
 // The first unfinished thread of the CTA from id `from` on, in the schedule's direction; nullptr
 // when there is none.
-EMU_UNCHECKED inline Thread *unfinished_from(int from) {
+EMU_OWN inline Thread *unfinished_from(int from) {
     State &s = state();
     const int n = (int)s.cta.threads.size();
     for (int i = from; i >= 0 && i < n; i += s.step)
@@ -258,7 +265,7 @@ EMU_UNCHECKED inline Thread *unfinished_from(int from) {
 // A waiting thread hands the core to the next unfinished thread of this pass (ids ascending, or
 // descending under LLMC_EMU_SCHEDULE=reverse), or back to the scheduler at the pass's end
 // (run_cta): one switch per wait, not two.
-EMU_UNCHECKED inline void yield() {
+EMU_OWN inline void yield() {
     State &s = state();
     Thread *me = s.cur, *next = unfinished_from(me->id + s.step);
     if (!next) {
@@ -274,7 +281,7 @@ EMU_UNCHECKED inline void yield() {
 // Arrive at b; the last thread to arrive runs on_complete() (with every thread's operands in place)
 // and releases the others. Where b orders memory (race.h), what each thread did before arriving
 // happens before what any of them does after.
-template <typename F> EMU_UNCHECKED inline void arrive(Barrier &b, const char *what, F on_complete) {
+template <typename F> EMU_OWN inline void arrive(Barrier &b, const char *what, F on_complete) {
     State &s = state();
     if (b.arrived == 0) b.what = what;
     else if (b.what != what && strcmp(b.what, what) != 0)  // the same literal is mostly the same pointer
@@ -296,17 +303,17 @@ template <typename F> EMU_UNCHECKED inline void arrive(Barrier &b, const char *w
     if (sync) race::acquire(sync);
 }
 
-EMU_UNCHECKED inline int warp_of(const Thread &t) { return t.id / 32; }
-EMU_UNCHECKED inline Thread *warp_lanes() { return &state().cta.threads[32 * warp_of(*state().cur)]; }
+EMU_OWN inline int warp_of(const Thread &t) { return t.id / 32; }
+EMU_OWN inline Thread *warp_lanes() { return &state().cta.threads[32 * warp_of(*state().cur)]; }
 
 // A collective of the current thread's whole warp (all 32 lanes must be alive).
-template <typename F> EMU_UNCHECKED inline void warp_collective(const char *what, F on_complete) {
+template <typename F> EMU_OWN inline void warp_collective(const char *what, F on_complete) {
     State &s = state();
     Barrier &b = s.cta.warp[warp_of(*s.cur)];
     if (b.expected != 32) fail("%s in a warp with exited lanes", what);
     arrive(b, what, on_complete);
 }
-template <typename F> EMU_UNCHECKED inline void warpgroup_collective(const char *what, F on_complete) {
+template <typename F> EMU_OWN inline void warpgroup_collective(const char *what, F on_complete) {
     State &s = state();
     if ((size_t)s.cur->id / 128 >= s.cta.warpgroup.size())
         fail("%s by a thread of an incomplete warpgroup (CTA of %zu threads)", what, s.cta.threads.size());
@@ -318,14 +325,14 @@ template <typename F> EMU_UNCHECKED inline void warpgroup_collective(const char 
 // ---------------------------------------------------------------------------------------------
 // Shared memory
 
-EMU_UNCHECKED inline uint32_t shared_address(const void *p) {
+EMU_OWN inline uint32_t shared_address(const void *p) {
     State &s = state();
     const unsigned char *c = (const unsigned char *)p;
     if (c < s.smem || c >= s.smem + SMEM_LIMIT) fail("address %p is not in shared memory", p);
     return (uint32_t)(c - s.smem);
 }
 
-EMU_UNCHECKED inline void check_range(uint32_t addr, int bytes, const char *what) {
+EMU_OWN inline void check_range(uint32_t addr, int bytes, const char *what) {
     if ((size_t)addr + bytes > state().smem_bytes)
         fail("%s of shared bytes %u..%u, outside the launch's %zu bytes of dynamic shared memory", what, addr,
              addr + bytes - 1, state().smem_bytes);
@@ -333,7 +340,7 @@ EMU_UNCHECKED inline void check_range(uint32_t addr, int bytes, const char *what
 
 // A read of shared bytes [addr, addr + bytes) by the warps in reader_warps (an ldmatrix, or a
 // wgmma: async_proxy).
-EMU_UNCHECKED inline void check_read(uint32_t addr, int bytes, uint64_t reader_warps, bool async_proxy, const char *what) {
+EMU_OWN inline void check_read(uint32_t addr, int bytes, uint64_t reader_warps, bool async_proxy, const char *what) {
     State &s = state();
     check_range(addr, bytes, what);
     for (uint32_t w = addr / 4; w <= (addr + bytes - 1) / 4; w++) {
@@ -462,19 +469,19 @@ EMU_UNCHECKED inline void fence_proxy_async() {
 // instructions (here and in cublaslt.cc) are formed four side by side.
 typedef double Double4 __attribute__((vector_size(32)));
 
-inline float bf16_bits_to_float(uint16_t h) {
+EMU_INLINE float bf16_bits_to_float(uint16_t h) {
     const uint32_t u = (uint32_t)h << 16;
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
-inline uint16_t half_of(uint32_t reg, int h) { return (uint16_t)(h ? reg >> 16 : reg & 0xFFFF); }
+EMU_INLINE uint16_t half_of(uint32_t reg, int h) { return (uint16_t)(h ? reg >> 16 : reg & 0xFFFF); }
 
-EMU_UNCHECKED inline void ldmatrix_x4(uint32_t r[4], const void *p, bool trans) {
+EMU_OWN inline void ldmatrix_x4(uint32_t r[4], const void *p, bool trans) {
     State &s = state();
     race::program_read(p, 16);  // race.h: this lane's row, read by this lane
     s.cur->in_ptr[0] = p;
-    warp_collective(trans ? "ldmatrix.x4.trans" : "ldmatrix.x4", [trans] () EMU_UNCHECKED {
+    warp_collective(trans ? "ldmatrix.x4.trans" : "ldmatrix.x4", [trans] () EMU_OWN {
         Thread *lanes = warp_lanes();
         const uint64_t warp = 1ull << warp_of(lanes[0]);
         uint32_t rows[32];
@@ -499,7 +506,7 @@ EMU_UNCHECKED inline void ldmatrix_x4(uint32_t r[4], const void *p, bool trans) 
 }
 
 // c += a b, m16n8k16, bf16 inputs, fp32 accumulators.
-EMU_UNCHECKED inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+EMU_OWN inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
     Thread &me = *state().cur;
     for (int i = 0; i < 4; i++) me.in[i] = a[i];
     me.in[4] = b0, me.in[5] = b1;
@@ -508,7 +515,7 @@ EMU_UNCHECKED inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0
         memcpy(&u, &c[e], 4);
         me.in[6 + e / 2] = e % 2 ? (me.in[6 + e / 2] | (uint64_t)u << 32) : u;
     }
-    warp_collective("mma.sync.m16n8k16", [] () EMU_UNCHECKED_MATH {
+    warp_collective("mma.sync.m16n8k16", [] () EMU_OWN {
         Thread *lanes = warp_lanes();
         // bf16 values, exact in double as are their products; B's rows as two vectors of 4 columns
         double A[16][16];
@@ -549,13 +556,13 @@ EMU_UNCHECKED inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0
     memcpy(c, me.out, 4 * sizeof(float));
 }
 
-template <typename T> EMU_UNCHECKED inline T shfl_xor(unsigned mask, T v, int lane_mask) {
+template <typename T> EMU_OWN inline T shfl_xor(unsigned mask, T v, int lane_mask) {
     static_assert(sizeof(T) <= 8, "shuffled values fit 8 bytes");
     if (mask != 0xffffffffu) fail("__shfl_xor_sync with mask %08x (only full warps are emulated)", mask);
     Thread &me = *state().cur;
     memcpy(&me.in[0], &v, sizeof(T));
     me.in[1] = (uint64_t)lane_mask;
-    warp_collective("shfl.sync.bfly", [] () EMU_UNCHECKED {
+    warp_collective("shfl.sync.bfly", [] () EMU_OWN {
         Thread *lanes = warp_lanes();
         for (int l = 0; l < 32; l++) {
             if (lanes[l].in[1] != lanes[0].in[1]) fail("__shfl_xor_sync: lanes disagree on the lane mask");
@@ -569,11 +576,11 @@ template <typename T> EMU_UNCHECKED inline T shfl_xor(unsigned mask, T v, int la
 }
 
 // redux.sync.max.u32 over the warp.
-EMU_UNCHECKED inline unsigned reduce_max(unsigned mask, unsigned v) {
+EMU_OWN inline unsigned reduce_max(unsigned mask, unsigned v) {
     if (mask != 0xffffffffu) fail("__reduce_max_sync with mask %08x (only full warps are emulated)", mask);
     Thread &me = *state().cur;
     me.in[0] = v;
-    warp_collective("redux.sync.max", [] () EMU_UNCHECKED {
+    warp_collective("redux.sync.max", [] () EMU_OWN {
         Thread *lanes = warp_lanes();
         uint32_t m = 0;
         for (int l = 0; l < 32; l++) m = std::max(m, (uint32_t)lanes[l].in[0]);
@@ -642,7 +649,7 @@ EMU_UNCHECKED inline float smem_bf16(uint32_t addr) {
 // sum[m][n] = 0 + A[m][0] B[0][n] + ... + A[m][15] B[15][n] for the n_cols columns, added in that
 // order; n innermost, so that a row's sums are formed side by side. (No separate zeroing: the
 // compiler would make it a memset, which ThreadSanitizer sees, of a buffer every warpgroup writes.)
-EMU_UNCHECKED_MATH inline void wgmma_sums(const float (*A)[16], const float (*B)[256], int n_cols, double (*sum)[256]) {
+EMU_OWN inline void wgmma_sums(const float (*A)[16], const float (*B)[256], int n_cols, double (*sum)[256]) {
     for (int m = 0; m < 64; m++)
         for (int k = 0; k < 16; k++)
             for (int n = 0; n < n_cols; n++) sum[m][n] = (k == 0 ? 0.0 : sum[m][n]) + (double)A[m][k] * B[k][n];
@@ -703,40 +710,40 @@ EMU_UNCHECKED inline void wgmma_wait(int pending) {
 // ---------------------------------------------------------------------------------------------
 // Launch
 
-EMU_UNCHECKED inline void syncthreads() {
+EMU_OWN inline void syncthreads() {
     State &s = state();
-    arrive(s.cta.block, "__syncthreads", [&s] () EMU_UNCHECKED { s.cta.epoch++; });
+    arrive(s.cta.block, "__syncthreads", [&s] () EMU_OWN { s.cta.epoch++; });
 }
 
 // __syncwarp: the barrier of the calling thread's warp (all 32 lanes; only the full mask is
 // emulated), which orders the lanes' accesses for race.h, as bar.warp.sync orders memory among
 // them. Like warpgroup_sync below, it does not publish cp.async data.
-EMU_UNCHECKED inline void syncwarp(unsigned mask) {
+EMU_OWN inline void syncwarp(unsigned mask) {
     State &s = state();
     if (mask != 0xffffffffu) fail("__syncwarp with mask %08x (only full warps are emulated)", mask);
     Barrier &b = s.cta.warp_bar[warp_of(*s.cur)];
     if (b.expected != 32) fail("__syncwarp in a warp with exited lanes");
-    arrive(b, "__syncwarp", [] () {});
+    arrive(b, "__syncwarp", [] () EMU_OWN {});
 }
 
 // llmc/attention.cuh's warpgroup_sync: the barrier of the calling thread's warpgroup alone. It
 // orders the warpgroup's accesses for race.h; it does not publish cp.async data (the checks of
 // in-flight or unpublished bytes count __syncthreads alone, so a kernel relying on it for that
 // fails them: stricter than CUDA, where it would suffice among the warpgroup's own threads).
-EMU_UNCHECKED inline void warpgroup_sync() {
+EMU_OWN inline void warpgroup_sync() {
     State &s = state();
     if ((size_t)s.cur->id / 128 >= s.cta.warpgroup_bar.size())
         fail("bar.sync of a warpgroup by a thread of an incomplete warpgroup (CTA of %zu threads)", s.cta.threads.size());
     Barrier &b = s.cta.warpgroup_bar[s.cur->id / 128];
     if (b.expected != 128) fail("bar.sync of a warpgroup with exited threads");
-    arrive(b, "bar.sync (warpgroup)", [] () {});
+    arrive(b, "bar.sync (warpgroup)", [] () EMU_OWN {});
 }
 
 // bar.sync ID, COUNT (wait) and bar.arrive ID, COUNT (no wait), IDs 1..15: the barrier completes
 // when COUNT threads have arrived, whichever instruction each used; the arrivals release what their
 // threads did before, the waiters acquire it (race.h), as the PTX ISA orders a barrier's memory.
 // Like warpgroup_sync, it does not publish cp.async data for the checks above.
-EMU_UNCHECKED inline void named_barrier(int id, int count, bool wait) {
+EMU_OWN inline void named_barrier(int id, int count, bool wait) {
     State &s = state();
     if (id <= 0 || id >= 16 || count <= 0 || count % 32 || count > (int)s.cta.threads.size())
         fail("bar.%s %d, %d: barrier 1..15 and a thread count, a multiple of 32, at most the CTA's", wait ? "sync" : "arrive",
@@ -745,7 +752,7 @@ EMU_UNCHECKED inline void named_barrier(int id, int count, bool wait) {
     if (b.arrived == 0) b.expected = count;
     else if (b.expected != count) fail("bar %d: %d threads expected, this arrival says %d", id, b.expected, count);
     if (wait) {
-        arrive(b, "bar.sync/bar.arrive", [] () {});
+        arrive(b, "bar.sync/bar.arrive", [] () EMU_OWN {});
         return;
     }
     s.progress++;
@@ -760,7 +767,7 @@ EMU_UNCHECKED inline void named_barrier(int id, int count, bool wait) {
 // weaker than CUDA's, where it publishes to the waiters alone; race.h sees the exact order).
 // wait(parity) returns once the phase of that parity has completed (the current phase's parity is
 // the other), yielding to the other threads until then.
-EMU_UNCHECKED inline Mbar &mbar_at(const void *bar, const char *what) {
+EMU_OWN inline Mbar &mbar_at(const void *bar, const char *what) {
     State &s = state();
     const uint32_t a = shared_address(bar);
     if (a % 8) fail("%s at shared byte %u: not 8-byte aligned", what, a);
@@ -769,7 +776,7 @@ EMU_UNCHECKED inline Mbar &mbar_at(const void *bar, const char *what) {
     if (it == s.cta.mbars.end()) fail("%s at shared byte %u: no mbarrier.init there", what, a);
     return it->second;
 }
-EMU_UNCHECKED inline void mbar_init(void *bar, int count) {
+EMU_OWN inline void mbar_init(void *bar, int count) {
     State &s = state();
     const uint32_t a = shared_address(bar);
     if (a % 8 || count <= 0) fail("mbarrier.init at shared byte %u with count %d", a, count);
@@ -777,14 +784,14 @@ EMU_UNCHECKED inline void mbar_init(void *bar, int count) {
     Mbar &m = s.cta.mbars[a];
     m.expected = m.pending = count, m.completed = 0;
 }
-EMU_UNCHECKED inline void mbar_arrive(void *bar) {
+EMU_OWN inline void mbar_arrive(void *bar) {
     State &s = state();
     Mbar &m = mbar_at(bar, "mbarrier.arrive");
     s.progress++;
     race::release(&m.sync[m.completed % 2]);
     if (--m.pending == 0) m.completed++, m.pending = m.expected, s.cta.epoch++;
 }
-EMU_UNCHECKED inline void mbar_wait(void *bar, int parity) {
+EMU_OWN inline void mbar_wait(void *bar, int parity) {
     State &s = state();
     Mbar *m = &mbar_at(bar, "mbarrier.try_wait.parity");
     s.cur->waiting_at = "mbarrier.try_wait.parity";
@@ -798,7 +805,7 @@ EMU_UNCHECKED inline void mbar_wait(void *bar, int parity) {
 
 // A finished thread leaves its barriers; one that leaves a warp or warpgroup collective waiting is
 // an error (the collectives here need every lane).
-EMU_UNCHECKED inline void thread_exit() {
+EMU_OWN inline void thread_exit() {
     State &s = state();
     Thread &t = *s.cur;
     if (!t.bulk_uncommitted.empty() || !t.bulk_groups.empty())
@@ -824,7 +831,7 @@ EMU_UNCHECKED inline void thread_exit() {
     race::release(&s.cta.end_sync);
 }
 
-[[noreturn]] EMU_UNCHECKED inline void fiber_main() {
+[[noreturn]] EMU_OWN inline void fiber_main() {
     race::acquire(&state().launch_sync);
     (*state().body)();
     thread_exit();
@@ -832,7 +839,7 @@ EMU_UNCHECKED inline void thread_exit() {
     abort();  // a finished fiber is never resumed
 }
 
-EMU_UNCHECKED inline void run_cta(int n_threads) {
+EMU_OWN inline void run_cta(int n_threads) {
     State &s = state();
     Cta &cta = s.cta;
     const int n_warps = (n_threads + 31) / 32;
@@ -967,7 +974,7 @@ inline Launcher<Params...> launcher(dim3 grid, dim3 block, size_t smem, cudaStre
 }
 
 inline unsigned char *dynamic_smem() { return state().smem; }
-EMU_UNCHECKED inline uint3 thread_index() { return state().cur->idx; }  // threadIdx, below
+EMU_UNCHECKED EMU_INLINE uint3 thread_index() { return state().cur->idx; }  // threadIdx, below
 
 }  // namespace emu
 

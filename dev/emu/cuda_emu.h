@@ -112,6 +112,7 @@ extern "C" void emu_switch_stack(void **save_sp, void *load_sp);
 // (VALGRIND_STACK_REGISTER would say so too, at a linear search of the stacks per switch: 3x slower.)
 constexpr size_t STACK_BYTES = 256 * 1024;
 constexpr size_t SMEM_LIMIT = 227 * 1024, SMEM_DEFAULT_LIMIT = 48 * 1024;
+constexpr int MAX_THREADS = 1024, MAX_WARPS = MAX_THREADS / 32, MAX_WARPGROUPS = MAX_THREADS / 128;
 constexpr int NO_THREAD = -1;
 
 struct AsyncCopy {
@@ -183,10 +184,13 @@ struct Word {
 };
 
 struct Cta {
-    std::vector<Thread> threads;
-    std::vector<Barrier> warp, warpgroup;
-    std::vector<Barrier> warp_bar;       // __syncwarp (bar.warp.sync): orders the warp's memory
-    std::vector<Barrier> warpgroup_bar;  // bar.sync 1 + warpgroup, 128: orders memory, as block
+    // Fixed arrays, not vectors: the EMU_OWN code that indexes them on every instruction could not
+    // inline a vector's (sanitized) operator[].
+    Thread threads[MAX_THREADS];
+    int n_threads = 0, n_warpgroups = 0;  // n_warpgroups: the whole ones (a CTA may end with single warps)
+    Barrier warp[MAX_WARPS], warpgroup[MAX_WARPGROUPS];
+    Barrier warp_bar[MAX_WARPS];            // __syncwarp (bar.warp.sync): orders the warp's memory
+    Barrier warpgroup_bar[MAX_WARPGROUPS];  // bar.sync 1 + warpgroup, 128: orders memory, as block
     Barrier named[16];                   // bar.sync / bar.arrive ID, COUNT (ID 0 is __syncthreads')
     std::map<uint32_t, Mbar> mbars;      // by shared address
     Barrier block;
@@ -198,19 +202,19 @@ struct Cta {
 
 struct State {
     alignas(1024) unsigned char smem[SMEM_LIMIT];
-    std::vector<Word> words = std::vector<Word>(SMEM_LIMIT / 4);
+    Word words[SMEM_LIMIT / 4];
     size_t smem_bytes = 0;  // this launch's dynamic shared memory
     Cta cta;
     Thread *cur = nullptr;
     int live = 0;  // threads of the CTA not finished
     void *scheduler_sp = nullptr;
     void *scheduler_fiber = nullptr;  // race.h
-    std::vector<void *> fibers;       // race.h: thread i of every CTA runs as fibers[i]
+    void *fibers[MAX_THREADS] = {};   // race.h: thread i of every CTA runs as fibers[i]
     char launch_sync;                 // race.h: the host releases here before a CTA's threads start
     const std::function<void()> *body = nullptr;
     uint64_t progress = 0;
     dim3 block_idx, block_dim, grid_dim;
-    std::vector<unsigned char *> stacks;
+    unsigned char *stacks[MAX_THREADS] = {};  // made as a CTA first needs them, kept
     double wgmma_sum[64][256];  // wgmma_execute's sums (128 KiB: too large for a fiber's stack)
     std::map<const void *, int> max_dynamic_smem;  // cudaFuncSetAttribute
     int step = 1;  // LLMC_EMU_SCHEDULE: 1 forward (CTAs and threads in ascending order), -1 reverse
@@ -256,7 +260,7 @@ inline void fail(const char *fmt, ...) {
 // when there is none.
 EMU_OWN inline Thread *unfinished_from(int from) {
     State &s = state();
-    const int n = (int)s.cta.threads.size();
+    const int n = s.cta.n_threads;
     for (int i = from; i >= 0 && i < n; i += s.step)
         if (!s.cta.threads[i].done) return &s.cta.threads[i];
     return nullptr;
@@ -315,8 +319,8 @@ template <typename F> EMU_OWN inline void warp_collective(const char *what, F on
 }
 template <typename F> EMU_OWN inline void warpgroup_collective(const char *what, F on_complete) {
     State &s = state();
-    if ((size_t)s.cur->id / 128 >= s.cta.warpgroup.size())
-        fail("%s by a thread of an incomplete warpgroup (CTA of %zu threads)", what, s.cta.threads.size());
+    if (s.cur->id / 128 >= s.cta.n_warpgroups)
+        fail("%s by a thread of an incomplete warpgroup (CTA of %d threads)", what, s.cta.n_threads);
     Barrier &b = s.cta.warpgroup[s.cur->id / 128];
     if (b.expected != 128) fail("%s in a warpgroup with exited threads", what);
     arrive(b, what, on_complete);
@@ -732,8 +736,8 @@ EMU_OWN inline void syncwarp(unsigned mask) {
 // fails them: stricter than CUDA, where it would suffice among the warpgroup's own threads).
 EMU_OWN inline void warpgroup_sync() {
     State &s = state();
-    if ((size_t)s.cur->id / 128 >= s.cta.warpgroup_bar.size())
-        fail("bar.sync of a warpgroup by a thread of an incomplete warpgroup (CTA of %zu threads)", s.cta.threads.size());
+    if (s.cur->id / 128 >= s.cta.n_warpgroups)
+        fail("bar.sync of a warpgroup by a thread of an incomplete warpgroup (CTA of %d threads)", s.cta.n_threads);
     Barrier &b = s.cta.warpgroup_bar[s.cur->id / 128];
     if (b.expected != 128) fail("bar.sync of a warpgroup with exited threads");
     arrive(b, "bar.sync (warpgroup)", [] () EMU_OWN {});
@@ -745,7 +749,7 @@ EMU_OWN inline void warpgroup_sync() {
 // Like warpgroup_sync, it does not publish cp.async data for the checks above.
 EMU_OWN inline void named_barrier(int id, int count, bool wait) {
     State &s = state();
-    if (id <= 0 || id >= 16 || count <= 0 || count % 32 || count > (int)s.cta.threads.size())
+    if (id <= 0 || id >= 16 || count <= 0 || count % 32 || count > s.cta.n_threads)
         fail("bar.%s %d, %d: barrier 1..15 and a thread count, a multiple of 32, at most the CTA's", wait ? "sync" : "arrive",
              id, count);
     Barrier &b = s.cta.named[id];
@@ -813,7 +817,7 @@ EMU_OWN inline void thread_exit() {
     t.done = true;
     s.live--;
     s.progress++;
-    const bool whole_warpgroup = (size_t)t.id / 128 < s.cta.warpgroup.size();
+    const bool whole_warpgroup = t.id / 128 < s.cta.n_warpgroups;
     Barrier *groups[4] = {&s.cta.warp[warp_of(t)], &s.cta.warp_bar[warp_of(t)],
                           whole_warpgroup ? &s.cta.warpgroup[t.id / 128] : nullptr,
                           whole_warpgroup ? &s.cta.warpgroup_bar[t.id / 128] : nullptr};
@@ -843,12 +847,12 @@ EMU_OWN inline void run_cta(int n_threads) {
     State &s = state();
     Cta &cta = s.cta;
     const int n_warps = (n_threads + 31) / 32;
-    cta.threads.resize(n_threads);  // each reset below, keeping its vectors' storage
-    cta.warp.assign(n_warps, Barrier());
-    cta.warp_bar.assign(n_warps, Barrier());
-    cta.warpgroup.assign(n_threads / 128, Barrier());  // the whole warpgroups (a CTA may end with single warps)
-    cta.warpgroup_bar.assign(cta.warpgroup.size(), Barrier());
-    for (Barrier &b : cta.warpgroup_bar) b.expected = 128, b.orders_memory = true;
+    cta.n_threads = n_threads;  // each thread reset below, keeping its vectors' storage
+    cta.n_warpgroups = n_threads / 128;
+    for (int g = 0; g < cta.n_warpgroups; g++) {
+        cta.warpgroup[g] = Barrier(), cta.warpgroup[g].expected = 128;
+        cta.warpgroup_bar[g] = Barrier(), cta.warpgroup_bar[g].expected = 128, cta.warpgroup_bar[g].orders_memory = true;
+    }
     for (Barrier &b : cta.named) b = Barrier(), b.orders_memory = true;
     cta.mbars.clear();
     cta.block = Barrier();
@@ -856,17 +860,19 @@ EMU_OWN inline void run_cta(int n_threads) {
     cta.block.orders_memory = true;
     cta.epoch = 0;
     for (int w = 0; w < n_warps; w++) {
+        cta.warp[w] = Barrier(), cta.warp_bar[w] = Barrier();
         cta.warp[w].expected = cta.warp_bar[w].expected = std::min(32, n_threads - 32 * w);
         cta.warp_bar[w].orders_memory = true;
     }
-    for (Barrier &b : cta.warpgroup) b.expected = 128;
     for (int i = 0; i < 8; i++) cta.wgmma_uncommitted[i].clear(), cta.wgmma_groups[i].clear();
-    std::fill(s.words.begin(), s.words.begin() + (s.smem_bytes + 3) / 4, Word());  // checked accesses stay below
+    std::fill(s.words, s.words + (s.smem_bytes + 3) / 4, Word());  // checked accesses stay below
     memset(s.smem, s.smem_fill, s.smem_bytes);  // garbage, as a GPU's shared memory starts
     VALGRIND_MAKE_MEM_UNDEFINED(s.smem, s.smem_bytes);  // and so valgrind reads it (cuda_runtime.cc)
-    while (s.stacks.size() < (size_t)n_threads) s.stacks.push_back((unsigned char *)aligned_alloc(64, STACK_BYTES));
+    for (int i = 0; i < n_threads; i++)
+        if (!s.stacks[i]) s.stacks[i] = (unsigned char *)aligned_alloc(64, STACK_BYTES);
     // race.h: a fiber per thread index, kept for every CTA (creating one costs TSan megabytes)
-    while (s.fibers.size() < (size_t)n_threads) s.fibers.push_back(race::create_fiber());
+    for (int i = 0; i < n_threads; i++)
+        if (!s.fibers[i]) s.fibers[i] = race::create_fiber();
     s.scheduler_fiber = race::current_fiber();
     for (int i = 0; i < n_threads; i++) {
         Thread &t = cta.threads[i];
@@ -898,9 +904,10 @@ EMU_OWN inline void run_cta(int n_threads) {
         emu_switch_stack(&s.scheduler_sp, first->sp);
         s.cur = nullptr;
         if (s.live > 0 && s.progress == before) {
-            for (const Thread &t : cta.threads)
-                if (!t.done) die("emulator: block (%u,%u,%u): deadlock: thread %d waits at %s (and %d others)",
-                                 s.block_idx.x, s.block_idx.y, s.block_idx.z, t.id, t.waiting_at, s.live - 1);
+            for (int i = 0; i < n_threads; i++)
+                if (!cta.threads[i].done)
+                    die("emulator: block (%u,%u,%u): deadlock: thread %d waits at %s (and %d others)", s.block_idx.x,
+                        s.block_idx.y, s.block_idx.z, i, cta.threads[i].waiting_at, s.live - 1);
         }
     }
     race::acquire(&cta.end_sync);  // what the CTA did happens before the host's next work

@@ -15,7 +15,7 @@
 # thread a fiber, racecheck's job) reports each race planted in its self-test (an mbarrier and a
 # named barrier skipped among them) and none in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
-# of CTAs and threads other than its two) still needs a GPU. About 50 s (60-70 s on a slow day).
+# of CTAs and threads other than its two) still needs a GPU. About 110 s alone on 2 cores (2026-12-01).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/selftest build/emu/asan/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do
@@ -101,8 +101,8 @@ done
 # The kernels, in the plain build (the small cases, with the CTAs and threads in reverse) and in the
 # race build (those with T < 512), with work deferred (reads must synchronize): every check of the
 # harness passes, it says how many ran (the wgmma runs add their building blocks), and no race is
-# reported. Two run at a time, a new one as soon as one ends (about 25, 21, 19 and 12 s on one core
-# each, in this order: 40 s).
+# reported. Two run at a time, a new one as soon as one ends (about 52, 48, 35 and 26 s on one core
+# each, in this order: 85 s).
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 runs=("emu/race|--check-short|13|forward" "emu/race|--wgmma --ws --pipelined --check-short|14|forward"

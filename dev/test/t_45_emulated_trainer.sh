@@ -41,7 +41,7 @@
 # synchronized, changes the bits; under CUDA's order it would be a race a GPU shows only at times.
 # What the emulator cannot show (timing, the hardware's agreement with dev/emu/ptx_isa.h and with
 # cuBLASLt's documentation, stream orders other than the two deferred ones, CTA and thread orders
-# other than forward and reverse) still needs a GPU. About 100 s (about 130 s on a slow day).
+# other than forward and reverse) still needs a GPU. About 140 s alone on 2 cores (2026-12-01).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/test_gptcu build/emu/train_gptcu build/emu/race/train_gptcu train_gpt; do

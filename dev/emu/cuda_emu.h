@@ -90,11 +90,12 @@ namespace emu {
 
 // Code that touches only the emulator's own data, never the program's memory: its bookkeeping
 // (schedule, barriers, the shared-memory words' state) and an instruction's register operands
-// (the emulator's copies, or the kernel's own register arrays it hands over). Not instrumented by AddressSanitizer or UBSan either, whose checks there cost more than
-// the work (shuffles and barriers ran 2-3x slower under them) and keep the compiler from
-// vectorizing the arithmetic. What reads or writes the program's memory for an instruction
-// (cp.async, bulk reductions, wgmma's accumulators, the atomics) stays EMU_UNCHECKED: checked by
-// AddressSanitizer and UBSan, unseen by ThreadSanitizer.
+// (the emulator's copies, or the register arrays a kernel hands over). Not instrumented by
+// AddressSanitizer or UBSan either, whose checks there cost more than the work (shuffles and
+// barriers ran 2-3x slower under them) and keep the compiler from vectorizing the arithmetic.
+// What reads or writes the program's memory for an instruction (cp.async, bulk reductions,
+// wgmma's accumulators, the atomics) stays EMU_UNCHECKED: checked by AddressSanitizer and UBSan,
+// unseen by ThreadSanitizer.
 #define EMU_OWN __attribute__((no_sanitize("address", "undefined", "thread")))
 // Small helpers that both kinds of code call: GCC inlines nothing across a difference in the
 // sanitizer attributes unless told to.
@@ -851,7 +852,8 @@ EMU_OWN inline void run_cta(int n_threads) {
     cta.n_warpgroups = n_threads / 128;
     for (int g = 0; g < cta.n_warpgroups; g++) {
         cta.warpgroup[g] = Barrier(), cta.warpgroup[g].expected = 128;
-        cta.warpgroup_bar[g] = Barrier(), cta.warpgroup_bar[g].expected = 128, cta.warpgroup_bar[g].orders_memory = true;
+        cta.warpgroup_bar[g] = Barrier();
+        cta.warpgroup_bar[g].expected = 128, cta.warpgroup_bar[g].orders_memory = true;
     }
     for (Barrier &b : cta.named) b = Barrier(), b.orders_memory = true;
     cta.mbars.clear();

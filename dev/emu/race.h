@@ -22,7 +22,7 @@
 //     choose); an ldmatrix reads each lane's 16-byte row as that lane's read at the instruction; a
 //     wgmma reads its shared operands as the read of the thread that completes its wait_group.
 //   - The emulator's bookkeeping (barrier counts, the schedule, the copies' queues) is not the
-//     program's: its functions are built unchecked (EMU_UNCHECKED).
+//     program's: its functions are built unchecked (EMU_UNCHECKED, or cuda_emu.h's EMU_OWN).
 //   - The host, and the CTAs of a launch one after another, are ordered: a CTA's threads start
 //     after the host's work before it, and the host acquires what they did when the CTA ends.
 //     So races between CTAs of one launch are NOT reported (each CTA's shared memory, static

@@ -1,4 +1,4 @@
-"""Writes copies of token shards (make_shard.py's format) with the vocabulary cut to VOCAB tokens:
+"""Writes copies of token shards (token_shard.py's format) with the vocabulary cut to VOCAB tokens:
 the VOCAB - 1 most frequent tokens of the training shards (those whose name holds "_train_";
 ties broken by the lower token id) become 0 .. VOCAB - 2 in that order, every other token VOCAB - 1.
 A real corpus for a small model whose time would otherwise go to a 50257-way output head.
@@ -10,18 +10,7 @@ import sys
 
 import numpy as np
 
-MAGIC, VERSION = 20240520, 1
-
-
-def read_shard(path):
-    with open(path, "rb") as f:
-        header = np.frombuffer(f.read(256 * 4), dtype=np.int32)
-        if header[0] != MAGIC or header[1] != VERSION:
-            sys.exit(f"remap_vocab.py: {path}: not a token shard (magic {header[0]}, version {header[1]})")
-        tokens = np.frombuffer(f.read(), dtype=np.uint16)
-    if len(tokens) != header[2]:
-        sys.exit(f"remap_vocab.py: {path}: header says {header[2]} tokens, the file holds {len(tokens)}")
-    return header, tokens
+import token_shard
 
 
 def main():
@@ -30,9 +19,9 @@ def main():
     vocab, out_dir, paths = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     if not 2 <= vocab <= 65536:
         sys.exit(f"remap_vocab.py: VOCAB {vocab}: expected 2 .. 65536")
-    shards = {path: read_shard(path) for path in paths}
+    shards = {path: token_shard.read(path) for path in paths}
     counts = np.zeros(65536, dtype=np.int64)
-    for path, (_, tokens) in shards.items():
+    for path, tokens in shards.items():
         if "_train_" in os.path.basename(path):
             counts += np.bincount(tokens, minlength=65536)
     if not counts.any():
@@ -41,10 +30,8 @@ def main():
     mapping = np.full(65536, vocab - 1, dtype=np.uint16)
     mapping[ranked[: vocab - 1]] = np.arange(vocab - 1, dtype=np.uint16)
     os.makedirs(out_dir, exist_ok=True)
-    for path, (header, tokens) in shards.items():
-        with open(os.path.join(out_dir, os.path.basename(path)), "wb") as f:
-            f.write(header.tobytes())
-            f.write(mapping[tokens].tobytes())
+    for path, tokens in shards.items():
+        token_shard.write(os.path.join(out_dir, os.path.basename(path)), mapping[tokens])
 
 
 if __name__ == "__main__":

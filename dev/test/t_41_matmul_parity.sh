@@ -6,7 +6,7 @@
 # learned something). The corpus with its vocabulary cut to 4096 tokens (dev/test/remap_vocab.py:
 # the 4095 most frequent, and one for the rest), so that the block linears, where the precisions
 # differ, do a third of the work: with GPT-2's 50257 tokens and C 64 the fp32 output head and its
-# optimizer took 94% of each step, and the five runs 170 s of CPU instead of 25. First the twin's
+# optimizer took 94% of each step, and the test 170 s of CPU time instead of 45. First the twin's
 # block linears against the recipe of llmc/matmul_lowp.cuh's table, bit for bit in every precision
 # (test_model twin).
 set -eu

@@ -24,7 +24,7 @@
 # checkpoints, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work). WGMMA=0 skips the
 # steps of the wgmma attention (see wgmma_step below).
 # The script keeps its own deadline, BUNDLE_SECONDS (default 570) after it starts: no step runs
-# past it, and a step that would start with less than 20 s left is recorded as SKIPPED, so the
+# past it (one deaf to the SIGTERM, such as a hung kernel, is killed 10 s later), and a step that would start with less than 20 s left is recorded as SKIPPED, so the
 # logs are packed and returned before the device tool's limit (600 s a call) kills the call. (An
 # outer `timeout` cannot do this: it signals bash, which waits for the step in progress, since
 # each step runs under its own timeout in another process group.) Give a call that the device
@@ -90,11 +90,13 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...: LIMIT_SECONDS, or what is left b
     fi
     (( limit > left )) && limit=$left
     local t0=$(date +%s)
-    timeout "$limit" "$@" > "$work/logs/$name.log" 2>&1
-    local rc=$? result=PASS
-    [ $rc -eq 124 ] && result="TIMEOUT (${limit}s)"
-    [ $rc -ne 0 ] && [ $rc -ne 124 ] && result="FAIL (exit $rc)"
-    echo "| $name | $result | $(( $(date +%s) - t0 )) |" >> "$summary"
+    # KILL 10 s after the TERM: the trainers answer TERM by finishing their step, which a hung
+    # kernel never does.
+    timeout -k 10 "$limit" "$@" > "$work/logs/$name.log" 2>&1
+    local rc=$? result=PASS secs=$(( $(date +%s) - t0 ))
+    if [ $rc -eq 124 ] || { [ $rc -eq 137 ] && (( secs >= limit )); }; then result="TIMEOUT (${limit}s)"
+    elif [ $rc -ne 0 ]; then result="FAIL (exit $rc)"; fi
+    echo "| $name | $result | $secs |" >> "$summary"
     echo "== $name: $result"; tail -n 25 "$work/logs/$name.log"
     return $rc
 }

@@ -89,7 +89,7 @@ echo "$curve_line"
 # PyTorch baseline: GPT-2 of the same shape, bf16 autocast, torch.compile, SDPA (causal), AdamW.
 torch_line="PyTorch baseline: not run (no python3 with CUDA-enabled torch)"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    torch_line=$(B="$B_D12" timeout 300 python3 dev/bench/torch_gpu_baseline.py 2>"$LOG/torch.log" ||
+    torch_line=$(B="$B_D12" timeout -k 10 300 python3 dev/bench/torch_gpu_baseline.py 2>"$LOG/torch.log" ||
                  echo "PyTorch baseline: failed (see $LOG/torch.log)")
 fi
 echo "$torch_line"

@@ -2,7 +2,8 @@
 # Resume is bit-exact: 20 steps straight, against 10 steps + checkpoint + resume + 10 steps,
 # must give identical losses (also validation losses and samples) and an identical final
 # checkpoint, in fp32 and in emulated FP8 with delayed scaling (whose amax history the state file
-# carries), and from a state file of the older version 1; so is another OpenMP thread count.
+# carries), and from a state file of the older version 1; so is another OpenMP thread count, and
+# a resume given another --seed (the run keeps its own).
 # Also checks that the checkpoint a run writes loads back (round trip) and that an interrupted
 # checkpoint (no DONE marker) is never picked for resume.
 set -eu
@@ -48,6 +49,15 @@ run() {
     echo "resume ($n): losses, validation losses and samples of steps 11-20, the whole log, and the step-20 model and state are bit-identical"
 }
 run fp32
+# A resume with another --seed keeps the run's own (state header word [17]): the note, and the
+# step-20 model and state of the run that went straight through.
+s7="$dir/fp32_seed7"
+mkdir -p "$s7" && cp "$dir/fp32_a/model_00000010.bin" "$dir/fp32_a/state_00000010_00000.bin" "$dir/fp32_a/DONE_00000010" "$s7/"
+./train_gpt "${args[@]}" -o "$s7" -y 1 --seed 7 > "$s7.out"
+grep -q "note: the run started with --seed 1337, which it keeps; --seed 7 is not used" "$s7.out"
+cmp "$dir/fp32_a/model_00000020.bin" "$s7/model_00000020.bin"
+cmp "$dir/fp32_a/state_00000020_00000.bin" "$s7/state_00000020_00000.bin"
+echo "resume with --seed 7: the run keeps its seed 1337 (the note; step 20's model and state bit-identical)"
 # A version-1 state file (the same state as this project wrote it before its checksum covered the
 # header, without the run's seed or the model file's checksum) resumes to the same bits, the seed
 # taken from --seed (the run's, 1337 by default).

@@ -12,10 +12,12 @@ fails=0
 
 # expect CODE PATTERN -- ARGS...: the exit status is CODE, stderr is one line matching PATTERN, no
 # sanitizer report. A refusal comes before any work: a case still running after 60 s has started
-# to train instead (timeout's exit status 124 then fails it).
+# to train instead (timeout's exit status 124 then fails it). The trainer answers timeout's SIGTERM
+# by finishing its step, which at the default d12 under the sanitizers takes far longer: KILL 5 s
+# later ends it (exit status 137).
 expect() {
     local code=$1 pattern=$2; shift 3
-    timeout 60 "$bin" "$@" > "$dir/out" 2> "$dir/err"
+    timeout -k 5 60 "$bin" "$@" > "$dir/out" 2> "$dir/err"
     local rc=$?
     if [ $rc -ne "$code" ] || [ "$(wc -l < "$dir/err")" -ne 1 ] || ! grep -qE -e "$pattern" "$dir/err" ||
         grep -qE "Sanitizer|runtime error" "$dir/err"; then
@@ -77,6 +79,9 @@ cp "$dir/good.bin" "$dir/magic.bin" && printf '\x01\x02\x03\x04' | dd of="$dir/m
 expect 1 "is not a token shard: magic" -- "${tiny[@]}" -i "$dir/magic.bin"
 /usr/bin/python3 dev/test/make_shard.py "$dir/small.bin" 10 300 8
 expect 1 "has 10 tokens; one micro-step" -- "${tiny[@]}" -i "$dir/small.bin"
+# B*T = 16 tokens are one token short of a micro-step: its last target is the 17th.
+/usr/bin/python3 dev/test/make_shard.py "$dir/window.bin" 16 300 11
+expect 1 "has 16 tokens; one micro-step of 1 rank\(s\) x B=2 x T=8 needs 17" -- "${tiny[@]}" -i "$dir/window.bin"
 /usr/bin/python3 dev/test/make_shard.py "$dir/vocab.bin" 400 60000 9
 expect 1 "token .* outside the model's vocabulary \(V=300\): the shard is corrupt or made for a larger" -- "${tiny[@]}" -i "$dir/vocab.bin" -x 1
 # The check covers a window's last target too: token B*T = 16 of the first window, alone out of range.
@@ -187,6 +192,13 @@ if grep -q "note: the validation shards hold 2 micro-batches of B\*T\*ranks = 16
     echo "ok   -m 20 over 48 validation tokens is cut to 2"
 else
     echo "FAIL: -m 20 over 48 validation tokens"; sed 's/^/      /' "$dir/m20_48" | head -5; fails=$((fails + 1))
+fi
+# One batch more than the shards hold is cut too.
+"$bin" "${tiny[@]}" -i "$dir/good.bin" -j "$dir/val48.bin" -v 1 -m 3 -x 1 > "$dir/m3_48" 2>&1
+if grep -q "note: the validation shards hold 2 micro-batches of B\*T\*ranks = 16 tokens: -m 3 is cut to 2" "$dir/m3_48"; then
+    echo "ok   -m 3 over 48 validation tokens is cut to 2"
+else
+    echo "FAIL: -m 3 over 48 validation tokens"; sed 's/^/      /' "$dir/m3_48" | head -5; fails=$((fails + 1))
 fi
 
 # The README's flag table is the one --help prints.

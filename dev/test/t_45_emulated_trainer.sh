@@ -115,7 +115,7 @@ zero_run() {  # zero_run <name> <stage> <stream order> <LLMC_GPU_COMM: nccl | mp
     [ "$4" = mpi ] && shown_as=mpi-staged
     [ "$3" = last ] && schedule=reverse
     # timeout: ranks that reached different collectives would wait for each other forever.
-    LLMC_EMU_STREAM_ORDER=$3 LLMC_EMU_SCHEDULE=$schedule LLMC_GPU_COMM=$4 timeout 300 mpirun "${root[@]}" \
+    LLMC_EMU_STREAM_ORDER=$3 LLMC_EMU_SCHEDULE=$schedule LLMC_GPU_COMM=$4 timeout -k 10 300 mpirun "${root[@]}" \
         --oversubscribe --bind-to none -np 2 -x LLMC_EMU_STREAM_ORDER -x LLMC_EMU_SCHEDULE -x LLMC_GPU_COMM \
         build/emu/train_gptcu "${args[@]}" --update-clip "$clip" -d 128 -m 2 -z "$2" -o "$dir/$1" >"$dir/$1.out" 2>&1 ||
         rc=$?

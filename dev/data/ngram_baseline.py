@@ -7,21 +7,22 @@ says how low a short run can be expected to go.
     /usr/bin/python3 dev/data/ngram_baseline.py "data/nlpcorpus/nlpcorpus_train_*.bin" \
         data/nlpcorpus/nlpcorpus_val_000000.bin
 
-Shards: 256 int32 header (magic 20240520), then uint16 tokens (see llmc/dataloader.h).
+Shards are read by dev/test/token_shard.py (the format of llmc/dataloader.h).
 """
 import glob
+import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
+import token_shard  # noqa: E402 (found through the path above)
 
 V = 50257
 
 
 def load(path):
-    header = np.fromfile(path, dtype=np.int32, count=256)
-    if header[0] != 20240520:
-        sys.exit(f"{path}: not a token shard (magic {header[0]})")
-    return np.fromfile(path, dtype=np.uint16, offset=1024).astype(np.int64)
+    return token_shard.read(path).astype(np.int64)
 
 
 def main():

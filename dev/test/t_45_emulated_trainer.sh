@@ -35,6 +35,8 @@
 #      status 2, or 1 for a checkpoint, before the GPU is touched; parameters or activations past
 #      the (emulated, 80 GiB) device's memory: one line naming the buffer and the flags that
 #      shrink it, status 1.
+#   6. A resume given another --seed keeps the run's stochastic rounding; a sample through the
+#      output head in chunks equals the one without.
 # Parts 1 and 2 run with the emulator's streams deferred (LLMC_EMU_STREAM_ORDER, dev/emu/
 # cuda_runtime.cc): work runs only when the host must see it, in an order that favours one stream,
 # so a missing wait between the compute and comm streams, or a host read of a copy not yet
@@ -295,5 +297,26 @@ gpu_comm= refused 1 "out of device memory: the bf16 parameters need 98358.1 MiB,
     -e L1024C2048NH32 "${small[@]}"
 gpu_comm= refused 1 "out of device memory: the activations need 102672.1 MiB, .* -r/--recompute/--mem-budget" \
     -e L12C1024NH16 "${small[@]}" --max-seq-len 1024 -b 256 -t 1024
+
+# 6. Two decisions of the GPU trainer's host code: a resume given another --seed keeps the run's
+# (the state file's), which seeds the stochastic rounding of the bf16 weights, so that step 4's
+# model and state equal those of the run that went straight through; and a sample reads the last
+# row of the output head's last chunk, so that its tokens (and the losses) with chunks of 4 rows
+# equal those without chunks (test_gptcu's check 2b compares one such row's logits; this, the
+# tokens the trainer prints).
+p6=(-e L2C128NH2 --vocab-size 512 --max-seq-len 64 -b 2 -t 32 -x 4 -l 1e-3 -u 1 -i "$dir/train_*.bin" -v 0 -s 2 -g 12)
+OMP_NUM_THREADS=1 build/emu/train_gptcu "${p6[@]}" -n 2 -o "$dir/seed_a" >"$dir/seed_a.out" 2>&1 || true
+mkdir -p "$dir/seed_b" && { cp "$dir"/seed_a/*_00000002* "$dir/seed_b/" || true; }
+OMP_NUM_THREADS=1 build/emu/train_gptcu "${p6[@]}" -n 2 --seed 7 -y 1 -o "$dir/seed_b" >"$dir/seed_b.out" 2>&1 || true
+grep -q "note: the run started with --seed 1337, which it keeps; --seed 7 is not used" "$dir/seed_b.out" &&
+    cmp -s "$dir/seed_a/model_00000004.bin" "$dir/seed_b/model_00000004.bin" &&
+    cmp -s "$dir/seed_a/state_00000004_00000.bin" "$dir/seed_b/state_00000004_00000.bin" && ok=1 || ok=0
+check "$ok" "emulated train_gptcu: a resume with --seed 7 keeps the run's 1337 (step 4's model and state bit-identical)"
+OMP_NUM_THREADS=1 build/emu/train_gptcu "${p6[@]}" -n 0 --head-chunk 4 >"$dir/chunk4.out" 2>&1 || true
+samples_losses() { awk '/^sample:/ {print} /^step / {print $5}' "$1"; }  # the samples and the step losses
+[ "$(grep -c '^sample:' "$dir/chunk4.out")" = 2 ] && diff <(samples_losses "$dir/seed_a.out") \
+    <(samples_losses "$dir/chunk4.out") >/dev/null && ok=1 || ok=0
+check "$ok" "emulated train_gptcu: samples of 12 tokens and the losses with --head-chunk 4 equal those without chunks"
+
 echo "$failed check(s) failed"
 [ "$failed" = 0 ]

@@ -27,7 +27,7 @@ saved() { (cd "$dir/$1" && ls DONE_* 2>/dev/null | sed 's/DONE_0*//' | tr '\n' '
 
 # Validation, samples and checkpoints every 4 steps of 9. Events in the order printed: V a
 # validation, S a sample, a number the progress line of that step.
-# (The long forms: --val-every and --val-batches start with --val, the flag of -j.)
+# (The long forms: --val-every starts with --val, the long form of -j.)
 run cadence -x 9 --val-every 4 --sample-every 4 --ckpt-every 4
 events=$(awk '/^val loss / {printf "V "} /^sample:/ {printf "S "} /^step +[0-9]+\/9 / {split($2, a, "/"); printf "%s ", a[1]}' \
          "$dir/cadence.out")

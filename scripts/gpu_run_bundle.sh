@@ -23,11 +23,12 @@
 # outputs and logs, ncu's raw CSVs), and the phases' results (profile_attention.txt, profile.md, curves.csv, curves.png). Bulky work (ZeRO
 # checkpoints, the curves' per-run logs) stays in $WORK (/tmp/gpu_run_work). WGMMA=0 skips the
 # steps of the wgmma attention (see wgmma_step below).
-# The script keeps its own deadline, BUNDLE_SECONDS (default 570) after it starts: no step runs
-# past it (one deaf to the SIGTERM, such as a hung kernel, is killed 10 s later), and a step that would start with less than 20 s left is recorded as SKIPPED, so the
-# logs are packed and returned before the device tool's limit (600 s a call) kills the call. (An
-# outer `timeout` cannot do this: it signals bash, which waits for the step in progress, since
-# each step runs under its own timeout in another process group.) Give a call that the device
+# The script keeps its own deadline, BUNDLE_SECONDS (default 570) after it starts: a step is sent
+# SIGTERM there and, if deaf to it (a program in a hung kernel), killed 10 s later; a step that
+# would start with less than 20 s left is recorded as SKIPPED; so the logs are packed and returned
+# before the device tool's limit (600 s a call) kills the call. (An outer `timeout` cannot do
+# this: it signals bash, which waits for the step in progress, since each step runs under its own
+# timeout in another process group.) Give a call that the device
 # runs under a shorter limit (less device time left) BUNDLE_SECONDS = that limit - 30.
 set -u
 cd "$(dirname "$0")/.."

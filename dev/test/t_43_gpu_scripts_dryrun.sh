@@ -71,8 +71,8 @@ with_mode() {  # with_mode PHASE MODE: how many of PHASE's train_gptcu runs ran 
 }
 # The deadline: a step that outlasts BUNDLE_SECONDS is cut there (killed 10 s after the SIGTERM
 # it ignores), the steps after it are skipped, and the logs still come back, well before a device
-# call's limit. It mostly sleeps, so it runs
-# beside the phases below, in a work directory of its own (checked at the end).
+# call's limit. It mostly sleeps, so it runs beside the phases below, in a work directory of its
+# own (checked at the end).
 # (30 s: the first step starts once the script's preflight, up to 10 s on a loaded machine where
 # python3 imports torch, is done, with at least 20 s left.)
 (t0=$SECONDS

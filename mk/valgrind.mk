@@ -17,6 +17,6 @@ $(BUILD)/vg/%.o: %.c $(wildcard llmc/*.h)
 	$(CC) $(CPPFLAGS) $(VG_CFLAGS) -c $< -o $@
 $(BUILD)/vg/train_gpt: $(BUILD)/vg/train_gpt.o $(VG_LLMC_OBJS)
 	$(CC) $(VG_CFLAGS) $^ -o $@ $(LDLIBS)
-$(BUILD)/vg/emu/train_gptcu: train_gpt.cu $(EMU_HEADERS) $(EMU_RUNTIME) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(VG_LLMC_OBJS)
+$(BUILD)/vg/emu/train_gptcu: $(BUILD)/emu/train_gpt.o $(EMU_RUNTIME) $(BUILD)/emu/comm_nccl.o $(EMU_NCCL) $(VG_LLMC_OBJS)
 	@mkdir -p $(dir $@)
-	$(call EMU_TRAIN_GPTCU,$(VG_LLMC_OBJS),-g)
+	$(call EMU_TRAIN_GPTCU,$(VG_LLMC_OBJS))

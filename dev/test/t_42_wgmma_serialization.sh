@@ -3,9 +3,9 @@
 # before it, the tensor cores idle between them), which a build does not fail on: ptxas -v's
 # "Potential Performance Loss: wgmma.mma_async instructions are serialized" notes over
 # dev/test/cuda_host/wgmma_serialization.cu (every wgmma attention kernel, compiled for sm_90a, not
-# run). The same file with a kernel written to be serialized shows that ptxas prints the note and
-# that this test sees it. And the register count that the warp-specialized backward's setmaxnreg
-# relies on. About 10 s of nvcc.
+# run). The file's other half, a kernel written to be serialized (-DLLMC_SERIALIZED_WGMMA), shows
+# that ptxas prints the note and that this test sees it. And the register count that the
+# warp-specialized backward's setmaxnreg relies on. About 30 s of nvcc (2026-12-02).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v nvcc >/dev/null || PATH=/usr/local/cuda/bin:$PATH

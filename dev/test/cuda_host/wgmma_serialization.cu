@@ -4,14 +4,12 @@
 // serialized" notes, C7518-C7520): each wgmma then waits for the one before, so the tensor cores
 // idle between them. A build succeeds all the same, so the test looks for the note. This file
 // instantiates every wgmma attention kernel: those attention.cuh's public functions launch and the
-// one-warpgroup variants dev/cuda/attention.cu times. With -DLLMC_SERIALIZED_WGMMA it adds a kernel
-// written to be serialized (a wgmma issued in a branch and waited for in another), so that the test
-// shows ptxas printing the note it looks for.
-#include "../../../llmc/attention.cuh"
-
-using namespace attention_detail;
-
+// one-warpgroup variants dev/cuda/attention.cu times. With -DLLMC_SERIALIZED_WGMMA it holds, instead,
+// only a kernel written to be serialized (a wgmma issued in a branch and waited for in another), so
+// that the test shows ptxas printing the note it looks for (without compiling attention.cuh twice).
 #ifdef LLMC_SERIALIZED_WGMMA
+#include "../../../llmc/wgmma.cuh"
+
 __global__ void serialized_wgmma_kernel(float *out, uint64_t desc_a, uint64_t desc_b, int warpgroups) {
     float d[8][4];
     wgmma::hold_registers<8>(d);
@@ -27,7 +25,10 @@ __global__ void serialized_wgmma_kernel(float *out, uint64_t desc_a, uint64_t de
     }
     for (int n = 0; n < 8; n++) out[8 * threadIdx.x + n] = d[n][0];
 }
-#endif
+#else
+#include "../../../llmc/attention.cuh"
+
+using namespace attention_detail;
 
 const void *const wgmma_kernels[] = {
     (const void *)attention_forward_wgmma_kernel<64, 1, false>,
@@ -42,7 +43,5 @@ const void *const wgmma_kernels[] = {
     (const void *)attention_backward_dq_wgmma_kernel<64, 1, true>,
     (const void *)attention_backward_kv_ws_wgmma_kernel<64>,
     (const void *)attention_forward_ws_wgmma_kernel<64>,
-#ifdef LLMC_SERIALIZED_WGMMA
-    (const void *)serialized_wgmma_kernel,
-#endif
 };
+#endif

@@ -34,10 +34,14 @@ export LD_BIND_NOW=1
 echo "the test suite under AddressSanitizer and UndefinedBehaviorSanitizer (./train_gpt = build/san/train_gpt)"
 # Without arguments, every test but those whose second run would repeat the first bit for bit:
 # they run neither ./train_gpt nor ./prepare_data (t_45 only to write a checkpoint), and their own
-# programs are the same here (the emulated CUDA of t_44, t_45 and t_46 is built with ASan and
-# UBSan, or TSan, already; t_47 runs valgrind's builds). That saves about 6 of CI's minutes.
-repeats=(t_10_model_vs_pytorch t_40_quant_exhaustive t_44_emulated_attention t_45_emulated_trainer
-         t_46_emulated_harnesses t_47_uninitialized_reads)
+# programs are the same here (the fuzz targets of t_30, the emulated CUDA of t_44, t_45 and t_46
+# and the quantizer tests of t_40 are built with ASan and UBSan, or TSan, already; t_47 runs
+# valgrind's builds; the others' are the plain builds of both passes). That saves about 7 of CI's
+# minutes.
+repeats=(t_05_torch_reference t_10_model_vs_pytorch t_11_finite_differences t_30_tokenizer_fuzz
+         t_40_quant_exhaustive t_40_quant_units t_42_kernel_indexing t_42_wgmma_serialization
+         t_44_emulated_attention t_45_emulated_trainer t_46_emulated_harnesses t_47_uninitialized_reads
+         t_50_zero_comm t_70_recompute_plan)
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
     for t in dev/test/t_*.sh; do

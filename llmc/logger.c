@@ -88,7 +88,7 @@ void logger_close(Logger *lg) {
     lg->f = NULL;
 }
 
-static void format_duration(double s, char *buf, size_t n) {
+void format_duration(double s, char *buf, size_t n) {
     if (!(s >= 0) || s > 1e8) { snprintf(buf, n, "?"); return; }
     long t = (long)(s + 0.5);
     if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);

@@ -28,6 +28,10 @@ void logger_val(Logger *lg, int step, float loss);
 void logger_skip(Logger *lg, int step, const char *reason);
 void logger_close(Logger *lg);
 
+// A duration in seconds, rounded to the second, as "59s", "1m00s" or "1h02m" (hours drop the
+// seconds); "?" for a negative, NaN or absurd (> 1e8 s) estimate.
+void format_duration(double seconds, char *buf, size_t n);
+
 // "step   12/100 | loss 5.123456 | norm 1.2345 | lr 6.00e-04 | 123.4 ms | 4567 tok/s | MFU 41.2% | ETA 1m23s"
 // (the MFU field only when mfu >= 0, as a fraction).
 void print_progress(int step, int total_steps, float loss, float norm, float lr, double step_ms, double tokens_per_s,

@@ -7,8 +7,8 @@
 # norm of these runs, changes the model; 1e9, above them all, gives the bits of 0, off; the norm
 # the log shows is the one before clipping); a sample's length (-g, at most T - 1); the data
 # position after each step through two shards and back to the first; the sampler draws each
-# token as often as its probability; MFU's formula. The schedules' values are t_12's; the
-# clipping's arithmetic is t_10's. About 3 s.
+# token as often as its probability; MFU's formula; the ETA's seconds, minutes and hours. The
+# schedules' values are t_12's; the clipping's arithmetic is t_10's. About 3 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=build/test/training_loop
@@ -94,5 +94,10 @@ check "$ok" "MFU at --peak-tflops 1e-5 = (6 N + 12 L C T) x tokens/s / peak (ste
 ./build/test_model sampler 31 > "$dir/sampler.out" && ok=1 || ok=0
 cat "$dir/sampler.out"
 check "$ok" "rng_sample_softmax: each index as often as its probability"
+
+# The progress line's ETA in each of its units (test_model duration).
+./build/test_model duration > "$dir/duration.out" && ok=1 || ok=0
+cat "$dir/duration.out"
+check "$ok" "the ETA: s below a minute, m and s below an hour, h and m above, ? for no estimate"
 echo "$failed check(s) failed"
 [ "$failed" = 0 ]

@@ -9,6 +9,7 @@
 //   test_model outlier       the z-score of -sl/-sg (llmc/outlier.h) on values with a known one
 //   test_model fp8eval SEED  an evaluation pass leaves the FP8 amax history as it was
 //   test_model sampler SEED  rng_sample_softmax draws each index as often as its probability
+//   test_model duration      the progress line's ETA: seconds, minutes, hours, and "?" for no estimate
 //   test_model sizes         d12-d48 have GPT-2's shapes and parameter counts
 //   test_model twin SEED     the low-precision block linears equal matmul_lowp.cuh's recipe bit for bit
 // Exits 1 when any comparison is out of tolerance; prints every comparison.
@@ -17,6 +18,7 @@
 
 #include "../../train_gpt.c"
 
+#include "../../llmc/logger.h"
 #include "check.h"
 
 static void *read_exact(FILE *f, size_t bytes, const char *path) {
@@ -587,6 +589,22 @@ static int run_outlier(void) {
     return g_failures;
 }
 
+// The ETA of the progress line (llmc/logger.c): rounded to the second, the unit changing at 60 s
+// and 3600 s, and "?" for anything but a number of seconds from 0 to 1e8 (a clock gone back, NaN).
+static int run_duration(void) {
+    static const struct { double seconds; const char *want; } cases[] = {
+        {0.0, "0s"},          {0.49, "0s"},       {59.49, "59s"},      {59.5, "1m00s"},  {125.0, "2m05s"},  {600.0, "10m00s"},
+        {3599.49, "59m59s"},  {3599.5, "1h00m"},  {3725.0, "1h02m"},   {3659.0, "1h00m"}, {360000.0, "100h00m"},
+        {1e8, "27777h46m"},   {1.0001e8, "?"},    {-1.0, "?"},         {NAN, "?"},        {INFINITY, "?"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char got[32];
+        format_duration(cases[i].seconds, got, sizeof(got));
+        check(strcmp(got, cases[i].want) == 0, "ETA of %g s: \"%s\" (%s)", cases[i].seconds, got, cases[i].want);
+    }
+    return g_failures;
+}
+
 // With FP8 delayed scaling, only training micro-steps record amaxes: an evaluation (validation,
 // sampling) that wrote its own into the ring would change the scales of the next training step,
 // by too little for a loss comparison to notice where the power-of-two scale hides it.
@@ -626,12 +644,13 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "recompute") == 0) return run_recompute(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "fp8eval") == 0) return run_fp8_eval(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 2 && strcmp(argv[1], "outlier") == 0) return run_outlier() ? 1 : 0;
+    if (argc == 2 && strcmp(argv[1], "duration") == 0) return run_duration() ? 1 : 0;
     if (argc == 2 && strcmp(argv[1], "sizes") == 0) return run_sizes() ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "twin") == 0) return run_twin(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "sampler") == 0) return run_sampler(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 3 && strcmp(argv[1], "init") == 0) return run_init(strtoull(argv[2], NULL, 10)) ? 1 : 0;
     if (argc == 5 && strcmp(argv[1], "memory") == 0) return run_memory(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | sampler SEED | sizes | twin SEED | fp8eval SEED | "
+    fprintf(stderr, "usage: %s case PREFIX | fd SEED | gelu SEED | init SEED | recompute SEED | outlier | duration | sampler SEED | sizes | twin SEED | fp8eval SEED | "
                     "memory MODEL B T\n", argv[0]);
     return 2;
 }

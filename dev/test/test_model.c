@@ -593,9 +593,10 @@ static int run_outlier(void) {
 // and 3600 s, and "?" for anything but a number of seconds from 0 to 1e8 (a clock gone back, NaN).
 static int run_duration(void) {
     static const struct { double seconds; const char *want; } cases[] = {
-        {0.0, "0s"},          {0.49, "0s"},       {59.49, "59s"},      {59.5, "1m00s"},  {125.0, "2m05s"},  {600.0, "10m00s"},
-        {3599.49, "59m59s"},  {3599.5, "1h00m"},  {3725.0, "1h02m"},   {3659.0, "1h00m"}, {360000.0, "100h00m"},
-        {1e8, "27777h46m"},   {1.0001e8, "?"},    {-1.0, "?"},         {NAN, "?"},        {INFINITY, "?"},
+        {0.0, "0s"},         {0.49, "0s"},        {59.49, "59s"},      {59.5, "1m00s"},
+        {125.0, "2m05s"},    {600.0, "10m00s"},   {3599.49, "59m59s"}, {3599.5, "1h00m"},
+        {3725.0, "1h02m"},   {3659.0, "1h00m"},   {360000.0, "100h00m"}, {1e8, "27777h46m"},
+        {1.0001e8, "?"},     {-1.0, "?"},         {NAN, "?"},          {INFINITY, "?"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char got[32];

@@ -67,6 +67,14 @@ static void set_error(AtomicFile *af, const char *what) {
     snprintf(af->error, sizeof(af->error), "%s (%s) '%s'", what, strerror(errno), af->tmp_path);
 }
 
+// Frees af's names; the file is closed or was never opened.
+static void release(AtomicFile *af) {
+    free(af->path);
+    free(af->tmp_path);
+    af->path = af->tmp_path = NULL;
+    af->f = NULL;
+}
+
 int atomic_open(AtomicFile *af, const char *path) {
     memset(af, 0, sizeof(*af));
     af->path = dup_string(path);
@@ -76,9 +84,7 @@ int atomic_open(AtomicFile *af, const char *path) {
     af->f = fopen(af->tmp_path, "wb");
     if (!af->f) {
         set_error(af, "cannot create");
-        free(af->path);
-        free(af->tmp_path);
-        af->path = af->tmp_path = NULL;
+        release(af);
         return -1;
     }
     return 0;
@@ -96,19 +102,6 @@ void atomic_pwrite(AtomicFile *af, const void *data, size_t n, long offset) {
     if (here < 0 || fseek(af->f, offset, SEEK_SET) != 0) { set_error(af, "cannot seek in"); return; }
     atomic_write(af, data, n);
     if (!af->failed && fseek(af->f, here, SEEK_SET) != 0) set_error(af, "cannot seek in");
-}
-
-static void release(AtomicFile *af) {
-    free(af->path);
-    free(af->tmp_path);
-    af->path = af->tmp_path = NULL;
-    af->f = NULL;
-}
-
-void atomic_abort(AtomicFile *af) {
-    if (af->f) fclose(af->f);
-    if (af->tmp_path) unlink(af->tmp_path);
-    release(af);
 }
 
 int atomic_commit(AtomicFile *af) {

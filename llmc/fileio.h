@@ -44,8 +44,6 @@ void atomic_pwrite(AtomicFile *af, const void *data, size_t n, long offset);
 // file removed (under either name: a failed directory fsync removes the renamed file). Frees
 // af's resources either way.
 int atomic_commit(AtomicFile *af);
-// Abandons the file: removes the temporary, frees resources.
-void atomic_abort(AtomicFile *af);
 
 // fsyncs a directory, making the creation, rename or removal of its entries durable. Returns 0
 // (also where the filesystem does not fsync directories: EINVAL, ENOTSUP), or -1 with errno set.

@@ -117,6 +117,10 @@ expect 1 "flip_model.bin' is corrupt: checksum" -- -e "$dir/flip_model.bin" -b 2
 # which covers the header, can tell.
 cp "$model" "$dir/nh_model.bin" && printf '\x04' | dd of="$dir/nh_model.bin" bs=1 seek=20 conv=notrunc 2>/dev/null
 expect 1 "nh_model.bin' is corrupt: checksum" -- -e "$dir/nh_model.bin" -b 2 -t 8 -i "$dir/good.bin" -v 0 -s 0
+# A header value past a range (maxT, int32 [2], bytes 8..11: 2^20 + 1) is named before the file's
+# size, which follows from the header, is judged.
+cp "$model" "$dir/maxt_model.bin" && printf '\x01\x00\x10\x00' | dd of="$dir/maxt_model.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
+expect 1 "maxt_model.bin': corrupt checkpoint header: maxT must be in \[1, 1048576\]" -- -e "$dir/maxt_model.bin"
 head -c 1000 "$dir/good.bin" > "$dir/nomodel.bin"
 expect 1 "is not a model checkpoint" -- -e "$dir/nomodel.bin"
 

@@ -8,6 +8,7 @@
 #   - the resumed run removed the killed writer's temporaries; at most 3 complete markers remain
 #     (-nk 2, plus one if the kill fell between a marker and the pruning: the next start prunes
 #     it, so kills in a row never leave more).
+# Then a start removes a <checkpoint>.tmp.<pid> and keeps a file whose suffix is not a pid.
 # It counts where the kills landed (inside a file being written, between the files of one
 # checkpoint, elsewhere) and requires that most landed inside a checkpoint. About 30 s.
 cd "$(dirname "$0")/../.."
@@ -76,4 +77,11 @@ check "most kills ($inside of $trials) landed inside checkpoint writing" test $i
 check "a resumed run's start keeps the newest -nk 2 of 4 checkpoints" \
     test "$(ls "$dir/extra" | grep -v main.log | tr '\n' ' ')" = \
     "DONE_00000003 DONE_00000004 model_00000003.bin model_00000004.bin state_00000003_00000.bin state_00000004_00000.bin "
+# A start removes a killed writer's temporary (<checkpoint>.tmp.<pid>), and nothing else that
+# merely looks like one: the suffix must be a pid.
+echo "in flight" > "$dir/extra/model_00000005.bin.tmp.99999"
+echo "notes" > "$dir/extra/model_00000005.bin.tmp.mine"
+./train_gpt "${tiny[@]}" -x 5 -n 0 -y 1 -o "$dir/extra" > /dev/null
+check "a start removes <checkpoint>.tmp.<pid> and keeps <checkpoint>.tmp.mine" \
+    test "$(ls "$dir/extra" | grep '\.tmp\.' | tr '\n' ' ')" = "model_00000005.bin.tmp.mine "
 finish

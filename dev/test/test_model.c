@@ -10,7 +10,7 @@
 //   test_model fp8eval SEED  an evaluation pass leaves the FP8 amax history as it was
 //   test_model sampler SEED  rng_sample_softmax draws each index as often as its probability
 //   test_model duration      the progress line's ETA: seconds, minutes, hours, and "?" for no estimate
-//   test_model sizes         d12-d48 have GPT-2's shapes and parameter counts
+//   test_model sizes         d12-d48 have GPT-2's shapes and parameter counts; V padded to a multiple of 128
 //   test_model twin SEED     the low-precision block linears equal matmul_lowp.cuh's recipe bit for bit
 // Exits 1 when any comparison is out of tolerance; prints every comparison.
 #define TESTING
@@ -479,6 +479,11 @@ static int run_sizes(void) {
               kSizes[i].desc, cfg.num_layers, cfg.channels, cfg.num_heads, params, kSizes[i].L, kSizes[i].C, kSizes[i].NH,
               kSizes[i].params ? ", GPT-2's count" : "");
     }
+    // DESIGN.md: the vocabulary padded to a multiple of 128 (50257 -> 50304 is also a multiple of 64).
+    static const int kPad[][2] = {{1, 128}, {64, 128}, {128, 128}, {129, 256}, {300, 384}, {50257, 50304}};
+    for (size_t i = 0; i < sizeof(kPad) / sizeof(kPad[0]); i++)
+        check(gpt2_pad_vocab(kPad[i][0]) == kPad[i][1], "V %d padded to %d (want %d)", kPad[i][0],
+              gpt2_pad_vocab(kPad[i][0]), kPad[i][1]);
     return g_failures;
 }
 
@@ -575,6 +580,8 @@ static int run_outlier(void) {
     check(outlier_zscore(&d, 100.0) == 0.0, "15 values: z-score %g (0: too few to judge)", outlier_zscore(&d, 100.0));
     outlier_push(&d, 3.0);
     check(outlier_zscore(&d, 5.0) == 3.0, "16 values of 1 and 3: z-score of 5 is %.9g (3)", outlier_zscore(&d, 5.0));
+    // Signed: a loss or norm far below the window is no spike (-sl/-sg skip z above theirs only).
+    check(outlier_zscore(&d, -1.0) == -3.0, "16 values of 1 and 3: z-score of -1 is %.9g (-3)", outlier_zscore(&d, -1.0));
     // The window keeps the newest OUTLIER_WINDOW values: after 128 of 10 and 12, the 1s and 3s are gone.
     for (int i = 0; i < OUTLIER_WINDOW; i++) outlier_push(&d, i % 2 ? 12.0 : 10.0);
     check(outlier_zscore(&d, 14.0) == 3.0, "the newest %d values, 10 and 12: z-score of 14 is %.9g (3)", OUTLIER_WINDOW,

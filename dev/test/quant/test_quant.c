@@ -67,6 +67,9 @@ static void test_scale(void) {
     CHECK(isnan(quant_scale(1.0f, -1.0f, QUANT_SCALE_POW2)), "a negative qmax must give a NaN scale");
     CHECK(quant_scale(1e-45f, 448.0f, QUANT_SCALE_POW2) == 0x1p126f, "a tiny amax must clamp the scale to 2^126");
     CHECK(quant_scale(1e-45f, 448.0f, QUANT_SCALE_EXACT) == 0x1p126f, "a tiny amax must clamp the scale to 2^126");
+    // The low clamp: no caller's qmax reaches it (amax would pass FLT_MAX), so a qmax of 1 does.
+    CHECK(quant_scale(0x1p127f, 1.0f, QUANT_SCALE_POW2) == 0x1p-126f, "a huge amax must clamp the scale to 2^-126");
+    CHECK(quant_scale(0x1p127f, 1.0f, QUANT_SCALE_EXACT) == 0x1p-126f, "a huge amax must clamp the scale to 2^-126");
 }
 
 static void test_amax(void) {
@@ -96,11 +99,19 @@ static void test_int8_scalar(void) {
 }
 
 // Row-wise and tensor-wise int8 in both scale modes: half-step error bound, exact power-of-two
-// dequantization, the row's amax landing in the top half of the int8 range.
+// dequantization, the row's amax landing in the top half of the int8 range. Each row's amax is
+// planted at 3x the row's largest other |value|, in its first, last or a middle column by row, so a
+// row amax that misses a column saturates that value in either mode.
 static void test_int8_matrices(void) {
     const size_t rows = 37, cols = 301;
     for (int mode = 0; mode < 2; mode++) {
         float *x = random_matrix(rows, cols, 31 + (uint64_t)mode);
+        for (size_t r = 0; r < rows; r++) {
+            float *xr = x + r * cols, row_max = 0.0f;
+            for (size_t c = 0; c < cols; c++) row_max = fmaxf(row_max, fabsf(xr[c]));
+            const size_t at = r % 3 == 0 ? 0 : r % 3 == 1 ? cols - 1 : 1 + r * 7 % (cols - 2);
+            xr[at] = (r % 2 ? -3.0f : 3.0f) * row_max;  // the all-zero row stays zero
+        }
         int8_t *q = malloc_check(rows * cols);
         float *scales = malloc_check(rows * sizeof(float));
         float *deq = malloc_check(rows * cols * sizeof(float));
@@ -164,18 +175,18 @@ static void test_fp8_matrices(void) {
     }
 }
 
-// quant_emulate_operand does per role and precision what the table in quant.h says, in place too.
-static void test_emulate_operand(void) {
+// quant_emulate_operand does per role and precision what the table in quant.h says, in place too,
+// in both scale modes.
+static void test_emulate_operand(quant_scale_mode mode) {
     const size_t rows = 24, cols = 130, n = rows * cols;
-    float *x = random_matrix(rows, cols, 51);
+    float *x = random_matrix(rows, cols, 51 + (uint64_t)mode);
     float *out = malloc_check(n * sizeof(float)), *want = malloc_check(n * sizeof(float));
     float *inplace = malloc_check(n * sizeof(float));
     int8_t *q8 = malloc_check(n);
     float *scales = malloc_check(rows * sizeof(float));
     for (int p = 0; p < 4; p++)
         for (int role = 0; role < 3; role++) {
-            float s = quant_emulate_operand(out, x, rows, cols, (matmul_precision)p, (quant_operand)role,
-                                            QUANT_SCALE_POW2);
+            float s = quant_emulate_operand(out, x, rows, cols, (matmul_precision)p, (quant_operand)role, mode);
             float want_s = 0.0f;
             if (p == MATMUL_FP32) {
                 memcpy(want, x, n * sizeof(float));
@@ -183,20 +194,19 @@ static void test_emulate_operand(void) {
                 for (size_t i = 0; i < n; i++) want[i] = bf16_to_float(bf16_from_float(x[i]));
             } else if (p == MATMUL_FP8) {
                 fp8_format f = role == QUANT_GRADIENT ? FP8_E5M2 : FP8_E4M3;
-                want_s = quant_scale(quant_amax(x, n), f == FP8_E5M2 ? FP8_E5M2_MAX : FP8_E4M3_MAX, QUANT_SCALE_POW2);
+                want_s = quant_scale(quant_amax(x, n), f == FP8_E5M2 ? FP8_E5M2_MAX : FP8_E4M3_MAX, mode);
                 fp8_fake_quantize(want, x, n, want_s, f);
             } else if (role == QUANT_WEIGHT) {
-                want_s = int8_quantize_tensor(q8, x, n, QUANT_SCALE_POW2);
+                want_s = int8_quantize_tensor(q8, x, n, mode);
                 int8_dequantize_rows(want, q8, &want_s, 1, n);
             } else {
-                int8_quantize_rows(q8, scales, x, rows, cols, QUANT_SCALE_POW2);
+                int8_quantize_rows(q8, scales, x, rows, cols, mode);
                 int8_dequantize_rows(want, q8, scales, rows, cols);
             }
-            CHECK(s == want_s, "precision %d role %d: scale %a, want %a", p, role, s, want_s);
-            CHECK(memcmp(out, want, n * sizeof(float)) == 0, "precision %d role %d: output differs", p, role);
+            CHECK(s == want_s, "mode %d precision %d role %d: scale %a, want %a", mode, p, role, s, want_s);
+            CHECK(memcmp(out, want, n * sizeof(float)) == 0, "mode %d precision %d role %d: output differs", mode, p, role);
             memcpy(inplace, x, n * sizeof(float));
-            quant_emulate_operand(inplace, inplace, rows, cols, (matmul_precision)p, (quant_operand)role,
-                                  QUANT_SCALE_POW2);
+            quant_emulate_operand(inplace, inplace, rows, cols, (matmul_precision)p, (quant_operand)role, mode);
             CHECK(memcmp(inplace, want, n * sizeof(float)) == 0, "precision %d role %d: in place differs", p, role);
             if (p != MATMUL_FP32)
                 CHECK(memcmp(out, x, n * sizeof(float)) != 0, "precision %d role %d changed nothing", p, role);
@@ -205,7 +215,7 @@ static void test_emulate_operand(void) {
     x[5 * cols + 7] = NAN;
     for (int p = 1; p < 4; p++)
         for (int role = 0; role < 3; role++) {
-            quant_emulate_operand(out, x, rows, cols, (matmul_precision)p, (quant_operand)role, QUANT_SCALE_POW2);
+            quant_emulate_operand(out, x, rows, cols, (matmul_precision)p, (quant_operand)role, mode);
             int nans = 0;
             for (size_t i = 0; i < n; i++) nans += isnan(out[i]);
             CHECK(nans > 0, "precision %d role %d hid a NaN", p, role);
@@ -284,7 +294,8 @@ int main(int argc, char **argv) {
     test_int8_scalar();
     test_int8_matrices();
     test_fp8_matrices();
-    test_emulate_operand();
+    test_emulate_operand(QUANT_SCALE_POW2);
+    test_emulate_operand(QUANT_SCALE_EXACT);
     test_bf16_stochastic();
     test_amax_history();
     if (failures) {

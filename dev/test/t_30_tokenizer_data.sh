@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The tokenizer's round trip and safe printing, and the data preparation tool: shard format,
-# inputs (text, directories, JSON lines), output independent of threads and chunking, and bad
-# inputs (a clear one-line error, exit 2 for flags and 1 otherwise, no shard left behind under a
-# final or temporary name), and terminating signals mid-run (taken by the main thread only;
-# nothing left behind; none under nohup for SIGHUP); then bad arguments of the data and launch
-# scripts (with mpirun and curl stubbed). Every run of the tool here is the AddressSanitizer/UBSan
-# build.
+# inputs (text, directories, JSON lines), --val-fraction's split by input bytes, output
+# independent of threads and chunking, and bad inputs (a clear one-line error, exit 2 for flags
+# and 1 otherwise, no shard left behind under a final or temporary name), and terminating
+# signals mid-run (taken by the main thread only; nothing left behind; none under nohup for
+# SIGHUP); then bad arguments of the data and launch scripts (with mpirun and curl stubbed).
+# Every run of the tool here is the AddressSanitizer/UBSan build.
 # About 25 s on 2 cores.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -66,7 +66,20 @@ $check encode $vocab < "$dir/small.hex" > "$dir/small.ids"
 $tool -i "$dir/small.jsonl" -o "$dir/a" --shard-tokens 20000 > /dev/null 2> "$dir/log" || fail "prepare_data on JSON lines: $(tail -1 "$dir/log")"
 node dev/test/tokenizer/check_shards.js "$dir/small.ids" "$dir/a" || fail "JSON lines shards"
 ls "$dir"/a_val_*.bin | wc -l | grep -qx 1 || fail "the first shard alone should be validation"
+# --shard-tokens 20000: every shard but the last holds exactly 20000 (the header's count, int32 [2]).
+counts=$(for f in "$dir"/a_val_*.bin "$dir"/a_train_*.bin; do od -An -t d4 -j 8 -N 4 "$f"; done | tr -s ' \n' ' ')
+[[ "$counts" =~ ^(\ 20000)+\ [0-9]+\ $ ]] || fail "shard token counts '$counts': want 20000 in each but the last"
 grep -q "documents, .* tokens, .* M tokens/s" "$dir/log" || fail "no progress line"
+# --val-fraction F: validation is the documents with less than F of the input's bytes before them
+# (counted here from the lines' byte lengths). Blank lines (20,000 spaces) and empty records
+# (1,000) hold no document but count as input, about 8% of it.
+{ printf '%20000s\n' ''; for i in $(seq 1000); do echo '{"text": ""}'; done; head -n 1500 "$dir/small.jsonl"
+  printf '\n\n'; tail -n +1501 "$dir/small.jsonl"; } > "$dir/small_blank.jsonl"
+val_docs=$(LC_ALL=C awk -v total="$(stat -c %s "$dir/small_blank.jsonl")" '{
+    if ($0 !~ /^ *$/ && $0 != "{\"text\": \"\"}" && before < 0.3 * total) n++; before += length($0) + 1 }
+    END { print n }' "$dir/small_blank.jsonl")
+$tool -i "$dir/small_blank.jsonl" -o "$dir/f" --shard-tokens 20000 -v 0.3 > /dev/null 2>&1 || fail "--val-fraction 0.3"
+node dev/test/tokenizer/check_shards.js "$dir/small.ids" "$dir/f" "$val_docs" || fail "--val-fraction 0.3"
 
 echo "== the same shards on 1 thread and with 16-byte pieces"
 OMP_NUM_THREADS=1 $tool -i "$dir/small.jsonl" -o "$dir/b" --shard-tokens 20000 > /dev/null 2>&1 || fail "1 thread"
@@ -75,14 +88,27 @@ for f in "$dir"/a_*.bin; do cmp -s "$f" "${f/\/a_/\/b_}" || fail "1 thread diffe
 xxd -p "$dir/small.txt" | tr -d '\n' > "$dir/whole.hex" && echo >> "$dir/whole.hex"
 $check encode $vocab < "$dir/whole.hex" > "$dir/whole.ids"
 $tool -i "$dir/small.txt" -o "$dir/c" -v 0 --chunk-bytes 16 > /dev/null 2>&1 || fail "text file in 16-byte pieces"
-node dev/test/tokenizer/check_shards.js "$dir/whole.ids" "$dir/c" || fail "text file in 16-byte pieces"
+node dev/test/tokenizer/check_shards.js "$dir/whole.ids" "$dir/c" 0 || fail "text file in 16-byte pieces"
+# Line breaks next to other white space, where a cut can change the tokens ("\n\n\nx" is "\n\n"
+# (628) and "\n" whole, three "\n" (198) cut after the first): the same 16-byte pieces.
+LC_ALL=C awk 'NR <= 600 { split("\n| \n|\n  |\n\n\n|\t\n|\n \n|  \n\n |\n\t|\n\n  ", sep, "|"); printf "%s%s", $0, sep[NR % 9 + 1] }' \
+    "$dir/small.txt" > "$dir/spaced.txt"
+xxd -p "$dir/spaced.txt" | tr -d '\n' > "$dir/spaced.hex" && echo >> "$dir/spaced.hex"
+$check encode $vocab < "$dir/spaced.hex" > "$dir/spaced.ids"
+$tool -i "$dir/spaced.txt" -o "$dir/g" -v 0 --chunk-bytes 16 > /dev/null 2>&1 || fail "white space around line breaks in 16-byte pieces"
+node dev/test/tokenizer/check_shards.js "$dir/spaced.ids" "$dir/g" 0 || fail "white space around line breaks in 16-byte pieces"
 
 echo "== a directory of text files: one document each, sorted by path"
 mkdir -p "$dir/docs/sub" && printf 'first doc\n' > "$dir/docs/a.txt" && printf 'third doc' > "$dir/docs/sub/c.txt"
 printf 'second  doc \xff' > "$dir/docs/b.txt" && printf 'hidden' > "$dir/docs/.hidden"
 printf '%s\n' 666972737420646f630a 7365636f6e642020646f6320ff 746869726420646f63 | $check encode $vocab > "$dir/docs.ids"
-$tool -i "$dir/docs" -o "$dir/d" > /dev/null 2>&1 || fail "directory input"
+$tool -i "$dir/docs" -o "$dir/d" > /dev/null 2> "$dir/d.err" || fail "directory input"
 node dev/test/tokenizer/check_shards.js "$dir/docs.ids" "$dir/d" || fail "directory input"
+grep -q "warning: all 13 tokens went to the validation split" "$dir/d.err" || fail "no warning that no token is for training"
+# -v 0.5 of its 32 bytes: a.txt (10) and b.txt (13, 10 before it) are validation, c.txt (23 before it) not.
+$tool -i "$dir/docs" -o "$dir/e" -v 0.5 > /dev/null 2> "$dir/e.err" || fail "directory input, -v 0.5"
+grep -q "warning" "$dir/e.err" && fail "a warning where training has tokens: $(cat "$dir/e.err")"
+node dev/test/tokenizer/check_shards.js "$dir/docs.ids" "$dir/e" 2 || fail "directory input, -v 0.5"
 
 echo "== bad inputs"
 # expect CODE PATTERN ARGS...: exit status CODE, stderr one line matching PATTERN, no sanitizer
@@ -104,6 +130,7 @@ out=(-o "$dir/bad")
 expect 2 "unknown option '--bogus'" -i "$dir/small.jsonl" "${out[@]}" --bogus
 expect 2 "--shard-tokens must be an integer" -i "$dir/small.jsonl" "${out[@]}" --shard-tokens 0
 expect 2 "--val-fraction must be a number in \[0, 1\)" -i "$dir/small.jsonl" "${out[@]}" --val-fraction 1.5
+expect 2 "--val-fraction must be a number in \[0, 1\), got '1'" -i "$dir/small.jsonl" "${out[@]}" --val-fraction 1
 expect 2 "--format must be auto, text or jsonl" -i "$dir/small.jsonl" "${out[@]}" -f xml
 expect 2 "option -i needs a value" "${out[@]}" -i
 # A flag where a value belongs is the value missing, not an output named "-h" (in the current directory).
@@ -118,6 +145,8 @@ expect 1 "'.*a_(val|train)_0000[0-9]{2}.bin' already exists" -i "$dir/small.json
 # Any older shard of the prefix, not only the first: the trainer's glob would mix it in.
 mkdir -p "$dir/old" && rm -f "$dir"/old/* && : > "$dir/old/x_train_000007.bin"
 expect 1 "'.*old/x_train_000007.bin' already exists" -i "$dir/small.jsonl" -o "$dir/old/x"
+rm -f "$dir"/old/* && : > "$dir/old/x_val_000003.bin"
+expect 1 "'.*old/x_val_000003.bin' already exists" -i "$dir/small.jsonl" -o "$dir/old/x"
 # An input named like a temporary shard is not overwritten (temporaries carry the process id).
 rm -f "$dir"/old/* && head -n 10 "$dir/small.jsonl" | tee "$dir/old/x_val_000000.bin.tmp" > "$dir/tmp_input"
 $tool -i "$dir/old/x_val_000000.bin.tmp" -f jsonl -o "$dir/old/x" > /dev/null 2>&1 &&

@@ -4,7 +4,8 @@
 # exactly), its refusals, the trainer choice of scripts/pick_trainer.sh (a stand-in nvidia-smi that
 # answers or not), and real runs of train_gpt through it (one rank, then two under mpirun): flags
 # given after the size win, paths in TRAIN, VAL and OUT are the caller's, and the same command run
-# again resumes from the newest checkpoint. About 5 s.
+# again resumes from the newest checkpoint; then scripts/run_default.sh's choice between a fresh
+# out/default and a resume. About 10 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -106,6 +107,40 @@ check "and trains on to step 9" test -f "$dir/caller/one/DONE_00000009"
 OUT="$dir/two" bash scripts/run_gpt2.sh d12 2 "${tiny[@]}" -b 1 -x 3 > "$dir/two.out" 2>&1
 check "two ranks: ZeRO 1 over mpirun" grep -q "^zero: stage 1 ranks 2 " "$dir/two.out"
 check "two ranks: 3 steps" test -f "$dir/two/DONE_00000003"
+
+# scripts/run_default.sh (make run's job), in a copy of the checkout's layout so that its fixed
+# out/default is the test's: each run starts out/default afresh unless its arguments resume
+# (-y N, --resume N or --resume=N, N not 0) or name another directory (-o). A tiny model by
+# later flags.
+unset TRAINER
+bash dev/data/nlpcorpus.sh > /dev/null
+r=$dir/default_root && mkdir -p "$r/scripts" "$r/dev/data"
+for f in scripts/run_default.sh scripts/pick_trainer.sh dev/data/nlpcorpus.sh; do ln -s "$root/$f" "$r/$f"; done
+ln -s "$root/data" "$r/data" && ln -s "$root/train_gpt" "$r/train_gpt"
+run_default() {  # run_default NAME FLAGS...: its output in $dir/default_NAME.out (a failure's status too)
+    local name=$1; shift
+    bash "$r/scripts/run_default.sh" -e L1C32NH2 --max-seq-len 16 -t 16 -b 2 -v 0 -s 0 "$@" > "$dir/default_$name.out" 2>&1 ||
+        echo "exit $?" >> "$dir/default_$name.out"
+}
+d=$r/out/default
+run_default first -x 2 -n 2
+check "run_default.sh: trains into out/default" test -f "$d/DONE_00000002"
+check "run_default.sh: on the corpus of dev/data/nlpcorpus.sh" grep -q "^nlpcorpus: data/nlpcorpus already prepared" "$dir/default_first.out"
+run_default y1 -x 3 -n 0 -y 1
+check "run_default.sh -y 1 resumes" grep -q "resumed from step 2 of" "$dir/default_y1.out"
+run_default resume1 -x 3 -n 0 --resume=1
+check "run_default.sh --resume=1 resumes" grep -q "resumed from step 2 of" "$dir/default_resume1.out"
+run_default resume_1 -x 3 -n 0 --resume 1
+check "run_default.sh --resume 1 resumes" grep -q "resumed from step 2 of" "$dir/default_resume_1.out"
+touch "$d/mine"
+run_default elsewhere -x 1 -n 0 -o "$dir/default_elsewhere"
+check "run_default.sh -o DIR leaves out/default as it was" test -f "$d/mine" -a -f "$d/DONE_00000002"
+run_default y0 -x 1 -n 0 -y 0
+check "run_default.sh -y 0 starts out/default afresh" test ! -e "$d/mine" -a ! -e "$d/DONE_00000002"
+run_default again -x 2 -n 2; touch "$d/mine"; run_default plain -x 1 -n 0
+check "run_default.sh without a resume starts out/default afresh" test ! -e "$d/mine" -a ! -e "$d/DONE_00000002"
+run_default again2 -x 2 -n 2; run_default resume0 -x 1 -n 0 --resume=0
+check "run_default.sh --resume=0 starts out/default afresh" test ! -e "$d/DONE_00000002"
 
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -39,7 +39,7 @@ has() {
 # GPT-3's table 2.1 (lr, tokens per step), warmup over 375M tokens, 10B tokens by default; the
 # micro-batch the largest power of two up to the size's cap that divides the step's rows per rank.
 has "d12: lr, batch, steps, warmup" "$(flags_of d12)" -e d12 -t 1024 -b 64 -d 524288 -x 19074 -u 715 -l 6e-4 \
-    -k cosine -q 0.1 -c 0.1 --grad-clip 1 -y 1 -o "$root/o"
+    -k cosine -q 0.1 -c 0.1 --grad-clip 1 -nk 2 -y 1 -o "$root/o"
 has "d24" "$(flags_of d24)" -e d24 -b 32 -d 524288 -x 19074 -u 715 -l 3e-4
 has "d36" "$(flags_of d36)" -e d36 -b 16 -d 524288 -x 19074 -u 715 -l 2.5e-4
 has "d48" "$(flags_of d48)" -e d48 -b 8 -d 1048576 -x 9537 -u 358 -l 2e-4
@@ -68,6 +68,10 @@ refused "unknown size" 2 usage bash scripts/run_gpt2.sh d13
 refused "no size" 2 usage bash scripts/run_gpt2.sh
 refused "NP 0" 2 usage bash scripts/run_gpt2.sh d12 0
 refused "rows that do not split" 2 "do not split over 3 ranks" bash scripts/run_gpt2.sh d12 3
+refused "rows that do not split, -b alone" 2 "do not split over 3 ranks" bash scripts/run_gpt2.sh d12 3 -b 4
+# With both -b and -d (in either form) the split is the trainer's to check.
+has "3 ranks with -b and -d" "$(flags_of d12 3 -b 4 -d 98304)" -np 3 -b 4 -d 98304
+has "3 ranks with -b and --total-batch=" "$(flags_of d12 3 -b 4 --total-batch=98304)" -np 3 -b 4
 refused "TOKENS not a number" 2 "TOKENS must be" env TOKENS=1e9 bash scripts/run_gpt2.sh d12
 refused "no shards" 1 "no training shards" env TRAIN="$dir/none_*.bin" bash scripts/run_gpt2.sh d12
 refused "trainer not built" 1 "is not built" env TRAINER=./no_such_trainer bash scripts/run_gpt2.sh d12

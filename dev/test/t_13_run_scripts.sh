@@ -5,7 +5,7 @@
 # answers or not), and real runs of train_gpt through it (one rank, then two under mpirun): flags
 # given after the size win, paths in TRAIN, VAL and OUT are the caller's, and the same command run
 # again resumes from the newest checkpoint; then scripts/run_default.sh's choice between a fresh
-# out/default and a resume. About 10 s.
+# out/default and a resume. About 5 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD

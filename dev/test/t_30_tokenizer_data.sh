@@ -77,7 +77,8 @@ grep -q "documents, .* tokens, .* M tokens/s" "$dir/log" || fail "no progress li
   printf '\n\n'; tail -n +1501 "$dir/small.jsonl"; } > "$dir/small_blank.jsonl"
 val_docs=$(LC_ALL=C awk -v total="$(stat -c %s "$dir/small_blank.jsonl")" '{
     if ($0 !~ /^ *$/ && $0 != "{\"text\": \"\"}" && before < 0.3 * total) n++; before += length($0) + 1 }
-    END { print n }' "$dir/small_blank.jsonl")
+    END { print n + 0 }' "$dir/small_blank.jsonl")
+[ "$val_docs" -gt 0 ] || fail "--val-fraction 0.3 of small_blank.jsonl should hold documents, counted $val_docs"
 $tool -i "$dir/small_blank.jsonl" -o "$dir/f" --shard-tokens 20000 -v 0.3 > /dev/null 2>&1 || fail "--val-fraction 0.3"
 node dev/test/tokenizer/check_shards.js "$dir/small.ids" "$dir/f" "$val_docs" || fail "--val-fraction 0.3"
 

@@ -342,12 +342,15 @@ template <typename Forward> static Outputs forward_outputs(const Buffers &b, con
     o.lse = to_host(b.lse, sh.lse_count());
     return o;
 }
+// The same bytes (a forward-only run's dqkv is empty: memcmp may not be given its null data()).
+template <typename T> static bool same_bytes(const std::vector<T> &a, const std::vector<T> &b) {
+    return a.size() == b.size() && (a.empty() || !memcmp(a.data(), b.data(), a.size() * sizeof(T)));
+}
 // Whether forward() writes want's out and lse bit for bit into NaN-filled outputs.
 template <typename Forward>
 static bool same_forward(const Buffers &b, const Shape &sh, const Outputs &want, Forward forward) {
     const Outputs o = forward_outputs(b, sh, forward);
-    return !memcmp(o.out.data(), want.out.data(), o.out.size() * sizeof(bf16)) &&
-           !memcmp(o.lse.data(), want.lse.data(), o.lse.size() * sizeof(float));
+    return same_bytes(o.out, want.out) && same_bytes(o.lse, want.lse);
 }
 // The warp-specialized wgmma forward (HS 64; its 128-key tiles round otherwise than the wgmma
 // forward's 64): its out and lse from NaN-filled outputs.
@@ -463,9 +466,7 @@ static std::vector<std::vector<bf16>> check_wgmma_reduce_dq(const Buffers &d, co
 }
 
 static bool identical(const Outputs &a, const Outputs &b) {
-    return !memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(bf16)) &&
-           !memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(float)) &&
-           !memcmp(a.dqkv.data(), b.dqkv.data(), a.dqkv.size() * sizeof(bf16));
+    return same_bytes(a.out, b.out) && same_bytes(a.lse, b.lse) && same_bytes(a.dqkv, b.dqkv);
 }
 
 // run() with every head in one group of CTAs (llmc/attention.cuh's cta_grid; the launch order

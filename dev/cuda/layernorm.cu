@@ -34,19 +34,22 @@ static void check_codes(int N, int C, const bf16 *d_a, const bf16 *d_b, const bf
     quant_transpose_gpu(d_q, d_qt, d_amax, (float *)nullptr, d_out, N, C, quant_scale_given(d_scale), QUANT_TO_E4M3, 0);
     const std::vector<uint8_t> q = to_host(d_q, NC), qt = to_host(d_qt, NC);
     const float amax = to_host(d_amax, 1)[0];
-    for (int variant = 0; variant < 4; variant++) {  // bit 0: fused with the residual; bit 1: bf16 out too
-        const bool fused = variant & 1, with_out = variant & 2;
+    // bit 0: fused with the residual; bit 1: bf16 out too; bit 2: no amax (the kernel's barrier before
+    // the transposed reads of its codes is then its own, not quant_block_amax's)
+    for (int variant = 0; variant < 8; variant++) {
+        const bool fused = variant & 1, with_out = variant & 2, with_amax = !(variant & 4);
         cuda_check(cudaMemset(d_q2, 0xA5, NC)), cuda_check(cudaMemset(d_qt2, 0x5A, NC));
         cuda_check(cudaMemset(d_res2, 0xFF, NC * sizeof(bf16))), cuda_check(cudaMemset(d_out2, 0xFF, NC * sizeof(bf16)));
         cuda_check(cudaMemset(d_mean2, 0xFF, N * sizeof(float))), cuda_check(cudaMemset(d_rstd2, 0xFF, N * sizeof(float)));
         cuda_check(cudaMemset(d_amax + 1, 0, sizeof(float)));
-        const QuantCodesOut codes{d_q2, d_qt2, d_scale, d_amax + 1, QUANT_TO_E4M3};
+        const QuantCodesOut codes{d_q2, d_qt2, d_scale, with_amax ? d_amax + 1 : nullptr, QUANT_TO_E4M3};
         if (fused)
             fused_residual_layernorm_forward(d_res2, with_out ? d_out2 : nullptr, d_mean2, d_rstd2, d_a, d_b, d_w,
                                              d_bias, N, C, 0, codes);
         else
             layernorm_forward(with_out ? d_out2 : nullptr, d_mean2, d_rstd2, d_res, d_w, d_bias, N, C, 0, codes);
-        bool same = to_host(d_q2, NC) == q && to_host(d_qt2, NC) == qt && to_host(d_amax + 1, 1)[0] == amax &&
+        bool same = to_host(d_q2, NC) == q && to_host(d_qt2, NC) == qt &&
+                    to_host(d_amax + 1, 1)[0] == (with_amax ? amax : 0.0f) &&
                     !memcmp(to_host(d_mean2, N).data(), to_host(d_mean, N).data(), N * sizeof(float)) &&
                     !memcmp(to_host(d_rstd2, N).data(), to_host(d_rstd, N).data(), N * sizeof(float));
         if (fused) same = same && !memcmp(to_host(d_res2, NC).data(), to_host(d_res, NC).data(), NC * sizeof(bf16));
@@ -57,8 +60,9 @@ static void check_codes(int N, int C, const bf16 *d_a, const bf16 *d_b, const bf
             same = same && std::all_of(bytes, bytes + NC * sizeof(bf16), [](uint8_t b) { return b == 0xFF; });
         }
         char what[160];
-        snprintf(what, sizeof(what), "forward with FP8 codes (%s, %s): the cast's q, q^T, amax N=%d C=%d",
-                 fused ? "residual fused" : "alone", with_out ? "bf16 out too" : "codes only", N, C);
+        snprintf(what, sizeof(what), "forward with FP8 codes (%s, %s%s): the cast's q, q^T, amax N=%d C=%d",
+                 fused ? "residual fused" : "alone", with_out ? "bf16 out too" : "codes only",
+                 with_amax ? "" : ", no amax", N, C);
         expect_true(same, what);
     }
     cuda_check(cudaFree(d_q)); cuda_check(cudaFree(d_qt)); cuda_check(cudaFree(d_q2)); cuda_check(cudaFree(d_qt2));

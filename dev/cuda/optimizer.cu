@@ -5,7 +5,7 @@
 // identical bits on a rerun. The same three steps without update clipping (the one-pass
 // adamw_fused_kernel), also bit for bit against the two passes run with a threshold no tensor
 // reaches (the same lr, the same per-element functions). Each of the two also on one ZeRO rank's
-// range of the small model (a slice starting and ending inside tensors): its elements against the
+// range of the small model (from a third to two thirds of its parameters): its elements against the
 // CPU's step of the same range, the rounding bits by their global index, and the elements outside
 // left as they were. Timing of one step at GPT-2 d12 (124M parameters), with and without update
 // clipping.

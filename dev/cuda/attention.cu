@@ -342,10 +342,6 @@ template <typename Forward> static Outputs forward_outputs(const Buffers &b, con
     o.lse = to_host(b.lse, sh.lse_count());
     return o;
 }
-// The same bytes (a forward-only run's dqkv is empty: memcmp may not be given its null data()).
-template <typename T> static bool same_bytes(const std::vector<T> &a, const std::vector<T> &b) {
-    return a.size() == b.size() && (a.empty() || !memcmp(a.data(), b.data(), a.size() * sizeof(T)));
-}
 // Whether forward() writes want's out and lse bit for bit into NaN-filled outputs.
 template <typename Forward>
 static bool same_forward(const Buffers &b, const Shape &sh, const Outputs &want, Forward forward) {

@@ -37,6 +37,11 @@ template <typename T> static inline std::vector<T> to_host(const T *src, size_t 
     cuda_check(cudaMemcpy(dst.data(), src, count * sizeof(T), cudaMemcpyDeviceToHost));
     return dst;
 }
+// Whether a and b hold the same bytes (bit for bit: NaNs alike, and never memcmp on an empty
+// vector's null data()).
+template <typename T> static inline bool same_bytes(const std::vector<T> &a, const std::vector<T> &b) {
+    return a.size() == b.size() && (a.empty() || !memcmp(a.data(), b.data(), a.size() * sizeof(T)));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Timing: median over `reps` runs of launch() after `warmup` untimed ones, in milliseconds.

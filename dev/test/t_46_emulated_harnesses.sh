@@ -11,9 +11,9 @@
 #     same harness there.
 #   - those of the FP8 and int8 path: quant.cu (every kernel of llmc/quant.cuh byte for byte
 #     against llmc/quant.h, all 2^16 bf16 inputs; a cast that computes its scale from an amax must
-#     store it and its inverse; the LayerNorm forward's FP8 codes with and without an amax, in
-#     layernorm.cu) and matmul_lowp.cu (the int8 and FP8 GEMM chains against the CPU,
-#     with the emulator's cuBLASLt).
+#     store it and its inverse) and matmul_lowp.cu (the int8 and FP8 GEMM chains against the CPU,
+#     with the emulator's cuBLASLt); layernorm.cu's forward with FP8 codes, with and without an
+#     amax (the codes kernel's own barrier), byte for byte as the cast of its output.
 #   - that of the optimizer, optimizer.cu's small model: AdamW (llmc/adamw.cuh: moments, update
 #     clipping's per-tensor RMS and count, weight decay of the decayed tensors only, fp32 master
 #     weights) against the CPU optimizer, the stochastic rounding bit for bit against llmc/quant.h

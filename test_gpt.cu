@@ -683,14 +683,25 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
 // which matches no kept scale): the third's output and input gradient must equal the second's bit
 // for bit, and so must its replay (lowp_linear_forward_again) the output, where a cast reading the
 // NaN weight would give NaN.
+// Codes are kept only where a finished micro-step (lowp_step_done) cast them, whatever the caller
+// declares. The first micro-step is declared to have the previous one's weights too, with none
+// before it: it must cast, and equal a fresh LowpMatmul's first micro-step that is not declared
+// so. A fourth training pass, of -W, ends before its forward (no cast, no lowp_step_done); a fifth
+// declared to have its weights must cast -W, whose amax and scale are W's: its input gradient is
+// the third's with every sign flipped (the codes of -W are W's negated, and dout @ -W =
+// -(dout @ W) in any order of summation), where codes kept from the third give the same signs.
 static void check_kept_weight_codes(Matmul *mm, int N, int IC, int OC, matmul_precision precision) {
-    LowpMatmul lp;
-    lowp_init(&lp, precision, 0, 0, precision == MATMUL_FP8 ? 2 : 0, 1, IC > OC ? IC : OC, N);
-    const int seed = 740 + 10 * (int)precision;
+    const int H = precision == MATMUL_FP8 ? 2 : 0, seed = 740 + 10 * (int)precision;
+    LowpMatmul lp, fresh;
+    lowp_init(&lp, precision, 0, 0, H, 1, IC > OC ? IC : OC, N);
+    lowp_init(&fresh, precision, 0, 0, H, 1, IC > OC ? IC : OC, N);
     const std::vector<float> x = random_bf16((size_t)N * IC, seed, 1.0f),
                              w = random_bf16((size_t)OC * IC, seed + 1, 0.02f),
                              dout = random_bf16((size_t)N * OC, seed + 2, 1e-3f), bias = random_bf16(OC, seed + 3, 0.1f);
-    bf16 *d_x = upload_bf16(x), *d_w = upload_bf16(w), *d_dout = upload_bf16(dout), *d_bias = upload_bf16(bias);
+    std::vector<float> minus_w(w.size());
+    for (size_t i = 0; i < w.size(); i++) minus_w[i] = -w[i];
+    bf16 *d_x = upload_bf16(x), *d_w = upload_bf16(w), *d_minus_w = upload_bf16(minus_w), *d_dout = upload_bf16(dout),
+         *d_bias = upload_bf16(bias);
     bf16 *d_out, *d_again, *d_dinp;
     float *d_dw, *d_db, *d_scratch;
     cudaCheck(cudaMalloc(&d_out, (size_t)N * OC * sizeof(bf16)));
@@ -704,26 +715,39 @@ static void check_kept_weight_codes(Matmul *mm, int N, int IC, int OC, matmul_pr
         cudaCheck(cudaMemcpy(h.data(), d, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
         return h;
     };
-    std::vector<uint16_t> out[3], dinp[3], again;
+    // One training micro-step of weight d_weight; its output and input gradient bits.
+    auto micro_step = [&](LowpMatmul *m, const bf16 *d_weight, bool same_weights, bool replay,
+                          std::vector<uint16_t> &out, std::vector<uint16_t> &dinp) {
+        lowp_begin_forward(m, true, same_weights, 0);
+        lowp_linear_forward(m, mm, d_out, nullptr, d_x, nullptr, d_weight, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
+        if (replay)
+            lowp_linear_forward_again(m, mm, d_again, nullptr, d_x, d_weight, d_bias, N, IC, OC, 0, LINEAR_FC, 0);
+        lowp_linear_backward(m, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, nullptr, d_weight, nullptr, N, IC, OC,
+                             0, LINEAR_FC, false, 0);
+        lowp_step_done(m);
+        out = bits(d_out, (size_t)N * OC);
+        dinp = bits(d_dinp, (size_t)N * IC);
+    };
+    std::vector<uint16_t> out[5], dinp[5], fresh_out, fresh_dinp, again;
+    micro_step(&fresh, d_w, false, false, fresh_out, fresh_dinp);
     for (int step = 0; step < 3; step++) {
         if (step == 2) cudaCheck(cudaMemset(d_w, 0xFF, w.size() * sizeof(bf16)));
-        lowp_begin_forward(&lp, true, step > 0, 0);
-        lowp_linear_forward(&lp, mm, d_out, nullptr, d_x, nullptr, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, true, 0);
-        if (step == 2)
-            lowp_linear_forward_again(&lp, mm, d_again, nullptr, d_x, d_w, d_bias, N, IC, OC, 0, LINEAR_FC, 0);
-        lowp_linear_backward(&lp, mm, d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, nullptr, d_w, nullptr, N, IC, OC, 0,
-                             LINEAR_FC, false, 0);
-        lowp_step_done(&lp);
-        out[step] = bits(d_out, (size_t)N * OC);
-        dinp[step] = bits(d_dinp, (size_t)N * IC);
+        micro_step(&lp, d_w, true, step == 2, out[step], dinp[step]);
     }
     again = bits(d_again, (size_t)N * OC);
-    check(out[2] == out[1] && dinp[2] == dinp[1] && again == out[2],
-          "%-5s kept weight codes, linear %dx%d->%d: a third micro-step of the same weights (NaN in memory) and its "
-          "replay give the second's output and input gradient bits",
-          matmul_precision_name(precision), N, IC, OC);
-    for (bf16 *p : {d_x, d_w, d_dout, d_bias, d_out, d_again, d_dinp}) cudaCheck(cudaFree(p));
+    lowp_begin_forward(&lp, true, false, 0);  // the fourth pass, of -W, which casts nothing
+    micro_step(&lp, d_minus_w, true, false, out[4], dinp[4]);
+    size_t same_signs = 0;  // the fifth's input gradient against the third's negated
+    for (size_t i = 0; i < dinp[4].size(); i++) same_signs += dinp[4][i] != (dinp[2][i] ^ 0x8000u);
+    check(out[0] == fresh_out && dinp[0] == fresh_dinp && out[2] == out[1] && dinp[2] == dinp[1] && again == out[2] &&
+              same_signs == 0,
+          "%-5s kept weight codes, linear %dx%d->%d: the first micro-step casts (a fresh one's bits); a third of the "
+          "same weights (NaN in memory) and its replay give the second's output and input gradient bits; after a "
+          "pass that cast nothing, -W is cast (%zu input-gradient elements not the third's negated)",
+          matmul_precision_name(precision), N, IC, OC, same_signs);
+    for (bf16 *p : {d_x, d_w, d_minus_w, d_dout, d_bias, d_out, d_again, d_dinp}) cudaCheck(cudaFree(p));
     for (float *p : {d_dw, d_db, d_scratch}) cudaCheck(cudaFree(p));
+    lowp_free(&fresh);
     lowp_free(&lp);
 }
 

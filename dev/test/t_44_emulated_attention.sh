@@ -15,7 +15,7 @@
 # thread a fiber, racecheck's job) reports each race planted in its self-test (an mbarrier and a
 # named barrier skipped among them) and none in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
-# of CTAs and threads other than its two) still needs a GPU. About 110 s alone on 2 cores (2026-12-01).
+# of CTAs and threads other than its two) still needs a GPU. About 111 s alone on 2 cores (2026-12-03).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for bin in build/emu/selftest build/emu/asan/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do
@@ -98,11 +98,12 @@ for fault in race_shared race_cp_async race_global race_warpgroup race_mbarrier 
         ok=1 || ok=0
     check "$ok" "race build: $fault is reported ($(grep -m1 -A1 'WARNING' <<<"$out" | tail -1 | sed 's/^ *//'))"
 done
-# The kernels, in the plain build (the small cases, with the CTAs and threads in reverse) and in the
-# race build (those with T < 512), with work deferred (reads must synchronize): every check of the
-# harness passes, it says how many ran (the wgmma runs add their building blocks), and no race is
-# reported. Two run at a time, a new one as soon as one ends (about 52, 48, 35 and 26 s on one core
-# each, in this order: 85 s).
+# The kernels, in the AddressSanitizer build (the small cases, with the CTAs and threads in
+# reverse: an access past an allocation, such as a bulk reduction of dq rows past T, ends the run)
+# and in the race build (those with T < 512), with work deferred (reads must synchronize): every
+# check of the harness passes, it says how many ran (the wgmma runs add their building blocks), and
+# no race is reported. Two run at a time, a new one as soon as one ends (about 54, 52, 57 and 49 s
+# on one core each, in this order: 109 s).
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 runs=("emu/race|--check-short|13|forward" "emu/race|--wgmma --ws --pipelined --check-short|14|forward"
@@ -123,7 +124,7 @@ for i in "${!runs[@]}"; do
     races=$(grep -c 'WARNING: ThreadSanitizer' "$dir/$i.log" || true)
     [ "$(cat "$dir/$i.rc")" = 0 ] && [ "$summary" = "checks: $expected passed, 0 failed" ] && [ "$races" = 0 ] && ok=1 || ok=0
     check "$ok" "build/$build/attention $args (schedule $schedule): $summary, $races race report(s)"
-    [ "$ok" = 1 ] || { grep -E -A8 'FAIL|error|WARNING' "$dir/$i.log" | head -40; }
+    [ "$ok" = 1 ] || { grep -E -A8 'FAIL|error|ERROR|WARNING' "$dir/$i.log" | head -40; }  # ERROR: a sanitizer's
 done
 echo "$failed check(s) failed"
 [ "$failed" = 0 ]

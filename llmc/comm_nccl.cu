@@ -326,6 +326,9 @@ void comm_gpu_init(Comm *gpu, const Comm *host, cudaStream_t stream) {
         gpu->reduce_scatter_sum_f32 = staged_reduce_scatter;
         gpu->allgather_f32 = staged_allgather_f32;
         gpu->allgather_u16 = staged_allgather_u16;
+#else  // the host communicator is MPI's, this file was not built with it: a stale object
+        die("LLMC_GPU_COMM=mpi: llmc/comm_nccl.cu was built without MPI (LLMC_HAVE_MPI), the rest with it: "
+            "`make clean`, then build again");
 #endif
     }
 }

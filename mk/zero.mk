@@ -7,6 +7,15 @@ ifneq ($(MPICC),)
 CPPFLAGS += -DLLMC_HAVE_MPI $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile_info | cut -d' ' -f2-)
 LDLIBS   += $(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link_info | cut -d' ' -f2-)
 endif
+# Whether the objects under $(BUILD) were built with MPI is in $(BUILD)/mpi (flags do not make
+# objects out of date): where that changed, as when `make test` has just installed MPI after a
+# `make train_gpt` without it, $(BUILD) is emptied, so that no object built without MPI is linked
+# with it (train_gpt would run each rank of an mpirun as a job of its own).
+MPI_BUILT := $(if $(MPICC),with MPI,without MPI)
+$(if $(strip $(BUILD)),,$(error BUILD is empty: the build directory must be named))
+ifneq ($(shell cat $(BUILD)/mpi 2>/dev/null),$(MPI_BUILT))
+$(shell rm -rf $(BUILD)/* && mkdir -p $(BUILD) && echo '$(MPI_BUILT)' > $(BUILD)/mpi)
+endif
 
 # Unit tests of the shard plan and of the collectives (dev/test/t_50_zero_comm.sh runs them as
 # one process and under mpirun).

@@ -3,7 +3,8 @@
 //   1. logits and loss of one forward pass
 //   2. every parameter gradient (per tensor instance) and the global gradient norm; the same
 //      with the output head in chunks (and the sampling path's row in a later chunk), and on a
-//      model whose head's logits outgrow the backward's buffers that share their memory (2c)
+//      model whose head's logits outgrow the backward's buffers that share their memory, on a
+//      batch of distinct tokens (2c)
 //   3. the losses of 10 AdamW steps, both trainers stepping side by side
 //   4. determinism: two identical 3-step runs give identical bits (weights, master, moments, losses)
 //   5. resume: save after 2 steps, 2 more steps; reload, the same 2 steps: identical bits
@@ -619,19 +620,26 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
 // the weight's scale has not changed (lowp_begin_forward). With separate casts of the bf16 outputs
 // and every weight cast in every micro-step instead (GPUModelOptions.separate_casts), 4 steps of
 // 2 micro-steps each, with an evaluation forward after each step, must give identical losses,
-// weights, master weights and moments; with FP8 weight gradients too where cuBLASLt takes them
-// (B*T a multiple of 16: d12, not tiny or small). The last micro-step must have kept the codes of
-// some weights (their flags; separate casts: none). int8 (which keeps every weight's codes in such
+// weights, master weights and moments. With FP8 weight gradients too, at B 1 and T 64 where the
+// case's T is not a multiple of 64 (B*T a multiple of 16 for cuBLASLt, whole 64-row tiles for the
+// attention's codes): at each --gelu-fusion level (at 1 and 2 the fc projection's epilogue applies
+// gelu', and no GELU backward writes codes; at 2 the fc epilogue writes the GELU), and with the
+// mma-rdq backward, which writes no codes. The last micro-step must have kept the codes of some
+// weights (their flags; separate casts: none). int8 (which keeps every weight's codes in such
 // micro-steps, its scales being the weights' own) the same.
 static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
-    const int N = tc.B * tc.T;
-    std::vector<int> in(N), tg(N);
     const struct {
         matmul_precision precision;
-        int fp8_wgrad;
-    } runs[] = {{MATMUL_FP8, 0}, {MATMUL_FP8, 1}, {MATMUL_INT8, 0}};
+        int fp8_wgrad, gelu_fusion, attention;
+    } runs[] = {{MATMUL_FP8, 0, GELU_UNFUSED, g_attention},         {MATMUL_FP8, 1, GELU_UNFUSED, g_attention},
+                {MATMUL_FP8, 1, GELU_FUSED_BACKWARD, g_attention},  {MATMUL_FP8, 1, GELU_FUSED_BOTH, g_attention},
+                {MATMUL_FP8, 1, GELU_UNFUSED, ATTENTION_MMA_RDQ}, {MATMUL_INT8, 0, GELU_UNFUSED, g_attention}};
     for (const auto &run : runs) {
-        if (run.fp8_wgrad && N % 16 != 0) continue;
+        if (run.attention == ATTENTION_MMA_RDQ && g_attention != ATTENTION_MMA) continue;  // once, in the default mode
+        const bool own_shape = run.fp8_wgrad && tc.T % 64;  // B 1, T 64
+        const int B = own_shape ? 1 : tc.B, T = own_shape ? 64 : tc.T, N = B * T;
+        if (T > tc.cfg.max_seq_len) die("check 6e: T = %d past the case's maxT %d", T, tc.cfg.max_seq_len);
+        std::vector<int> in(N), tg(N);
         const bool fp8 = run.precision == MATMUL_FP8;
         Snapshot snap[2];
         std::vector<float> losses[2];
@@ -640,9 +648,11 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
             GPUModelOptions opt = test_options(run.precision);
             opt.amax_history = fp8 ? 4 : 0;
             opt.fp8_wgrad = run.fp8_wgrad;
+            opt.gelu_fusion = run.gelu_fusion;
+            opt.attention = run.attention;
             opt.separate_casts = separate;
             GPUModel g;
-            gpu_model_alloc(&g, &tc.cfg, tc.B, tc.T, &hp, TEST_SEED, &opt);
+            gpu_model_alloc(&g, &tc.cfg, B, T, &hp, TEST_SEED, &opt);
             gpu_reset(&g, weights.data());
             for (int t = 1; t <= 4; t++) {
                 gpu_zero_grads(&g);
@@ -663,15 +673,17 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
                 kept[separate] += fp8 && *lowp_codes_kept_at(scales.data(), op) != 0.0f;
             gpu_model_free(&g);
         }
-        char kept_line[64] = "";
+        char kept_line[64] = "", shape[96];
         if (fp8)
             snprintf(kept_line, sizeof(kept_line), "; last micro-step kept %d of %d weights' codes", kept[0], weight_ops);
+        snprintf(shape, sizeof(shape), " (B %d T %d, --gelu-fusion %d, --attention %s)", B, T, run.gelu_fusion,
+                 attention_kernel_names[run.attention]);
         check(same_bits(snap[0], snap[1]) && losses[0].size() == losses[1].size() &&
                   !memcmp(losses[0].data(), losses[1].data(), losses[0].size() * sizeof(float)) &&
                   (!fp8 || (kept[0] > 0 && kept[1] == 0)),
-              "%s%s%s kept weight codes == separate casts: 4 steps of 2 micro-steps and an evaluation each, identical "
-              "losses, weights, moments%s",
-              fp8 ? "fp8 delayed" : "int8", run.fp8_wgrad ? "+wgrad" : "", fp8 ? " producers' codes and" : "",
+              "%s%s%s kept weight codes == separate casts%s: 4 steps of 2 micro-steps and an evaluation each, "
+              "identical losses, weights, moments%s",
+              fp8 ? "fp8 delayed" : "int8", run.fp8_wgrad ? "+wgrad" : "", fp8 ? " producers' codes and" : "", shape,
               kept_line);
     }
 }
@@ -878,6 +890,9 @@ static std::vector<float> initial_weights(const GPT2Config *cfg, uint64_t seed) 
 // model of C 64 (one head of 64) makes them larger (Vp > 5C, all N rows in one chunk, no recompute
 // scratch), so that a buffer carved after the region overlaps the logits unless the region ends
 // after them. Loss and gradients against the CPU with the tolerances of checks 1 and 2.
+// Its inputs are N distinct tokens, so that the encoder's backward has a bucket per position and
+// the bucket table uploaded with the tokens is at its longest (3N + 1 ints: its last one is the
+// last bucket's token; check 2's batches repeat tokens and leave it unused).
 static void check_head_larger_than_backward(const TestCase &tc, const AdamWConfig &hp) {
     GPT2Config cfg = tc.cfg;
     cfg.channels = 64;
@@ -893,12 +908,18 @@ static void check_head_larger_than_backward(const TestCase &tc, const AdamWConfi
     memcpy(cpu_model_params(cpu), weights.data(), P * sizeof(float));
     std::vector<int> in(N), tg(N);
     make_batch(in.data(), tg.data(), N, cfg.vocab_size, 2);
+    if (N > cfg.vocab_size) die("check 2c: %d positions and %d tokens: the inputs cannot all differ", N, cfg.vocab_size);
+    std::vector<int> tokens(cfg.vocab_size);  // the first N of a seeded shuffle of the vocabulary
+    for (int v = 0; v < cfg.vocab_size; v++) tokens[v] = v;
+    for (int v = cfg.vocab_size - 1; v > 0; v--) std::swap(tokens[v], tokens[rng_bits(2, 0, (uint64_t)v) % (v + 1)]);
+    for (int i = 0; i < N; i++) in[i] = tokens[i];
     cpu_model_zero_grads(cpu);
     const float cpu_loss = cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
     gpu_zero_grads(&g);
     const float loss = gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
-    check(g.head_rows == N && !g.recompute_scratch && (size_t)Vp > 5 * (size_t)C,
-          "logits > backward: %d rows of %d logits, the backward's buffers 5C = %d per row", g.head_rows, Vp, 5 * C);
+    check(g.head_rows == N && !g.recompute_scratch && (size_t)Vp > 5 * (size_t)C && g.num_buckets == N,
+          "logits > backward: %d rows of %d logits, the backward's buffers 5C = %d per row; %d distinct inputs, %d "
+          "encoder buckets", g.head_rows, Vp, 5 * C, N, g.num_buckets);
     check(fabsf(loss - cpu_loss) <= 1e-2f, "logits > backward: loss gpu %.6f cpu %.6f (tol 1e-2 absolute)", loss,
           cpu_loss);
     std::vector<float> grads(P);

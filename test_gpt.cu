@@ -13,9 +13,10 @@
 //         operands (also the FP8 weight gradient);
 //      b. the whole model: one training step against the CPU twin (train_gpt.c's emulation of the
 //         same precision), then a second step's loss; determinism; delayed scaling (fp8);
-//      e. FP8 with delayed scaling: the LayerNorms, the GELU and (d12) the attention's backward
-//         writing the linears' codes, and the weight codes kept across the micro-steps of a step
-//         (also int8), give the bits of separate casts over 4 steps of 2 micro-steps;
+//      e. FP8 with delayed scaling: the LayerNorms, the GELU and (T a multiple of 64) the
+//         attention's backward writing the linears' codes, and the weight codes kept across the
+//         micro-steps of a step (also int8), give the bits of separate casts over 4 steps of 2
+//         micro-steps (with FP8 weight gradients at each GELU fusion level and with mma-rdq);
 //      f. the kept weight codes of one linear: a micro-step on a NaN weight gives the bits of the
 //         one before (fp8, int8).
 //   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list

@@ -60,7 +60,7 @@ check() {  # check <ok> <what>
 # of checks it runs today (so that a run cut short cannot pass). One runs under each deferred
 # stream order (part 2), where a host that reads a result without synchronizing reads it unwritten,
 # and tiny with the CTAs and threads in reverse (part 3).
-declare -A min_checks=([tiny]=426 [tiny_recompute_wgmma]=34) stream_order=([tiny]=first [tiny_recompute_wgmma]=last)
+declare -A min_checks=([tiny]=430 [tiny_recompute_wgmma]=34) stream_order=([tiny]=first [tiny_recompute_wgmma]=last)
 declare -A test_schedule=([tiny]=reverse [tiny_recompute_wgmma]=forward)
 for run in tiny tiny_recompute_wgmma; do
     OMP_NUM_THREADS=1 LLMC_EMU_STREAM_ORDER=${stream_order[$run]} LLMC_EMU_SCHEDULE=${test_schedule[$run]} \

@@ -16,7 +16,7 @@
 //      e. FP8 with delayed scaling: the LayerNorms, the GELU and (T a multiple of 64) the
 //         attention's backward writing the linears' codes, and the weight codes kept across the
 //         micro-steps of a step (also int8), give the bits of separate casts over 4 steps of 2
-//         micro-steps (with FP8 weight gradients at each GELU fusion level and with mma-rdq);
+//         micro-steps (with FP8 weight gradients at each GELU fusion level);
 //      f. the kept weight codes of one linear: a micro-step on a NaN weight gives the bits of the
 //         one before (fp8, int8).
 //   7. (test_gptcu CASE recompute) selective recomputation: every policy, a mixed per-layer list
@@ -624,19 +624,17 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
 // weights, master weights and moments. With FP8 weight gradients too, at B 1 and T 64 where the
 // case's T is not a multiple of 64 (B*T a multiple of 16 for cuBLASLt, whole 64-row tiles for the
 // attention's codes): at each --gelu-fusion level (at 1 and 2 the fc projection's epilogue applies
-// gelu', and no GELU backward writes codes; at 2 the fc epilogue writes the GELU), and with the
-// mma-rdq backward, which writes no codes. The last micro-step must have kept the codes of some
+// gelu', and no GELU backward writes codes; at 2 the fc epilogue writes the GELU). The last
+// micro-step must have kept the codes of some
 // weights (their flags; separate casts: none). int8 (which keeps every weight's codes in such
 // micro-steps, its scales being the weights' own) the same.
 static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
     const struct {
         matmul_precision precision;
-        int fp8_wgrad, gelu_fusion, attention;
-    } runs[] = {{MATMUL_FP8, 0, GELU_UNFUSED, g_attention},         {MATMUL_FP8, 1, GELU_UNFUSED, g_attention},
-                {MATMUL_FP8, 1, GELU_FUSED_BACKWARD, g_attention},  {MATMUL_FP8, 1, GELU_FUSED_BOTH, g_attention},
-                {MATMUL_FP8, 1, GELU_UNFUSED, ATTENTION_MMA_RDQ}, {MATMUL_INT8, 0, GELU_UNFUSED, g_attention}};
+        int fp8_wgrad, gelu_fusion;
+    } runs[] = {{MATMUL_FP8, 0, GELU_UNFUSED},        {MATMUL_FP8, 1, GELU_UNFUSED}, {MATMUL_FP8, 1, GELU_FUSED_BACKWARD},
+                {MATMUL_FP8, 1, GELU_FUSED_BOTH}, {MATMUL_INT8, 0, GELU_UNFUSED}};
     for (const auto &run : runs) {
-        if (run.attention == ATTENTION_MMA_RDQ && g_attention != ATTENTION_MMA) continue;  // once, in the default mode
         const bool own_shape = run.fp8_wgrad && tc.T % 64;  // B 1, T 64
         const int B = own_shape ? 1 : tc.B, T = own_shape ? 64 : tc.T, N = B * T;
         if (T > tc.cfg.max_seq_len) die("check 6e: T = %d past the case's maxT %d", T, tc.cfg.max_seq_len);
@@ -650,7 +648,6 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
             opt.amax_history = fp8 ? 4 : 0;
             opt.fp8_wgrad = run.fp8_wgrad;
             opt.gelu_fusion = run.gelu_fusion;
-            opt.attention = run.attention;
             opt.separate_casts = separate;
             GPUModel g;
             gpu_model_alloc(&g, &tc.cfg, B, T, &hp, TEST_SEED, &opt);
@@ -678,7 +675,7 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
         if (fp8)
             snprintf(kept_line, sizeof(kept_line), "; last micro-step kept %d of %d weights' codes", kept[0], weight_ops);
         snprintf(shape, sizeof(shape), " (B %d T %d, --gelu-fusion %d, --attention %s)", B, T, run.gelu_fusion,
-                 attention_kernel_names[run.attention]);
+                 attention_kernel_names[g_attention]);
         check(same_bits(snap[0], snap[1]) && losses[0].size() == losses[1].size() &&
                   !memcmp(losses[0].data(), losses[1].data(), losses[0].size() * sizeof(float)) &&
                   (!fp8 || (kept[0] > 0 && kept[1] == 0)),

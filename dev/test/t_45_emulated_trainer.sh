@@ -145,6 +145,21 @@ for run in "${runs[@]}"; do
 done
 check "$([ ${#differ[@]} = 0 ] && echo 1 || echo 0)" \
     "emulated ZeRO: ${#runs[@]} runs (stages 0-3 first, 1 and 3 last, 3 staged) bit-identical (main.log, model_00000006.bin)${differ[*]:+; differ from z1_first: ${differ[*]}}"
+# z3_first resumed over its 2 ranks from step 3 (its step-6 checkpoint removed): each rank checks
+# its state file against the model file (rank 0's alone records the model's checksum), and the
+# resumed run ends with the straight run's step-6 model and main.log.
+cp -r "$dir/z3_first" "$dir/z3_resumed"
+rm -f "$dir/z3_resumed/"*_00000006*
+rc=0
+LLMC_EMU_STREAM_ORDER=first LLMC_GPU_COMM=nccl timeout -k 10 300 mpirun "${root[@]}" --oversubscribe --bind-to none \
+    -np 2 -x LLMC_EMU_STREAM_ORDER -x LLMC_GPU_COMM build/emu/train_gptcu "${args[@]}" --update-clip 0.2 -d 128 -m 2 \
+    -z 3 -y 1 -o "$dir/z3_resumed" >"$dir/z3_resumed.out" 2>&1 || rc=$?
+cmp -s "$dir/z3_first/main.log" "$dir/z3_resumed/main.log" &&
+    cmp -s "$dir/z3_first/model_00000006.bin" "$dir/z3_resumed/model_00000006.bin" && same=identical || same=differ
+grep -q "^resumed from step 3 " "$dir/z3_resumed.out" && resumed=1 || resumed=0
+check "$([ "$rc" = 0 ] && [ "$resumed" = 1 ] && [ "$same" = identical ] && echo 1 || echo 0)" \
+    "emulated nccl, 2 ranks, ZeRO stage 3 resumed from step 3: exit $rc, main.log and step 6's model $same to z3_first's"
+[ "$rc" = 0 ] || tail -3 "$dir/z3_resumed.out"
 
 # 3. Each configuration of part 4's race build (below) forward and reverse, two runs at a time
 # (about 3 s each): the same main.log and model bytes after 3 steps with validation and samples.

@@ -625,17 +625,19 @@ static void check_fp8_scales(Matmul *mm, int N, int IC, int OC, int H) {
 // case's T is not a multiple of 64 (B*T a multiple of 16 for cuBLASLt, whole 64-row tiles for the
 // attention's codes): at each --gelu-fusion level (at 1 and 2 the fc projection's epilogue applies
 // gelu', and no GELU backward writes codes; at 2 the fc epilogue writes the GELU). The last
-// micro-step must have kept the codes of some
-// weights (their flags; separate casts: none). int8 (which keeps every weight's codes in such
-// micro-steps, its scales being the weights' own) the same.
+// micro-step must have kept the codes of some weights (their flags; separate casts: none). int8
+// (which keeps every weight's codes in such micro-steps, its scales being the weights' own) the same.
 static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, const std::vector<float> &weights) {
     const struct {
         matmul_precision precision;
         int fp8_wgrad, gelu_fusion;
-    } runs[] = {{MATMUL_FP8, 0, GELU_UNFUSED},        {MATMUL_FP8, 1, GELU_UNFUSED}, {MATMUL_FP8, 1, GELU_FUSED_BACKWARD},
-                {MATMUL_FP8, 1, GELU_FUSED_BOTH}, {MATMUL_INT8, 0, GELU_UNFUSED}};
+    } runs[] = {{MATMUL_FP8, 0, GELU_UNFUSED},
+                {MATMUL_FP8, 1, GELU_UNFUSED},
+                {MATMUL_FP8, 1, GELU_FUSED_BACKWARD},
+                {MATMUL_FP8, 1, GELU_FUSED_BOTH},
+                {MATMUL_INT8, 0, GELU_UNFUSED}};
     for (const auto &run : runs) {
-        const bool own_shape = run.fp8_wgrad && tc.T % 64;  // B 1, T 64
+        const bool own_shape = run.fp8_wgrad && tc.T % 64;
         const int B = own_shape ? 1 : tc.B, T = own_shape ? 64 : tc.T, N = B * T;
         if (T > tc.cfg.max_seq_len) die("check 6e: T = %d past the case's maxT %d", T, tc.cfg.max_seq_len);
         std::vector<int> in(N), tg(N);
@@ -906,10 +908,11 @@ static void check_head_larger_than_backward(const TestCase &tc, const AdamWConfi
     memcpy(cpu_model_params(cpu), weights.data(), P * sizeof(float));
     std::vector<int> in(N), tg(N);
     make_batch(in.data(), tg.data(), N, cfg.vocab_size, 2);
-    if (N > cfg.vocab_size) die("check 2c: %d positions and %d tokens: the inputs cannot all differ", N, cfg.vocab_size);
-    std::vector<int> tokens(cfg.vocab_size);  // the first N of a seeded shuffle of the vocabulary
-    for (int v = 0; v < cfg.vocab_size; v++) tokens[v] = v;
-    for (int v = cfg.vocab_size - 1; v > 0; v--) std::swap(tokens[v], tokens[rng_bits(2, 0, (uint64_t)v) % (v + 1)]);
+    const int V = cfg.vocab_size;
+    if (N > V) die("check 2c: %d positions and %d tokens: the inputs cannot all differ", N, V);
+    std::vector<int> tokens(V);  // the first N of a seeded (Fisher-Yates) shuffle of the vocabulary
+    for (int v = 0; v < V; v++) tokens[v] = v;
+    for (int v = V - 1; v > 0; v--) std::swap(tokens[v], tokens[rng_bits(2, 0, (uint64_t)v) % (v + 1)]);
     for (int i = 0; i < N; i++) in[i] = tokens[i];
     cpu_model_zero_grads(cpu);
     const float cpu_loss = cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);

@@ -10,7 +10,8 @@ endif
 # Whether the objects under $(BUILD) were built with MPI is in $(BUILD)/mpi (flags do not make
 # objects out of date): where that changed, as when `make test` has just installed MPI after a
 # `make train_gpt` without it, $(BUILD) is emptied, so that no object built without MPI is linked
-# with it (train_gpt would run each rank of an mpirun as a job of its own).
+# with it (train_gpt would run each rank of an mpirun as a job of its own). This happens as the
+# makefile is read, so a `make -n` there empties it too.
 MPI_BUILT := $(if $(MPICC),with MPI,without MPI)
 $(if $(strip $(BUILD)),,$(error BUILD is empty: the build directory must be named))
 ifneq ($(shell cat $(BUILD)/mpi 2>/dev/null),$(MPI_BUILT))

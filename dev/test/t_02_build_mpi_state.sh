@@ -20,7 +20,8 @@ defines_comm_init() { nm "$object" | grep -q ' T comm_init$'; }
 not() { ! "$@"; }
 check "built without MPI: the one-process comm_init" defines_comm_init
 make BUILD="$dir/b" "$object" > "$dir/with.out"
-check "mpicc found: the object built again, with LLMC_HAVE_MPI" grep -q -- '-DLLMC_HAVE_MPI .*-c llmc/comm.c' "$dir/with.out"
+check "mpicc found: the object built again, with LLMC_HAVE_MPI" \
+    grep -q -- '-DLLMC_HAVE_MPI .*-c llmc/comm.c' "$dir/with.out"
 check "mpicc found: no one-process comm_init" not defines_comm_init
 check "mpicc found: recorded" grep -qx 'with MPI' "$dir/b/mpi"
 make BUILD="$dir/b" "$object" > "$dir/again.out"

@@ -145,9 +145,10 @@ for run in "${runs[@]}"; do
 done
 check "$([ ${#differ[@]} = 0 ] && echo 1 || echo 0)" \
     "emulated ZeRO: ${#runs[@]} runs (stages 0-3 first, 1 and 3 last, 3 staged) bit-identical (main.log, model_00000006.bin)${differ[*]:+; differ from z1_first: ${differ[*]}}"
-# z3_first resumed over its 2 ranks from step 3 (its step-6 checkpoint removed): each rank checks
-# its state file against the model file (rank 0's alone records the model's checksum), and the
-# resumed run ends with the straight run's step-6 model and main.log.
+# z3_first resumed over its 2 ranks from step 3 (its step-6 checkpoint removed): each rank takes
+# the training state from rank 0's state file and its slice of the moments and master weights
+# from both ranks' files (gpu_load), and the resumed run ends with the straight run's step-6
+# model and main.log.
 cp -r "$dir/z3_first" "$dir/z3_resumed"
 rm -f "$dir/z3_resumed/"*_00000006*
 rc=0
@@ -261,8 +262,8 @@ OMP_NUM_THREADS=1 build/emu/train_gptcu "${schedule_args[@]}" ${configs[0]/--att
     -o "$dir/rdq_fp8" >"$dir/rdq_fp8.out" 2>&1 || rc=$?
 rdq_val=$(last_val "$dir/rdq_fp8/main.log") wgmma_val=$(last_val "$dir/s0.forward/main.log")
 close=$(awk -v a="$rdq_val" -v b="$wgmma_val" 'BEGIN { d = a - b; print (a != "" && (d < 0 ? -d : d) <= 1e-3) ? 1 : 0 }')
-check "$([ "$rc" = 0 ] && [ "$close" = 1 ] && echo 1 || echo 0)" \
-    "emulated train_gptcu ${configs[0]/--attention wgmma/--attention mma-rdq}: exit $rc, last val loss $rdq_val (wgmma's $wgmma_val)"
+check "$([ "$rc" = 0 ] && [ "$close" = 1 ] && echo 1 || echo 0)" "emulated train_gptcu \
+${configs[0]/--attention wgmma/--attention mma-rdq}: exit $rc, last val loss $rdq_val (wgmma's $wgmma_val)"
 [ "$rc" = 0 ] || tail -3 "$dir/rdq_fp8.out"
 rm -rf "$dir/rdq_fp8"
 

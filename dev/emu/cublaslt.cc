@@ -383,7 +383,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                 store(D, dl.type, at, x);
             }
         }
-    });
+    }, emu::WorkKind::COMPUTE);
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -53,7 +53,8 @@
 // host statics, below), whether the real instructions agree with ptx_isa.h, and any order of
 // streams but the three of cuda_runtime.cc (LLMC_EMU_STREAM_ORDER: at once, or deferred favouring
 // the first or the last stream; a missing wait between streams or a host read before a
-// synchronization shows there).
+// synchronization shows there). What it reports instead of timing: which collectives CUDA's order
+// lets run beside kernels (LLMC_EMU_OVERLAP, cuda_runtime.cc).
 #ifndef DEV_EMU_CUDA_EMU_H
 #define DEV_EMU_CUDA_EMU_H
 
@@ -956,8 +957,11 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const void *kernel,
 }
 
 // Work a stream runs in order: at once, or when the stream scheduler of cuda_runtime.cc reaches it
-// (LLMC_EMU_STREAM_ORDER). Stream 0 is the legacy default stream.
-void stream_enqueue(cudaStream_t stream, std::function<void()> work);
+// (LLMC_EMU_STREAM_ORDER). Stream 0 is the legacy default stream. kind and name: what the
+// overlap report counts (LLMC_EMU_OVERLAP, cuda_runtime.cc): kernels and matmuls as compute, and
+// each collective by its name.
+enum class WorkKind { COMPUTE, COLLECTIVE, OTHER };
+void stream_enqueue(cudaStream_t stream, std::function<void()> work, WorkKind kind, const char *name = "");
 
 // LLMC_LAUNCH(grid, block, smem, stream, kernel)(args...) (llmc/launch.cuh). The arguments are
 // converted to the kernel's parameters and copied at the launch, as CUDA copies them; the kernel
@@ -974,7 +978,7 @@ template <typename... Params> struct Launcher {
         stream_enqueue(stream, [=, values = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
             const std::function<void()> body = [&] { std::apply(k, values); };
             launch(g, b, bytes, (const void *)k, body);
-        });
+        }, WorkKind::COMPUTE);
     }
 };
 template <typename... Params>

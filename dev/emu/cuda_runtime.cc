@@ -24,11 +24,23 @@
 // done unless both the copy is async and the host memory pinned; a host source is read when an
 // async copy is enqueued unless pinned (then when it runs).
 //
+// LLMC_EMU_OVERLAP=DIR (off when unset or empty): at exit each process writes DIR/overlap_<pid>.txt,
+// one line per collective in the order enqueued: its name and bytes (dev/emu/nccl.cc), then
+// "beside K": the kernels and matmuls of the other streams that CUDA's order leaves free to run
+// while it does, being neither before it nor after it (as ordered by each stream, the events waited
+// for, the legacy stream's rule and the host's synchronizations), whatever LLMC_EMU_STREAM_ORDER
+// runs. That is the work a GPU can overlap the collective with, at any speeds; "beside 0" is a
+// collective exposed, the other streams idle or waiting while it runs. The order is kept as a
+// vector clock per piece of work: clock[i], how many pieces of stream i come before it or are it.
+//
 // Memory the trainer asks about (cudaMemGetInfo) is counted: "in use" is the bytes cudaMalloc
 // holds, of an 80 GiB device; the device count is 8 (below).
 #include "cuda_emu.h"
 
+#include <unistd.h>
+
 #include <memory>
+#include <string>
 
 // emu::emu_switch_stack (cuda_emu.h).
 namespace emu {
@@ -72,10 +84,16 @@ struct Work {
     std::function<void()> run;
     std::vector<StreamPoint> after;  // what it waits for on other streams
 };
+using Clock = std::vector<uint64_t>;  // LLMC_EMU_OVERLAP's vector clocks, by stream index
 struct CUstream_st {
     unsigned flags;
+    size_t index;  // in streams()
     uint64_t enqueued = 0, completed = 0;
     std::deque<Work> queue;
+    // LLMC_EMU_OVERLAP: the clock of each piece enqueued, and computes[k], how many of the first
+    // k + 1 are kernels or matmuls.
+    std::vector<Clock> clocks;
+    std::vector<uint64_t> computes;
 };
 struct CUevent_st {
     bool recorded = false;
@@ -98,7 +116,7 @@ Order order() {
 // Every stream ever created, in creation order, stream 0 first. A destroyed stream stays (its work
 // still runs, as on a GPU); the streams are never reused, so a StreamPoint never dangles.
 std::vector<CUstream_st *> &streams() {
-    static std::vector<CUstream_st *> *all = new std::vector<CUstream_st *>{new CUstream_st{0}};
+    static std::vector<CUstream_st *> *all = new std::vector<CUstream_st *>{new CUstream_st{0, 0}};
     return *all;
 }
 CUstream_st *resolve(cudaStream_t s) {
@@ -139,31 +157,111 @@ void run_all() {
 }
 StreamPoint tail(CUstream_st *s) { return {s, s->enqueued}; }
 
-// Enqueues work on s after `after` and the legacy-stream rule; returns the point of its completion.
-StreamPoint enqueue(CUstream_st *s, std::function<void()> work, std::vector<StreamPoint> after = {}) {
-    if (order() == Order::ENQUEUE) {
-        work();
-        s->enqueued++, s->completed++;
-        return tail(s);
+// LLMC_EMU_OVERLAP (the top of this file).
+const char *overlap_dir() {
+    static const char *dir = [] {
+        const char *e = getenv("LLMC_EMU_OVERLAP");
+        return e && *e ? e : nullptr;
+    }();
+    return dir;
+}
+Clock host_clock;  // the work the host has seen complete, and what came before it
+struct Collective {
+    CUstream_st *stream;
+    uint64_t seq;
+    std::string name;
+};
+std::vector<Collective> collectives;
+void join(Clock &c, const Clock &other) {
+    if (other.size() > c.size()) c.resize(other.size());
+    for (size_t i = 0; i < other.size(); i++) c[i] = std::max(c[i], other[i]);
+}
+uint64_t entry(const Clock &c, size_t stream) { return stream < c.size() ? c[stream] : 0; }
+const Clock &clock_of(const StreamPoint &p) {
+    static const Clock nothing;
+    return p.seq ? p.stream->clocks[p.seq - 1] : nothing;
+}
+// The host has waited for p: whatever it enqueues from now on comes after p.
+void host_waited(const StreamPoint &p) {
+    if (overlap_dir()) join(host_clock, clock_of(p));
+}
+uint64_t computes_in_first(const CUstream_st *u, uint64_t pieces) { return pieces ? u->computes[pieces - 1] : 0; }
+void write_overlap_report() {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/overlap_%d.txt", overlap_dir(), (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f) emu::fail("LLMC_EMU_OVERLAP: cannot write %s", path);
+    for (const Collective &x : collectives) {
+        const Clock &cx = x.stream->clocks[x.seq - 1];
+        uint64_t beside = 0;
+        for (const CUstream_st *u : streams()) {
+            if (u == x.stream) continue;
+            // u's pieces 1..before come before x; from the first whose clock has seen x on, after it
+            // (u's clocks only grow along u).
+            const uint64_t before = entry(cx, u->index);
+            const uint64_t not_after = std::partition_point(u->clocks.begin(), u->clocks.end(), [&](const Clock &c) {
+                                           return entry(c, x.stream->index) < x.seq;
+                                       }) - u->clocks.begin();
+            beside += computes_in_first(u, not_after) - computes_in_first(u, before);
+        }
+        fprintf(f, "%s beside %llu\n", x.name.c_str(), (unsigned long long)beside);
     }
+    if (fclose(f)) emu::fail("LLMC_EMU_OVERLAP: cannot write %s", path);
+}
+// The clock of the piece of work about to be enqueued on s after `after`.
+void record_clock(CUstream_st *s, const std::vector<StreamPoint> &after, emu::WorkKind kind, const char *name) {
+    static const bool registered = atexit(write_overlap_report) == 0;
+    if (!registered) emu::fail("LLMC_EMU_OVERLAP: atexit failed");
+    Clock c = host_clock;
+    if (!s->clocks.empty()) join(c, s->clocks.back());
+    for (const StreamPoint &p : after) join(c, clock_of(p));
+    if (c.size() <= s->index) c.resize(s->index + 1);
+    c[s->index] = s->enqueued + 1;
+    s->clocks.push_back(std::move(c));
+    s->computes.push_back(computes_in_first(s, s->enqueued) + (kind == emu::WorkKind::COMPUTE));
+    if (kind == emu::WorkKind::COLLECTIVE) collectives.push_back({s, s->enqueued + 1, name});
+}
+
+// Enqueues work on s after `after` and the legacy-stream rule; returns the point of its completion.
+StreamPoint enqueue(CUstream_st *s, std::function<void()> work, std::vector<StreamPoint> after = {},
+                    emu::WorkKind kind = emu::WorkKind::OTHER, const char *name = "") {
     if (s == streams()[0]) {
         for (CUstream_st *b : streams())
             if (b != s && blocking(b)) after.push_back(tail(b));
     } else if (blocking(s)) {
         after.push_back(tail(streams()[0]));
     }
+    if (overlap_dir()) record_clock(s, after, kind, name);
+    if (order() == Order::ENQUEUE) {
+        work();
+        s->enqueued++, s->completed++;
+        return tail(s);
+    }
     s->queue.push_back(Work{std::move(work), std::move(after)});
     s->enqueued++;
     return tail(s);
 }
+// The host waits for p, or for everything enqueued.
+void host_wait(const StreamPoint &p) {
+    run_until(p);
+    host_waited(p);
+}
+void host_wait_all() {
+    run_all();
+    for (CUstream_st *s : streams()) host_waited(tail(s));
+}
 // A query: the device runs one piece of work (time passes), then answers.
 cudaError_t query(const StreamPoint &p) {
     if (!done(p)) advance();
-    return done(p) ? cudaSuccess : cudaErrorNotReady;
+    if (!done(p)) return cudaErrorNotReady;
+    host_waited(p);
+    return cudaSuccess;
 }
 }  // namespace
 
-void emu::stream_enqueue(cudaStream_t stream, std::function<void()> work) { enqueue(resolve(stream), std::move(work)); }
+void emu::stream_enqueue(cudaStream_t stream, std::function<void()> work, WorkKind kind, const char *name) {
+    enqueue(resolve(stream), std::move(work), {}, kind, name);
+}
 
 namespace {
 // A node of 8 GPUs of 80 GiB, as an HGX H100: under mpirun each process emulates its own GPU, so
@@ -205,7 +303,7 @@ cudaError_t copy(void *dst, const void *src, size_t bytes, CUstream_st *s, bool 
     }
     // A blocking copy returns when done, except device to device; an async one to pageable host
     // memory too.
-    if (to_host ? !(async && pinned(dst, bytes)) : (!async && from_host)) run_until(at);
+    if (to_host ? !(async && pinned(dst, bytes)) : (!async && from_host)) host_wait(at);
     return cudaSuccess;
 }
 }  // namespace
@@ -232,7 +330,7 @@ cudaError_t cudaFree(void *p) {
     if (!p) return cudaSuccess;
     const auto it = device_allocations().find(p);
     if (it == device_allocations().end()) emu::fail("cudaFree(%p): not a pointer cudaMalloc returned", p);
-    run_all();  // cudaFree waits for the device
+    host_wait_all();  // cudaFree waits for the device
     device_bytes_in_use -= it->second;
     device_allocations().erase(it);
     free(p);
@@ -248,7 +346,7 @@ cudaError_t cudaMallocHost(void **p, size_t bytes) { return cudaHostAlloc(p, byt
 cudaError_t cudaFreeHost(void *p) {
     if (!p) return cudaSuccess;
     if (!pinned_allocations().erase(p)) emu::fail("cudaFreeHost(%p): not a pointer cudaHostAlloc returned", p);
-    run_all();  // cudaFreeHost waits for the device
+    host_wait_all();  // cudaFreeHost waits for the device
     return free(p), cudaSuccess;
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
@@ -266,7 +364,7 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t s) 
     return cudaSuccess;
 }
 cudaError_t cudaMemset(void *dst, int value, size_t bytes) { return cudaMemsetAsync(dst, value, bytes, 0); }
-cudaError_t cudaDeviceSynchronize(void) { return run_all(), cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return host_wait_all(), cudaSuccess; }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t err) { return err == cudaSuccess ? "no error" : "emulated error"; }
 cudaError_t cudaGetDeviceCount(int *count) { return *count = DEVICES, cudaSuccess; }
@@ -308,12 +406,12 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *) {
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
-    streams().push_back(*s = new CUstream_st{flags});
+    streams().push_back(*s = new CUstream_st{flags, streams().size()});
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
 cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }  // kept (streams())
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { return run_until(tail(resolve(s))), cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return host_wait(tail(resolve(s))), cudaSuccess; }
 cudaError_t cudaStreamQuery(cudaStream_t s) { return query(tail(resolve(s))); }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
     if (e->recorded) enqueue(resolve(s), [] {}, {e->at});  // waiting for an event never recorded waits for nothing
@@ -329,7 +427,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-    if (e->recorded) run_until(e->at);
+    if (e->recorded) host_wait(e->at);
     return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) { return e->recorded ? query(e->at) : cudaSuccess; }

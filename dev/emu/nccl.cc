@@ -71,9 +71,14 @@ Call call(ncclComm_t comm, size_t count, ncclDataType_t type) {
 void copy_unless_in_place(void *recv, const void *send, size_t bytes) {
     if (send != recv) memmove(recv, send, bytes);
 }
-// The collective runs when its stream gets to it (cuda_runtime.cc); the call answers at once.
-ncclResult_t enqueue(ncclComm_t comm, cudaStream_t stream, std::function<void()> work) {
-    emu::stream_enqueue(stream, std::move(work));
+// The collective runs when its stream gets to it (cuda_runtime.cc); the call answers at once. The
+// overlap report (LLMC_EMU_OVERLAP) names it by its function and the bytes of the whole buffer it
+// gathers, reduces or sends (ncclAllGather's and ncclReduceScatter's count is per rank).
+ncclResult_t enqueue(ncclComm_t comm, cudaStream_t stream, const char *function, size_t bytes,
+                     std::function<void()> work) {
+    char name[64];
+    snprintf(name, sizeof name, "%s %zu", function, bytes);
+    emu::stream_enqueue(stream, std::move(work), emu::WorkKind::COLLECTIVE, name);
     return issued(comm);
 }
 }  // namespace
@@ -124,7 +129,7 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
                            ncclComm_t comm, cudaStream_t stream) {
     check_sum(op);
     const Call c = call(comm, count, type);
-    return enqueue(comm, stream, [=] {
+    return enqueue(comm, stream, "ncclAllReduce", c.bytes, [=] {
         if (c.mpi == MPI_COMM_NULL) {
             copy_unless_in_place(recv, send, c.bytes);
         } else {
@@ -137,7 +142,7 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclD
                                ncclComm_t comm, cudaStream_t stream) {
     check_sum(op);
     const Call c = call(comm, count, type);
-    return enqueue(comm, stream, [=] {
+    return enqueue(comm, stream, "ncclReduceScatter", c.bytes * comm->nranks, [=] {
         if (c.mpi == MPI_COMM_NULL) return copy_unless_in_place(recv, send, c.bytes);
         // recv may lie inside send (NCCL's in place: recv = send + rank * count), which MPI forbids.
         std::vector<unsigned char> part(c.bytes);
@@ -150,7 +155,7 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataT
                            cudaStream_t stream) {
     const Call c = call(comm, count, type);
     unsigned char *mine = (unsigned char *)recv + (size_t)comm->rank * c.bytes;
-    return enqueue(comm, stream, [=] {
+    return enqueue(comm, stream, "ncclAllGather", c.bytes * comm->nranks, [=] {
         if (c.mpi == MPI_COMM_NULL) {
             copy_unless_in_place(mine, send, c.bytes);
         } else {
@@ -166,7 +171,7 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t count, ncclDataType
     if (root < 0 || root >= comm->nranks) return ncclInvalidArgument;
     const Call c = call(comm, count, type);
     const bool in_place = comm->rank == root && send == recv;
-    return enqueue(comm, stream, [=] {
+    return enqueue(comm, stream, "ncclReduce", c.bytes, [=] {
         if (c.mpi == MPI_COMM_NULL) {
             copy_unless_in_place(recv, send, c.bytes);
         } else {
@@ -180,7 +185,7 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataT
     if (root < 0 || root >= comm->nranks) return ncclInvalidArgument;
     const Call c = call(comm, count, type);
     const bool root_copies = comm->rank == root;
-    return enqueue(comm, stream, [=] {
+    return enqueue(comm, stream, "ncclBroadcast", c.bytes, [=] {
         if (root_copies) copy_unless_in_place(recv, send, c.bytes);
         if (c.mpi != MPI_COMM_NULL) check_mpi(MPI_Bcast(recv, c.n, c.type, root, c.mpi), "MPI_Bcast");
     });

@@ -12,7 +12,8 @@
 // not, and a host that reads a copy before synchronizing; t_44 runs it under each order.
 // `selftest schedule` shows what LLMC_EMU_SCHEDULE=reverse changes: a CTA that reads what the CTA
 // before it writes in the same launch, and a thread that reads a shared word another writes with
-// no barrier between them; t_44 runs it in both orders. Built by g++ with the emulator forced in
+// no barrier between them; t_44 runs it in both orders. `selftest overlap` enqueues collectives
+// beside kernels for the overlap report (LLMC_EMU_OVERLAP), which t_44 reads. Built by g++ with the emulator forced in
 // (mk/emu.mk); not a CUDA program.
 #include "../../llmc/attention.cuh"
 
@@ -237,6 +238,47 @@ static void stream_orders() {
            before_sync, after_sync);
 }
 
+// Four collectives on a stream `comm` beside the kernels k1..k10 of a blocking stream `compute`,
+// for the overlap report (LLMC_EMU_OVERLAP, dev/emu/cuda_runtime.cc), which must say: A beside 2
+// (k3 and k4: it waits for k1 and k2 through an event, and k5 waits for it), B beside 3 (after A on
+// its stream, before the host's synchronization that k6 follows), C beside 0 (on the legacy stream
+// 0, which the blocking stream waits for and is waited for by), D beside 2 (k8 and k9, before the
+// device synchronization).
+static void overlap() {
+    int *word;
+    cudaMalloc((void **)&word, sizeof(int));
+    cudaStream_t compute, comm;
+    cudaStreamCreate(&compute);
+    cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking);
+    cudaEvent_t compute_mark, comm_done;
+    cudaEventCreate(&compute_mark);
+    cudaEventCreate(&comm_done);
+    const auto kernel = [&] { LLMC_LAUNCH(1, 1, 0, compute, store_kernel)(word, 1); };
+    const auto collective = [](cudaStream_t s, const char *name) {
+        emu::stream_enqueue(s, [] {}, emu::WorkKind::COLLECTIVE, name);
+    };
+    kernel(), kernel();  // k1, k2
+    cudaEventRecord(compute_mark, compute);
+    cudaStreamWaitEvent(comm, compute_mark, 0);
+    collective(comm, "A");
+    cudaEventRecord(comm_done, comm);
+    kernel(), kernel();  // k3, k4
+    cudaStreamWaitEvent(compute, comm_done, 0);
+    kernel();  // k5
+    collective(comm, "B");
+    cudaStreamSynchronize(comm);
+    kernel();  // k6
+    collective(0, "C");
+    kernel();  // k7
+    cudaEventRecord(compute_mark, compute);
+    cudaStreamWaitEvent(comm, compute_mark, 0);
+    collective(comm, "D");
+    kernel(), kernel();  // k8, k9
+    cudaDeviceSynchronize();
+    kernel();  // k10
+    cudaDeviceSynchronize();
+}
+
 // Prints what schedule_kernel's two reads saw.
 static void schedule() {
     int *cta_word, *seen, h_seen[2];
@@ -259,11 +301,15 @@ int main(int argc, char **argv) {
         schedule();
         return 0;
     }
+    if (argc == 2 && !strcmp(argv[1], "overlap")) {
+        overlap();
+        return 0;
+    }
     int fault = -1;
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
-    if (fault < 0) usage_error("usage: %s streams|schedule|clean|in_flight|no_barrier|war|no_proxy_fence|no_store_fence|"
-                               "no_wgmma_fence|divergence|deadlock|out_of_bounds|race_shared|race_cp_async|race_global|"
+    if (fault < 0) usage_error("usage: %s streams|schedule|overlap|clean|in_flight|no_barrier|war|no_proxy_fence|"
+                               "no_store_fence|no_wgmma_fence|divergence|deadlock|out_of_bounds|race_shared|race_cp_async|race_global|"
                                "race_warpgroup|race_mbarrier|race_named_barrier|race_syncwarp|uninit_global|uninit_shared|"
                                "plain_out_of_bounds", argv[0]);
     __nv_bfloat16 *src;

@@ -10,9 +10,9 @@
 # wgmma.fence, collectives, mbarriers; shared memory starts as NaN bytes);
 # first its self-test shows each of those checks firing on a kernel with that fault (and its
 # AddressSanitizer build a plain store past the dynamic shared memory), what its stream orders do
-# with a missing wait between streams, and what its reverse schedule does with a missing order
-# between CTAs or threads. Last, the race build (dev/emu/race.h: ThreadSanitizer with each CUDA
-# thread a fiber, racecheck's job) reports each race planted in its self-test (an mbarrier and a
+# with a missing wait between streams, what its overlap report counts beside a collective, and
+# what its reverse schedule does with a missing order between CTAs or threads. Last, the race
+# build (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each race planted in its self-test (an mbarrier and a
 # named barrier skipped among them) and none in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
 # of CTAs and threads other than its two) still needs a GPU. About 111 s alone on 2 cores (2026-12-03).
@@ -21,6 +21,8 @@ cd "$(dirname "$0")/../.."
 for bin in build/emu/selftest build/emu/asan/selftest build/emu/attention build/emu/race/selftest build/emu/race/attention; do
     [ -x "$bin" ] || { echo "missing $bin: run make test (it needs the CUDA headers to build)" >&2; exit 1; }
 done
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
 failed=0
 check() {  # check <ok> <what>
     if [ "$1" = 1 ]; then echo "ok   $2"; else echo "FAIL $2"; failed=$((failed + 1)); fi
@@ -69,6 +71,18 @@ first|consumer with wait 1, without wait 1; host read before sync -1, after 1
 last|consumer with wait 1, without wait 0; host read before sync -1, after 1
 ORDERS
 
+# The overlap report (LLMC_EMU_OVERLAP, dev/emu/cuda_runtime.cc) under each stream order: for each
+# collective the kernels that CUDA's order lets run beside it, ordered by events, a host
+# synchronization, the legacy stream and a device synchronization (selftest.cu's overlap()).
+for order in enqueue first last; do
+    mkdir "$dir/overlap_$order"
+    LLMC_EMU_STREAM_ORDER=$order LLMC_EMU_OVERLAP="$dir/overlap_$order" build/emu/selftest overlap >/dev/null 2>&1 ||
+        true
+    out=$(cat "$dir"/overlap_"$order"/overlap_*.txt 2>/dev/null | tr "\n" " ")
+    [ "$out" = "A beside 2 B beside 3 C beside 0 D beside 2 " ] && ok=1 || ok=0
+    check "$ok" "emulator overlap report, stream order $order: $out"
+done
+
 # The schedules (dev/emu/cuda_emu.h, LLMC_EMU_SCHEDULE): a CTA that reads what an earlier CTA of
 # the same launch writes, and a thread that reads a shared word another writes with no barrier
 # between them, see the writes in the default order and miss them in reverse, so a kernel whose
@@ -104,8 +118,6 @@ done
 # check of the harness passes, it says how many ran (the wgmma runs add their building blocks), and
 # no race is reported. Two run at a time, a new one as soon as one ends (about 54, 52, 57 and 49 s
 # on one core each, in this order: 109 s).
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
 runs=("emu/race|--check-short|13|forward" "emu/race|--wgmma --ws --pipelined --check-short|14|forward"
       "emu|--check-small|15|reverse" "emu|--wgmma --ws --pipelined --check-small|16|reverse")
 for i in "${!runs[@]}"; do

@@ -1022,8 +1022,11 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     cudaCheck(cudaMemcpyAsync(g->d_tokens, g->h_tokens, count * sizeof(int), cudaMemcpyHostToDevice, st));
     const int *d_inputs = g->d_tokens, *d_targets = g->d_tokens + N;
 
-    zero_weights_acquire(g, 0);  // ZeRO-3 hooks (no-ops below stage 3): see GPUZero
-    zero_weights_acquire(g, zero_layer_segment(0));
+    // ZeRO-3 hooks (no-ops below stage 3): see GPUZero. Layer 0's weights gather while the
+    // encoder computes (its prefetch comes before the compute stream waits for the embeddings).
+    zero_weights_prefetch(g, 0);
+    zero_weights_prefetch(g, zero_layer_segment(0));
+    zero_weights_acquire(g, 0);
     const quant_pass pass = with_grad ? QUANT_PASS_TRAIN : QUANT_PASS_EVAL;
     // the FP8/int8 amaxes and delayed scales; the last micro-step's weight codes may be kept
     lowp_begin_forward(&g->lp, with_grad, with_grad && !g->weights_changed && !g->separate_casts, st);
@@ -1031,6 +1034,7 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
     mark(g, PROF_ENCODER);
     encoder_forward(g->encoded, d_inputs, param_ptr(g, PT_WTE, -1), param_ptr(g, PT_WPE, -1), B, T, C, st);
     zero_weights_release(g, 0);
+    zero_weights_acquire(g, zero_layer_segment(0));
     const bf16 *residual = g->encoded;
     for (int l = 0; l < L; l++) {
         const GPUBlockActs a = block_buffers(g, l);

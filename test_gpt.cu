@@ -194,7 +194,7 @@ static std::vector<float> gpu_steps(GPUModel *g, int first_step, int last_step, 
     std::vector<float> losses;
     for (int t = first_step; t <= last_step; t++) {
         make_batch(in.data(), tg.data(), N, g->cfg.vocab_size, (uint64_t)t);
-        gpu_zero_grads(g);
+        gpu_zero_grads(g, 1);
         losses.push_back(gpu_forward_backward(g, in.data(), tg.data(), 1.0f));
         const double norm = gpu_grad_norm(g);
         gpu_update(g, t, lr, grad_clip_scale(g->hp.grad_clip, norm));
@@ -418,7 +418,7 @@ static void check_lowp_model(const TestCase &tc, const AdamWConfig &hp, const st
         snprintf(label, sizeof(label), "%s logits", what);
         compare(label, logits.data(), cpu_model_logits(cpu), (size_t)N, (size_t)V, (size_t)Vp, 1.5e-1, 3e-1);
 
-        gpu_zero_grads(&g);
+        gpu_zero_grads(&g, 1);
         const float gpu_loss = gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
         cpu_model_zero_grads(cpu);
         const float cpu_loss = cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
@@ -655,7 +655,7 @@ static void check_producer_codes(const TestCase &tc, const AdamWConfig &hp, cons
             gpu_model_alloc(&g, &tc.cfg, B, T, &hp, TEST_SEED, &opt);
             gpu_reset(&g, weights.data());
             for (int t = 1; t <= 4; t++) {
-                gpu_zero_grads(&g);
+                gpu_zero_grads(&g, 2);
                 for (int micro = 0; micro < 2; micro++) {
                     make_batch(in.data(), tg.data(), N, tc.cfg.vocab_size, (uint64_t)(2 * t + micro));
                     losses[separate].push_back(gpu_forward_backward(&g, in.data(), tg.data(), 0.5f));
@@ -862,7 +862,7 @@ static void check_gelu_fusion(const TestCase &tc, const AdamWConfig &hp, const s
         compare(label, logits.data(), cpu_logits.data(), (size_t)N, (size_t)V, (size_t)Vp, logits_l2, logits_worst);
         check(fabs(loss - cpu_loss) <= loss_tol, "%s fusion%d loss   gpu %.6f cpu %.6f (tol %.0e absolute)", name,
               fusion, loss, cpu_loss, loss_tol);
-        gpu_zero_grads(&g);
+        gpu_zero_grads(&g, 1);
         gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
         std::vector<float> grads(P);
         cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
@@ -916,7 +916,7 @@ static void check_head_larger_than_backward(const TestCase &tc, const AdamWConfi
     for (int i = 0; i < N; i++) in[i] = tokens[i];
     cpu_model_zero_grads(cpu);
     const float cpu_loss = cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
-    gpu_zero_grads(&g);
+    gpu_zero_grads(&g, 1);
     const float loss = gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
     check(g.head_rows == N && !g.recompute_scratch && (size_t)Vp > 5 * (size_t)C && g.num_buckets == N,
           "logits > backward: %d rows of %d logits, the backward's buffers 5C = %d per row; %d distinct inputs, %d "
@@ -966,7 +966,7 @@ static RecomputeRun recompute_run(const TestCase &tc, const AdamWConfig &hp, con
     std::vector<int> in(N), tg(N);
     for (int t = 1; t <= steps; t++) {
         make_batch(in.data(), tg.data(), N, tc.cfg.vocab_size, (uint64_t)t);
-        gpu_zero_grads(&g);
+        gpu_zero_grads(&g, 1);
         run.losses.push_back(gpu_forward(&g, in.data(), tg.data(), tc.B, tc.T, 1, 1.0f));  // gpu_forward_backward,
         poison_scratch(&g);                                                               // with the poison between
         gpu_backward(&g, tc.B, tc.T);
@@ -1130,7 +1130,7 @@ int main(int argc, char **argv) {
     // largest. A wrong index or a missing term gives errors of order 1.
     cpu_model_zero_grads(cpu);
     cpu_model_forward_backward(cpu, in.data(), tg.data(), 1.0f);
-    gpu_zero_grads(&g);
+    gpu_zero_grads(&g, 1);
     gpu_forward_backward(&g, in.data(), tg.data(), 1.0f);
     std::vector<float> grads(P);
     cudaCheck(cudaMemcpy(grads.data(), g.grads, P * sizeof(float), cudaMemcpyDeviceToHost));
@@ -1149,7 +1149,7 @@ int main(int argc, char **argv) {
         GPUModel h;
         gpu_model_alloc(&h, cfg, B, T, &hp, TEST_SEED, &chunked);
         gpu_set_weights(&h, weights.data());
-        gpu_zero_grads(&h);
+        gpu_zero_grads(&h, 1);
         const float loss = gpu_forward_backward(&h, in.data(), tg.data(), 1.0f);
         check(fabsf(loss - cpu_loss) <= 1e-2f, "head in chunks of %d rows: loss gpu %.6f cpu %.6f (tol 1e-2 absolute)",
               chunked.head_rows, loss, cpu_loss);

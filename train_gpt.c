@@ -975,7 +975,8 @@ static void params_commit(CPUTrainer *c, float *staging) {
     free(staging);
 }
 
-static void cpu_zero_grads(void *self) {
+// micro_steps goes unused: the CPU trainer reduces the gradient in cpu_grad_norm.
+static void cpu_zero_grads(void *self, int micro_steps) {
     CPUTrainer *c = (CPUTrainer *)self;
     size_t n = zero_shards_grads(&c->zero.plan) ? c->zero.plan.slice : c->zero.plan.padded;
     mark(&c->model, PROF_OPTIMIZER);

@@ -113,7 +113,9 @@ typedef struct {  // what one block keeps for its backward pass (bf16 unless not
 // wait on compute_mark orders the refill after the release's readers and after the update of the
 // parameters. The segments' gradients alternate between two scratches, so that the reduction of
 // one segment (comm stream) overlaps the backward of the next (compute stream), for Mb floats
-// more than the formula's one scratch; the embeddings' gradient has the third.
+// more than the formula's one scratch; the embeddings' gradient has the third. At stages 0-1 the
+// step's last micro-step reduces each segment's gradient in place as its backward completes it
+// (no kernel writes it again before the update), so those reductions overlap the backward too.
 enum { ZERO_SLOTS = 3, ZERO_FINAL_SLOT = 2 };  // two gather buffers for segments, one for the final LayerNorm
 enum { ZERO_SCRATCHES = 3, ZERO_EMBED_SCRATCH = 2 };  // two gradient scratches in turn, one for the embeddings
 
@@ -150,6 +152,7 @@ typedef struct {
     bf16 *params;
     float *grads, *master, *m, *v;
     bool grads_unwritten;  // the step's first micro-step has not written its gradient yet (see grads_accumulate)
+    int micro_steps_left;  // of the optimizer step (gpu_zero_grads); the last reduces at stages 0-1 (zero_grads_release)
     // The weights may have changed since the last training micro-step: set by their writers
     // (gpu_set_weights, gpu_update) and, as the backend contract allows them to change only between
     // optimizer steps, at every step's start (gpu_zero_grads). Until a training micro-step clears
@@ -337,12 +340,26 @@ __global__ void add_into_kernel(float *dst, const float *src, size_t n) {
     if (i < n) dst[i] += src[i];
 }
 
-// Sums the segment's gradient over the ranks into each owner's part (comm stream) and adds this
-// rank's part to its gradient slice (the step's sum over micro-steps).
+// Segment seg's gradient of this micro-step is complete. Stages 2-3: sums it over the ranks into
+// each owner's part (comm stream) and adds this rank's part to its gradient slice (the step's sum
+// over micro-steps). Stages 0-1, in the step's last micro-step, where the segment's gradient is
+// the step's on every rank: all-reduces it (stage 0) or reduce-scatters it into the owners' parts
+// (stage 1) in place, while the backward pass goes on (gpu_grad_norm waits for it); earlier
+// micro-steps add to it, so they reduce nothing.
 static void zero_grads_release(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
-    if (!zero_shards_grads(&z->plan)) return;
     const ZeroRange r = zero_segment(&z->cfg, seg), own = zero_own_part(&z->plan, r);
+    if (!zero_shards_grads(&z->plan)) {
+        if (g->micro_steps_left != 1 || z->plan.world == 1) return;
+        zero_comm_begin(g);
+        if (z->plan.stage == 0) {
+            z->comm->allreduce_sum_f32(z->comm, g->grads + r.begin, r.end - r.begin);
+        } else {
+            zero_split(&z->plan, r, z->counts);
+            z->comm->reduce_scatter_sum_f32(z->comm, g->grads + r.begin, z->counts);
+        }
+        return;
+    }
     const int b = zero_scratch_of(z, seg);
     if (b < 0) die("internal error: ZeRO gradient of segment %d released without its scratch", seg);
     float *scratch = scratch_data(z, b, seg);
@@ -1081,8 +1098,10 @@ static float gpu_forward(GPUModel *g, const int *inputs, const int *targets, int
 // gradients (writes it, in a step's first micro-step: grads_accumulate). Mirrors gpt2_backward in
 // train_gpt.c step by step: the output head's backward ran in the forward pass; each block first
 // recomputes what its policy did not keep (into the shared scratch g->work); segments finish in
-// the order final LayerNorm, layers L-1..0, embeddings (the encoder's part added to the head's).
+// the order final LayerNorm, layers L-1..0, embeddings (the encoder's part added to the head's),
+// each then reduced (zero_grads_release). One of the micro-steps that gpu_zero_grads announced.
 static void gpu_backward(GPUModel *g, int B, int T) {
+    if (g->micro_steps_left < 1) die("internal error: a micro-step past those gpu_zero_grads announced");
     const GPT2Config *c = &g->cfg;
     const int C = c->channels, NH = c->num_heads, HS = C / NH, N = B * T, L = c->num_layers;
     cudaStream_t st = g->stream;
@@ -1166,23 +1185,20 @@ static void gpu_backward(GPUModel *g, int B, int T) {
     zero_grads_release(g, 0);  // acquired by gpu_forward's output head
     lowp_step_done(lp);
     g->grads_unwritten = false;
+    g->micro_steps_left--;
 }
 
-// Completes the step's gradient (stage 0 all-reduces it, stage 1 reduce-scatters it; stages 2
-// and 3 did during the backward pass), then the norm: each rank's sum of squares over its slice,
-// summed over the ranks (as train_gpt.c).
+// Waits for the step's gradient (reduced segment by segment during the backward passes:
+// zero_grads_release), then the norm: each rank's sum of squares over its slice, summed over the
+// ranks (as train_gpt.c).
 static double gpu_grad_norm(GPUModel *g) {
     GPUZero *z = &g->zero;
     const ZeroPlan *p = &z->plan;
+    if (g->micro_steps_left != 0)
+        die("internal error: the gradient norm with %d of the step's micro-steps to run", g->micro_steps_left);
     mark(g, PROF_GRAD_NORM);
     if (p->stage <= 1) {
-        zero_comm_begin(g);
-        if (p->stage == 0) z->comm->allreduce_sum_f32(z->comm, g->grads, p->padded);
-        else {
-            zero_split(p, (ZeroRange){0, p->padded}, z->counts);
-            z->comm->reduce_scatter_sum_f32(z->comm, g->grads, z->counts);
-        }
-        zero_comm_end(g);
+        zero_comm_end(g);  // the last micro-step's reductions
     } else {
         for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));  // the last reductions
     }
@@ -1236,10 +1252,13 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
 // The GPU backend of the shared training loop (llmc/trainer.h)
 
 // The next micro-step overwrites the gradient (grads_accumulate); at stages 2-3 the slice, to
-// which each micro-step's reduction adds, is zeroed.
-static void gpu_zero_grads(void *self) {
+// which each micro-step's reduction adds, is zeroed. micro_steps: the gpu_forward_backward calls
+// of the step, the last of which reduces the gradient at stages 0-1 (zero_grads_release).
+static void gpu_zero_grads(void *self, int micro_steps) {
     GPUModel *g = (GPUModel *)self;
     const ZeroPlan *p = &g->zero.plan;
+    if (micro_steps < 1) die("internal error: an optimizer step of %d micro-steps", micro_steps);
+    g->micro_steps_left = micro_steps;
     g->grads_unwritten = true;
     g->weights_changed = true;
     if (!zero_shards_grads(p)) return;

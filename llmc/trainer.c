@@ -560,7 +560,7 @@ int trainer_run(Trainer *t) {
 
         if (tc->profile) be->profile_take(be->self, NULL);  // validation and sampling are not the step's
         double t0 = wall_time();
-        be->zero_grads(be->self);
+        be->zero_grads(be->self, accum);
         double loss_sum = 0.0;
         for (int micro = 0; micro < accum; micro++) {
             watchdog_set_phase(PHASE_DATA);

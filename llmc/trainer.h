@@ -38,8 +38,10 @@ extern "C" {
 
 typedef struct {
     void *self;
-    // Zeroes the gradient accumulators at the start of an optimizer step.
-    void (*zero_grads)(void *self);
+    // Zeroes the gradient accumulators at the start of an optimizer step of micro_steps
+    // forward_backward calls (the GPU trainer reduces the gradient across ranks during the last
+    // one's backward pass).
+    void (*zero_grads)(void *self, int micro_steps);
     // Forward and backward of one B x T micro-batch, accumulating the gradient of
     // loss_scale * (mean loss); returns this rank's mean loss of the micro-batch.
     float (*forward_backward)(void *self, const int *inputs, const int *targets, float loss_scale);

@@ -1122,7 +1122,11 @@ static void gpu_backward(GPUModel *g, int B, int T) {
     for (int l = L - 1; l >= 0; l--) {
         GPUBlockActs acts = block_buffers(g, l), *a = &acts;
         zero_weights_acquire(g, zero_layer_segment(l));
+        // ZeRO-3: the weights the compute stream needs next gather while this layer's backward runs:
+        // layer l - 1's, or after layer 0 the embeddings for the step's next micro-step (unchanged
+        // until the update), whose forward then need not wait for them.
         if (l > 0) zero_weights_prefetch(g, zero_layer_segment(l - 1));
+        else if (g->micro_steps_left > 1) zero_weights_prefetch(g, 0);
         zero_grads_acquire(g, zero_layer_segment(l));
         const bf16 *residual = l == 0 ? g->encoded : g->blocks[l - 1].residual3;
         const int recompute = recompute_steps(g->policy[l]);

@@ -85,7 +85,7 @@ if [ -z "$mpirun_cmd" ]; then
     exit 1
 fi
 mpi() { local np=$1; shift; LLMC_GPU_COMM=mpi "$mpirun_cmd" "${root[@]}" --oversubscribe --bind-to none -np "$np" "$@"; }
-# ranks_vs_one NP TOTAL_BATCH REF STAGES...: NP staged-MPI ranks (2 micro-steps each) at each stage
+# ranks_vs_one NP TOTAL_BATCH REF STAGES...: NP staged-MPI ranks (one micro-step each) at each stage
 # against the one-process run REF, then stages 2 and 3 (when run) bit-identical to stage 1.
 ranks_vs_one() {
     local np=$1 total=$2 ref=$3 z rc shown detail; shift 3

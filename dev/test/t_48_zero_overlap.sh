@@ -5,15 +5,14 @@
 # counts for each collective the kernels that CUDA's order (the streams, the events waited for, the
 # host's synchronizations) lets run beside it, whatever the speeds. Stages 0-3, 3 layers, 2 steps
 # of 2 micro-steps (--bench). The collectives exposed (no kernel beside them) must be those of the
-# design: the reduction of the embeddings' gradient, which the encoder finishes last, once a step
-# (stages 0-2: in the last micro-step's backward at stages 0-1, in every micro-step's at 2, where
-# the next micro-step's forward runs beside the earlier ones) or in every micro-step (stage 3,
-# whose next micro-step waits for the embeddings' gather queued behind it); at stages 1-2 the
-# all-gather of the updated weights; at stage 3 each micro-step's gather of the embeddings, its
-# first weights. Every layer's gather (prefetched a layer ahead; layer 0's beside the encoder) and
-# reduction (stages 0-1: in place as the backward completes it; 2-3: two scratches in turn) may
-# run beside another part's kernels; a prefetch missing, one scratch for all, or stage 0-1's
-# reduction left to the gradient norm exposes more (dev/mutation/gpu_trainer.json).
+# design, once a step: the reduction of the embeddings' gradient, which the encoder finishes last
+# (in the last micro-step's backward at stages 0-1; at stages 2-3 in every micro-step's, but the
+# next micro-step's forward runs beside the earlier ones); at stages 1-2 the all-gather of the
+# updated weights; at stage 3 the first micro-step's gather of the embeddings, its first weights
+# (a later micro-step's are gathered beside layer 0's backward in the one before). Every layer's
+# gather (prefetched a layer ahead; layer 0's beside the encoder) and reduction (stages 0-1: in
+# place as the backward completes it; 2-3: two scratches in turn) may run beside another part's
+# kernels; a prefetch missing or one scratch for all exposes more (dev/mutation/gpu_trainer.json).
 # dev/test/zero/overlap.py sums the reports. About 6 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,7 +26,7 @@ root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 embed=$(((512 + 64) * 128)) params=$(((512 + 64) * 128 + 3 * (12 * 128 * 128 + 13 * 128) + 2 * 128))
 # The bytes exposed by design, gathers (bf16) and reductions (fp32), on each rank: 2 steps, 4 micro-steps.
 declare -A exposed=([0]="0 $((2 * 4 * embed))" [1]="$((2 * 2 * params)) $((2 * 4 * embed))"
-                    [2]="$((2 * 2 * params)) $((2 * 4 * embed))" [3]="$((4 * 2 * embed)) $((4 * 4 * embed))")
+                    [2]="$((2 * 2 * params)) $((2 * 4 * embed))" [3]="$((2 * 2 * embed)) $((2 * 4 * embed))")
 for z in 0 1 2 3; do
     mkdir "$dir/overlap$z"
     rc=0

@@ -134,6 +134,10 @@ typedef struct {
     int scratch_segment[ZERO_SCRATCHES];    // the segment each scratch holds (-1: none)
     cudaEvent_t reduced[ZERO_SCRATCHES];    // the last reduction that read each scratch
     int next_scratch;                       // the scratch (0 or 1) the next segment other than 0 takes
+    // Stages 1-2: the all-gather of each segment's updated weights (gpu_update), which the compute
+    // stream waits for at the segment's first use (zero_weights_acquire), not before the forward.
+    cudaEvent_t *segment_gathered;
+    bool *segment_pending;
     uint64_t debug_delay_ns;                // LLMC_ZERO_DEBUG_DELAY_US (see zero_debug_delay)
 } GPUZero;
 
@@ -286,10 +290,25 @@ static void zero_weights_prefetch(GPUModel *g, int seg) {
     z->slot_acquired[s] = 0;
 }
 
-// Segment seg's weights are usable on the compute stream until zero_weights_release (stage 3).
+// Stages 1-2: the compute stream waits for the update's all-gather of segment seg, if pending.
+static void zero_weights_gathered(GPUModel *g, int seg) {
+    GPUZero *z = &g->zero;
+    if (!z->segment_pending[seg]) return;
+    mark(g, PROF_COMM);
+    cudaCheck(cudaStreamWaitEvent(g->stream, z->segment_gathered[seg], 0));
+    z->segment_pending[seg] = false;
+}
+static void zero_weights_all_gathered(GPUModel *g) {
+    for (int seg = 0; seg < g->zero.plan.num_segments; seg++) zero_weights_gathered(g, seg);
+}
+
+// Segment seg's weights are usable on the compute stream (until zero_weights_release at stage 3).
 static void zero_weights_acquire(GPUModel *g, int seg) {
     GPUZero *z = &g->zero;
-    if (!zero_shards_params(&z->plan)) return;
+    if (!zero_shards_params(&z->plan)) {
+        zero_weights_gathered(g, seg);
+        return;
+    }
     zero_weights_prefetch(g, seg);
     const int s = zero_slot_of(z, seg);
     mark(g, PROF_COMM);
@@ -381,8 +400,12 @@ static void zero_grads_release(GPUModel *g, int seg) {
 static bf16 *param_ptr(GPUModel *g, int kind, int layer) {
     const size_t off = gpt2_param_offset(&g->cfg, kind, layer);
     GPUZero *z = &g->zero;
-    if (!zero_shards_params(&z->plan)) return g->params + off;
-    const int seg = param_segment(&g->cfg, kind, layer), s = zero_slot_of(z, seg);
+    const int seg = param_segment(&g->cfg, kind, layer);
+    if (!zero_shards_params(&z->plan)) {
+        if (z->segment_pending[seg]) die("internal error: segment %d used before its all-gather was waited for", seg);
+        return g->params + off;
+    }
+    const int s = zero_slot_of(z, seg);
     if (s < 0 || !z->slot_acquired[s]) die("internal error: ZeRO-3 uses segment %d, which is not acquired", seg);
     return slot_data(z, s, seg) + (off - zero_segment(&g->cfg, seg).begin);
 }
@@ -607,6 +630,10 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     cudaCheck(cudaEventCreateWithFlags(&z->compute_mark, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&z->comm_done, cudaEventDisableTiming));
     for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaEventCreateWithFlags(&z->reduced[b], cudaEventDisableTiming));
+    z->segment_gathered = (cudaEvent_t *)malloc_check((size_t)(g->cfg.num_layers + 2) * sizeof(cudaEvent_t));
+    z->segment_pending = (bool *)calloc_check((size_t)(g->cfg.num_layers + 2), sizeof(bool));
+    for (int seg = 0; seg < g->cfg.num_layers + 2; seg++)
+        cudaCheck(cudaEventCreateWithFlags(&z->segment_gathered[seg], cudaEventDisableTiming));
     z->debug_delay_ns = 1000 * (uint64_t)env_nonnegative("LLMC_ZERO_DEBUG_DELAY_US", 0);
     const ZeroPlan *p = &z->plan;
     const size_t S = p->slice, M = p->max_segment, slack_bf16 = 256 / sizeof(bf16), slack_f32 = 256 / sizeof(float);
@@ -826,6 +853,9 @@ static void gpu_model_free(GPUModel *g) {
     cudaEvent_t events[] = {z->compute_mark,  z->comm_done,      z->reduced[0],     z->reduced[1],
                             z->reduced[2],    z->slot_ready[0], z->slot_ready[1], z->slot_ready[2]};
     for (cudaEvent_t e : events) cudaCheck(cudaEventDestroy(e));
+    for (int seg = 0; seg < z->plan.num_segments; seg++) cudaCheck(cudaEventDestroy(z->segment_gathered[seg]));
+    free(z->segment_gathered);
+    free(z->segment_pending);
     // comm_stream stays: the device communicator enqueues on it until main finalizes it
 }
 
@@ -839,6 +869,7 @@ static void gpu_set_weights(GPUModel *g, const float *weights) {
     const size_t mfirst = zero_shards_optimizer(p) ? own.begin : 0, nm = zero_shards_optimizer(p) ? n : P;  // master kept
     uint16_t *h = (uint16_t *)malloc_check((np ? np : 1) * sizeof(uint16_t));
     for (size_t i = 0; i < np; i++) h[i] = bf16_from_float(weights[pfirst + i]);
+    zero_weights_all_gathered(g);  // no all-gather of an update may write them after this (stages 1-2)
     cudaCheck(cudaMemcpy(g->master, weights + mfirst, nm * sizeof(float), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(g->params, h, np * sizeof(uint16_t), cudaMemcpyHostToDevice));
     free(h);
@@ -851,6 +882,8 @@ static void gpu_get_weights(GPUModel *g, float *weights) {
     const size_t P = g->num_params;
     uint16_t *h = (uint16_t *)malloc_check(P * sizeof(uint16_t));
     if (!zero_shards_params(&g->zero.plan)) {
+        zero_weights_all_gathered(g);
+        gpu_sync(g);  // with the deadline, as below
         cudaCheck(cudaMemcpy(h, g->params, P * sizeof(uint16_t), cudaMemcpyDeviceToHost));
     } else {
         for (int seg = 0; seg < g->zero.plan.num_segments; seg++) {
@@ -1224,7 +1257,9 @@ static double gpu_grad_norm(GPUModel *g) {
 
 // Stage 0: every rank updates every weight. Stages 1-3: each rank its slice, with the update-
 // clipping sums completed across ranks; stages 1 and 2 then all-gather the updated bf16 weights
-// (16-bit all-gather: the rounded weights as they are, half the bytes of the fp32 master).
+// (16-bit all-gather: the rounded weights as they are, half the bytes of the fp32 master), segment
+// by segment in the order the forward pass uses them, each waited for at its first use
+// (zero_weights_acquire), so that all but the embeddings' gather run beside the next forward.
 static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
     const AdamWConfig *hp = &g->hp;
     GPUZero *z = &g->zero;
@@ -1238,14 +1273,19 @@ static int gpu_update(GPUModel *g, int t, float lr, float grad_scale) {
     } else {
         if (zero_shards_grads(p))  // the slice is complete (gpu_grad_norm waited already; the update must not rely on it)
             for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaStreamWaitEvent(g->stream, z->reduced[b], 0));
+        zero_weights_all_gathered(g);  // the last update's all-gathers have read this rank's slice
         clipped = adamw_update(&g->opt, g->master, own_params(g), g->m, g->v, own_grads(g), t, lr, grad_scale,
                                hp->beta1, hp->beta2, hp->eps, hp->update_clip, g->rounding_seed, g->stream,
                                comm_allreduce_sum_f64_fn, z->comm);
         if (!zero_shards_params(p)) {
             zero_comm_begin(g);
-            zero_split(p, (ZeroRange){0, p->padded}, z->counts);
-            z->comm->allgather_u16(z->comm, (uint16_t *)g->params, z->counts);
-            zero_comm_end(g);
+            for (int seg = 0; seg < p->num_segments; seg++) {
+                const ZeroRange r = zero_segment(&g->cfg, seg);
+                zero_split(p, r, z->counts);
+                z->comm->allgather_u16(z->comm, (uint16_t *)g->params + r.begin, z->counts);
+                cudaCheck(cudaEventRecord(z->segment_gathered[seg], z->comm_stream));
+                z->segment_pending[seg] = true;
+            }
         }
     }
     mark(g, PROF_HOST);

@@ -8,11 +8,14 @@
 # design, once a step: the reduction of the embeddings' gradient, which the encoder finishes last
 # (in the last micro-step's backward at stages 0-1; at stages 2-3 in every micro-step's, but the
 # next micro-step's forward runs beside the earlier ones); at stages 1-2 the all-gather of the
-# updated weights; at stage 3 the first micro-step's gather of the embeddings, its first weights
-# (a later micro-step's are gathered beside layer 0's backward in the one before). Every layer's
-# gather (prefetched a layer ahead; layer 0's beside the encoder) and reduction (stages 0-1: in
-# place as the backward completes it; 2-3: two scratches in turn) may run beside another part's
-# kernels; a prefetch missing or one scratch for all exposes more (dev/mutation/gpu_trainer.json).
+# updated embeddings (the rest of the update's all-gather, segment by segment, runs beside the
+# next forward, which waits for each segment where it first uses it; the last step's has no
+# forward to run beside); at stage 3 the first micro-step's gather of the embeddings, its first
+# weights (a later micro-step's are gathered beside layer 0's backward in the one before). Every
+# layer's gather (stage 3: prefetched a layer ahead; layer 0's beside the encoder) and reduction
+# (stages 0-1: in place as the backward completes it; 2-3: two scratches in turn) may run beside
+# another part's kernels; a prefetch missing, one scratch for all, or a wait for the whole update
+# exposes more (dev/mutation/gpu_trainer.json).
 # dev/test/zero/overlap.py sums the reports. About 6 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,8 +28,8 @@ root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 # The model's elements: the embeddings' segment (wte and wpe), and all (3 layers and the final LayerNorm).
 embed=$(((512 + 64) * 128)) params=$(((512 + 64) * 128 + 3 * (12 * 128 * 128 + 13 * 128) + 2 * 128))
 # The bytes exposed by design, gathers (bf16) and reductions (fp32), on each rank: 2 steps, 4 micro-steps.
-declare -A exposed=([0]="0 $((2 * 4 * embed))" [1]="$((2 * 2 * params)) $((2 * 4 * embed))"
-                    [2]="$((2 * 2 * params)) $((2 * 4 * embed))" [3]="$((2 * 2 * embed)) $((2 * 4 * embed))")
+declare -A exposed=([0]="0 $((2 * 4 * embed))" [1]="$((2 * embed + 2 * params)) $((2 * 4 * embed))"
+                    [2]="$((2 * embed + 2 * params)) $((2 * 4 * embed))" [3]="$((2 * 2 * embed)) $((2 * 4 * embed))")
 for z in 0 1 2 3; do
     mkdir "$dir/overlap$z"
     rc=0

@@ -10,7 +10,11 @@ mutant). An equivalent mutant, one that changes nothing a test can observe (the 
 expected to live; one that is killed is reported, so that the list can say so.
 
 usage: dev/mutation/run.py LIST [--repo DIR] [ID ...]
+       dev/mutation/run.py --check LIST ...
   LIST        e.g. dev/mutation/kernels.json
+  --check     nothing runs: in this working tree every mutant's text must occur exactly once in its
+              file, its steps be the list's and its expectation killed or equivalent (an equivalent
+              with its reason); exit 1 otherwise (make test: dev/test/t_03_mutation_lists.sh)
   --repo DIR  the clone to mutate (default: $TMPDIR or /tmp, then llmc-mutation), cloned from this
               repository when missing and checked out at its HEAD (committed code only); its build
               outputs are kept from run to run, so only the first run builds everything
@@ -77,8 +81,36 @@ def run_step(repo, step):
     return p.returncode == 0, output
 
 
+def check_lists(paths):
+    """--check: the problems of each list against the working tree, printed; True when none."""
+    root = git(os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--show-toplevel").strip()
+    problems = 0
+    for list_path in paths:
+        with open(list_path) as f:
+            plan = json.load(f)
+        before = problems
+        for m in plan["mutants"]:
+            wrong = []
+            with open(os.path.join(root, m["file"])) as f:
+                count = f.read().count(m["old"])
+            if count != 1:
+                wrong.append(f"its text occurs {count} times in {m['file']}")
+            wrong += [f"no step {s}" for s in m["steps"] if s not in plan["steps"]]
+            if m["expect"] not in ("killed", "equivalent") or (m["expect"] == "equivalent" and not m.get("reason")):
+                wrong.append(f"expect {m['expect']!r}" + (" without a reason" if m["expect"] == "equivalent" else ""))
+            for w in wrong:
+                print(f"STALE {list_path}: {m['id']}: {w}")
+            problems += len(wrong)
+        print(f"{list_path}: {len(plan['mutants'])} mutants, {problems - before} problem(s)")
+    return problems == 0
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--check":
+        if len(args) < 2:
+            usage_error("--check needs a list")
+        sys.exit(0 if check_lists(args[1:]) else 1)
     repo = os.path.join(os.environ.get("TMPDIR", "/tmp"), "llmc-mutation")
     if "--repo" in args:
         i = args.index("--repo")

@@ -156,7 +156,7 @@ typedef struct {
     bf16 *params;
     float *grads, *master, *m, *v;
     bool grads_unwritten;  // the step's first micro-step has not written its gradient yet (see grads_accumulate)
-    int micro_steps_left;  // of the optimizer step (gpu_zero_grads); the last reduces at stages 0-1 (zero_grads_release)
+    int micro_steps_left;  // of the step (gpu_zero_grads); the last reduces at stages 0-1 (zero_grads_release)
     // The weights may have changed since the last training micro-step: set by their writers
     // (gpu_set_weights, gpu_update) and, as the backend contract allows them to change only between
     // optimizer steps, at every step's start (gpu_zero_grads). Until a training micro-step clears
@@ -630,9 +630,10 @@ static void gpu_zero_alloc(GPUModel *g, int stage, const Comm *host) {
     cudaCheck(cudaEventCreateWithFlags(&z->compute_mark, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&z->comm_done, cudaEventDisableTiming));
     for (int b = 0; b < ZERO_SCRATCHES; b++) cudaCheck(cudaEventCreateWithFlags(&z->reduced[b], cudaEventDisableTiming));
-    z->segment_gathered = (cudaEvent_t *)malloc_check((size_t)(g->cfg.num_layers + 2) * sizeof(cudaEvent_t));
-    z->segment_pending = (bool *)calloc_check((size_t)(g->cfg.num_layers + 2), sizeof(bool));
-    for (int seg = 0; seg < g->cfg.num_layers + 2; seg++)
+    const int segments = z->plan.num_segments;
+    z->segment_gathered = (cudaEvent_t *)malloc_check((size_t)segments * sizeof(cudaEvent_t));
+    z->segment_pending = (bool *)calloc_check((size_t)segments, sizeof(bool));
+    for (int seg = 0; seg < segments; seg++)
         cudaCheck(cudaEventCreateWithFlags(&z->segment_gathered[seg], cudaEventDisableTiming));
     z->debug_delay_ns = 1000 * (uint64_t)env_nonnegative("LLMC_ZERO_DEBUG_DELAY_US", 0);
     const ZeroPlan *p = &z->plan;

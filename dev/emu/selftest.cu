@@ -13,8 +13,8 @@
 // `selftest schedule` shows what LLMC_EMU_SCHEDULE=reverse changes: a CTA that reads what the CTA
 // before it writes in the same launch, and a thread that reads a shared word another writes with
 // no barrier between them; t_44 runs it in both orders. `selftest overlap` enqueues collectives
-// beside kernels for the overlap report (LLMC_EMU_OVERLAP), which t_44 reads. Built by g++ with the emulator forced in
-// (mk/emu.mk); not a CUDA program.
+// beside kernels for the overlap report (LLMC_EMU_OVERLAP), which t_44 reads. Built by g++ with
+// the emulator forced in (mk/emu.mk); not a CUDA program.
 #include "../../llmc/attention.cuh"
 
 #include <string.h>
@@ -309,9 +309,9 @@ int main(int argc, char **argv) {
     for (int f = 0; argc == 2 && f < (int)(sizeof FAULT_NAMES / sizeof *FAULT_NAMES); f++)
         if (!strcmp(argv[1], FAULT_NAMES[f])) fault = f;
     if (fault < 0) usage_error("usage: %s streams|schedule|overlap|clean|in_flight|no_barrier|war|no_proxy_fence|"
-                               "no_store_fence|no_wgmma_fence|divergence|deadlock|out_of_bounds|race_shared|race_cp_async|race_global|"
-                               "race_warpgroup|race_mbarrier|race_named_barrier|race_syncwarp|uninit_global|uninit_shared|"
-                               "plain_out_of_bounds", argv[0]);
+                               "no_store_fence|no_wgmma_fence|divergence|deadlock|out_of_bounds|race_shared|"
+                               "race_cp_async|race_global|race_warpgroup|race_mbarrier|race_named_barrier|"
+                               "race_syncwarp|uninit_global|uninit_shared|plain_out_of_bounds", argv[0]);
     __nv_bfloat16 *src;
     float *dst, *unwritten;
     cudaMalloc((void **)&src, 64 * 64 * sizeof(__nv_bfloat16));

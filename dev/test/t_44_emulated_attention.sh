@@ -12,8 +12,9 @@
 # AddressSanitizer build a plain store past the dynamic shared memory), what its stream orders do
 # with a missing wait between streams, what its overlap report counts beside a collective, and
 # what its reverse schedule does with a missing order between CTAs or threads. Last, the race
-# build (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports each race planted in its self-test (an mbarrier and a
-# named barrier skipped among them) and none in the attention kernels' cases with T < 512.
+# build (dev/emu/race.h: ThreadSanitizer with each CUDA thread a fiber, racecheck's job) reports
+# each race planted in its self-test (an mbarrier and a named barrier skipped among them) and none
+# in the attention kernels' cases with T < 512.
 # What the emulator cannot show (the hardware's agreement with dev/emu/ptx_isa.h, timing, orders
 # of CTAs and threads other than its two) still needs a GPU. About 111 s alone on 2 cores (2026-12-03).
 set -euo pipefail

@@ -113,7 +113,6 @@ for clip in 0.2 0; do
     build/emu/train_gptcu "${args[@]}" --update-clip $clip -m 4 -o "$dir/$name" >"$dir/$name.out" 2>&1 || rc=$?
     check "$([ "$rc" = 0 ] && echo 1 || echo 0)" "emulated train_gptcu, one process, 6 steps, update clipping $clip"
 done
-runs=()
 zero_run() {  # zero_run <name> <stage> <stream order> <LLMC_GPU_COMM: nccl | mpi> [update clipping, 0.2]
     local clip=${5:-0.2}
     rc=0

@@ -38,10 +38,10 @@ echo "the test suite under AddressSanitizer and UndefinedBehaviorSanitizer (./tr
 # and the quantizer tests of t_40 are built with ASan and UBSan, or TSan, already; t_47 runs
 # valgrind's builds; the others' are the plain builds of both passes). That saves about 7 of CI's
 # minutes.
-repeats=(t_02_build_mpi_state t_03_mutation_lists t_05_torch_reference t_10_model_vs_pytorch t_11_finite_differences t_30_tokenizer_fuzz
-         t_40_quant_exhaustive t_40_quant_units t_42_kernel_indexing t_42_wgmma_serialization
-         t_44_emulated_attention t_45_emulated_trainer t_46_emulated_harnesses t_47_uninitialized_reads t_48_zero_overlap
-         t_50_zero_comm t_70_recompute_plan)
+repeats=(t_02_build_mpi_state t_03_mutation_lists t_05_torch_reference t_10_model_vs_pytorch t_11_finite_differences
+         t_30_tokenizer_fuzz t_40_quant_exhaustive t_40_quant_units t_42_kernel_indexing t_42_wgmma_serialization
+         t_44_emulated_attention t_45_emulated_trainer t_46_emulated_harnesses t_47_uninitialized_reads
+         t_48_zero_overlap t_50_zero_comm t_70_recompute_plan)
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
     for t in dev/test/t_*.sh; do
